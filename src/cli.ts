@@ -1,0 +1,201 @@
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { verifyLedger } from './projections/verify';
+import { allProjections } from './projections';
+import { ProjectionRunner } from './projections/runner/runner';
+import { requestSerializers } from './http/app';
+import { adminTokenOf, createGateway, openStorage, settingsFromEnv, type Settings } from './runtime/gateway';
+
+const USAGE = `Usage: gateway <command> [options]
+
+  serve                                   run the gateway (env: PORT, HOST, DATA_DIR, DATABASE_URL, ...)
+  projections rebuild [NAME]              drop and replay one projection, or all (${allProjections.map((p) => p.name).join(', ')})
+  projections status                      checkpoint of each projection
+  ledger verify [--account ID]            replay the events and compare with the projections; exit 1 on a difference
+
+  accounts create NAME                    (these talk to a running gateway's admin API:
+  accounts list                            GATEWAY_URL, default http://HOST:PORT, and ADMIN_TOKEN
+  accounts show ID                         or the token saved in DATA_DIR)
+  accounts topup ID AMOUNT_USD [--reference TEXT]
+  accounts limits ID [--rpm N|none] [--concurrency N|none]
+  accounts deactivate ID [--reason TEXT]
+  accounts reactivate ID
+  accounts ledger ID
+  keys create ACCOUNT_ID --name NAME [--models a,b] [--expires-at UNIX] [--spend-cap USD] [--disabled]
+  keys list ACCOUNT_ID
+  keys update KEY_ID [--name NAME] [--models a,b|all] [--expires-at UNIX|never] [--spend-cap USD|none] [--enable|--disable]
+  keys revoke KEY_ID
+  keys delete KEY_ID
+  keys reveal KEY_ID
+`;
+
+class UsageError extends Error {}
+
+async function serve(settings: Settings) {
+  const logger = pino({ level: settings.logLevel, serializers: requestSerializers });
+  const gateway = await createGateway(settings, { logger });
+  await gateway.app.listen({ port: settings.port, host: settings.host });
+  const token = adminTokenOf(settings);
+  const where = settings.databaseUrl ? 'Postgres (DATABASE_URL)' : `embedded PGlite in ${settings.dataDir}`;
+  process.stdout.write(
+    [
+      `gateway listening on http://${settings.host}:${settings.port}`,
+      `storage: ${where}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
+      `admin token: ${token.value}${settings.adminToken ? ' (from ADMIN_TOKEN)' : ` (saved in ${settings.dataDir}/admin-token)`}`,
+      '',
+    ].join('\n'),
+  );
+  const shutdown = async () => {
+    await gateway.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
+}
+
+async function withRunner<T>(settings: Settings, fn: (runner: ProjectionRunner, storage: Awaited<ReturnType<typeof openStorage>>) => Promise<T>) {
+  const storage = await openStorage(settings);
+  try {
+    const runner = new ProjectionRunner(storage.sql, storage.store, allProjections);
+    await runner.migrate();
+    return await fn(runner, storage);
+  } finally {
+    await storage.close();
+  }
+}
+
+async function admin(settings: Settings, method: string, path: string, body?: unknown) {
+  const base = process.env.GATEWAY_URL ?? `http://${settings.host}:${settings.port}`;
+  const token = adminTokenOf(settings).value;
+  const response = await fetch(`${base}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  }).catch((error: unknown) => {
+    throw new Error(`cannot reach the gateway at ${base} (${(error as Error).message}); start it with "gateway serve" or set GATEWAY_URL`);
+  });
+  const text = await response.text();
+  process.stdout.write(`${text}\n`);
+  if (!response.ok) process.exitCode = 1;
+}
+
+const orNull = (v: string | undefined, nullWord: string) => (v === undefined ? undefined : v === nullWord ? null : v);
+
+function keyBody(values: Record<string, string | boolean | undefined>) {
+  const models = orNull(values.models as string | undefined, 'all');
+  const expires = orNull(values['expires-at'] as string | undefined, 'never');
+  const cap = orNull(values['spend-cap'] as string | undefined, 'none');
+  return {
+    ...(values.name !== undefined ? { name: values.name } : {}),
+    ...(models !== undefined ? { allowed_models: models === null ? null : models.split(',').map((m) => m.trim()).filter(Boolean) } : {}),
+    ...(expires !== undefined ? { expires_at: expires === null ? null : Number(expires) } : {}),
+    ...(cap !== undefined ? { spend_cap_usd: cap } : {}),
+    ...(values.disable || values.disabled ? { enabled: false } : values.enable ? { enabled: true } : {}),
+  };
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const settings = settingsFromEnv();
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      account: { type: 'string' },
+      reference: { type: 'string' },
+      reason: { type: 'string' },
+      rpm: { type: 'string' },
+      concurrency: { type: 'string' },
+      name: { type: 'string' },
+      models: { type: 'string' },
+      'expires-at': { type: 'string' },
+      'spend-cap': { type: 'string' },
+      disabled: { type: 'boolean' },
+      disable: { type: 'boolean' },
+      enable: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [group, action, ...rest] = positionals;
+  const need = (value: string | undefined, what: string) => {
+    if (!value) throw new UsageError(`missing ${what}`);
+    return value;
+  };
+  if (values.help || group === undefined || group === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+
+  switch (`${group} ${action ?? ''}`.trim()) {
+    case 'serve':
+      return serve(settings);
+
+    case 'projections rebuild':
+      return withRunner(settings, async (runner) => {
+        const names = rest[0] ? [runner.byName(rest[0]).name] : runner.projections.map((p) => p.name);
+        for (const name of names) {
+          const started = Date.now();
+          await runner.rebuild(name);
+          process.stdout.write(`rebuilt ${name} in ${Date.now() - started} ms\n`);
+        }
+      });
+
+    case 'projections status':
+      return withRunner(settings, async (runner) => {
+        for (const p of runner.projections) {
+          const at = await runner.checkpoint(p.name);
+          process.stdout.write(`${p.name}\tcommit=${at.commit}\tprepare=${at.prepare}\n`);
+        }
+      });
+
+    case 'ledger verify':
+      return withRunner(settings, async (runner, storage) => {
+        await runner.catchUp();
+        const differences = await verifyLedger(storage.store, storage.sql, values.account ? { accountId: values.account } : {});
+        for (const d of differences) process.stdout.write(`DIFF ${d.subject} ${d.field}: events say ${d.expected}, projection has ${d.actual}\n`);
+        process.stdout.write(differences.length === 0 ? 'ledger verified: projections match the events\n' : `${differences.length} difference(s)\n`);
+        if (differences.length > 0) process.exitCode = 1;
+      });
+
+    case 'accounts create':
+      return admin(settings, 'POST', '/accounts', { name: need(rest[0], 'NAME') });
+    case 'accounts list':
+      return admin(settings, 'GET', '/accounts');
+    case 'accounts show':
+      return admin(settings, 'GET', `/accounts/${need(rest[0], 'ID')}`);
+    case 'accounts topup':
+      return admin(settings, 'POST', `/accounts/${need(rest[0], 'ID')}/topups`, {
+        amount_usd: need(rest[1], 'AMOUNT_USD'),
+        reference: values.reference ?? `cli-${Date.now()}`,
+      });
+    case 'accounts limits': {
+      const limit = (v: string | undefined) => (v === undefined || v === 'none' ? null : Number(v));
+      return admin(settings, 'PUT', `/accounts/${need(rest[0], 'ID')}/limits`, { rpm: limit(values.rpm), concurrency: limit(values.concurrency) });
+    }
+    case 'accounts deactivate':
+      return admin(settings, 'POST', `/accounts/${need(rest[0], 'ID')}/deactivate`, values.reason ? { reason: values.reason } : {});
+    case 'accounts reactivate':
+      return admin(settings, 'POST', `/accounts/${need(rest[0], 'ID')}/reactivate`, {});
+    case 'accounts ledger':
+      return admin(settings, 'GET', `/accounts/${need(rest[0], 'ID')}/ledger`);
+    case 'keys create':
+      return admin(settings, 'POST', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/keys`, { ...keyBody(values), name: need(values.name, '--name') });
+    case 'keys list':
+      return admin(settings, 'GET', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/keys`);
+    case 'keys update':
+      return admin(settings, 'PATCH', `/keys/${need(rest[0], 'KEY_ID')}`, keyBody(values));
+    case 'keys revoke':
+      return admin(settings, 'POST', `/keys/${need(rest[0], 'KEY_ID')}/revoke`, {});
+    case 'keys delete':
+      return admin(settings, 'DELETE', `/keys/${need(rest[0], 'KEY_ID')}`);
+    case 'keys reveal':
+      return admin(settings, 'GET', `/keys/${need(rest[0], 'KEY_ID')}/reveal`);
+    default:
+      throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError) process.stderr.write(`${error.message}\n\n${USAGE}`);
+  else process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+  process.exitCode = error instanceof UsageError ? 2 : 1;
+});

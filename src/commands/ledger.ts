@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import { keyStream, walletStream, type KeyEvent, type KeySettings, type WalletEvent } from '../events/catalog';
+import type { EventStore, Position } from '../events/store/port';
+import { generateApiKey } from '../secrets/api-key';
+import type { KeyVault } from '../secrets/key-vault';
+import type { DomainError } from './decision';
+import { CommandHandler, type Handled } from './handle-command';
+import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
+import { walletDecider, type WalletCommand, type WalletState } from './wallet/decider';
+
+export type Result<T> = ({ ok: true; position: Position | null } & T) | { ok: false; error: DomainError };
+
+const unixNow = () => Math.floor(Date.now() / 1000);
+
+function outcome<S, T>(handled: Handled<S>, value: (state: S) => T): Result<T> {
+  if (!handled.ok) return { ok: false, error: handled.error };
+  return { ok: true, position: handled.position, ...value(handled.state) };
+}
+
+export interface ReserveRequest {
+  readonly holdId: string;
+  readonly amount: bigint;
+  readonly keyId: string | null;
+  readonly purpose: string;
+  /** Seconds until the sweeper may release the hold if nobody settles it. */
+  readonly ttlSeconds: number;
+}
+
+/**
+ * The application side of the wallet and key aggregates: builds commands, runs them
+ * through the deciders, and keeps the secret material in the key vault. Everything
+ * that can refuse reads the aggregates here, never a projection.
+ */
+export class Ledger {
+  readonly wallets: CommandHandler<WalletCommand, WalletState, WalletEvent>;
+  readonly keys: CommandHandler<KeyCommand, KeyState, KeyEvent>;
+
+  constructor(
+    store: EventStore,
+    private readonly vault: KeyVault,
+    private readonly now: () => number = unixNow,
+  ) {
+    this.wallets = new CommandHandler(store, walletDecider);
+    this.keys = new CommandHandler(store, keyDecider);
+  }
+
+  async wallet(accountId: string): Promise<WalletState> {
+    return (await this.wallets.load(walletStream(accountId))).state;
+  }
+
+  async key(keyId: string): Promise<KeyState> {
+    return (await this.keys.load(keyStream(keyId))).state;
+  }
+
+  private wallet$(accountId: string, command: WalletCommand, commandId?: string, actor?: string) {
+    return this.wallets.handle(walletStream(accountId), command, { ...(commandId ? { commandId } : {}), ...(actor ? { metadata: { actor } } : {}) });
+  }
+
+  private key$(keyId: string, command: KeyCommand, actor?: string) {
+    return this.keys.handle(keyStream(keyId), command, actor ? { metadata: { actor } } : {});
+  }
+
+  async openAccount(name: string, actor = 'admin'): Promise<Result<{ accountId: string; state: WalletState }>> {
+    const accountId = `acct_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+    const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, now: this.now() }, `open:${accountId}`, actor);
+    return outcome(handled, (state) => ({ accountId, state }));
+  }
+
+  async topUp(accountId: string, amount: bigint, reference: string, topupId = randomUUID(), actor = 'admin') {
+    const handled = await this.wallet$(accountId, { type: 'TopUp', topupId, amount, reference, now: this.now() }, `topup:${topupId}`, actor);
+    return outcome(handled, (state) => ({ state, topupId }));
+  }
+
+  async setLimits(accountId: string, rpm: number | null, concurrency: number | null, actor = 'admin') {
+    return outcome(await this.wallet$(accountId, { type: 'SetLimits', rpm, concurrency, now: this.now() }, undefined, actor), (state) => ({ state }));
+  }
+
+  async deactivate(accountId: string, reason: string, actor = 'admin') {
+    return outcome(await this.wallet$(accountId, { type: 'Deactivate', reason, now: this.now() }, undefined, actor), (state) => ({ state }));
+  }
+
+  async reactivate(accountId: string, actor = 'admin') {
+    return outcome(await this.wallet$(accountId, { type: 'Reactivate', now: this.now() }, undefined, actor), (state) => ({ state }));
+  }
+
+  async reserve(accountId: string, request: ReserveRequest): Promise<Result<{ state: WalletState }>> {
+    let spendCap: bigint | null = null;
+    if (request.keyId !== null) spendCap = (await this.key(request.keyId)).settings.spend_cap;
+    const now = this.now();
+    const handled = await this.wallet$(
+      accountId,
+      {
+        type: 'Reserve',
+        holdId: request.holdId,
+        amount: request.amount,
+        keyId: request.keyId,
+        spendCap,
+        purpose: request.purpose,
+        expiresAt: now + request.ttlSeconds,
+        now,
+      },
+      `reserve:${request.holdId}`,
+    );
+    return outcome(handled, (state) => ({ state }));
+  }
+
+  async settle(accountId: string, holdId: string, amount: bigint) {
+    return outcome(await this.wallet$(accountId, { type: 'Settle', holdId, amount, now: this.now() }, `settle:${holdId}`), (state) => ({ state }));
+  }
+
+  async release(accountId: string, holdId: string, reason: string) {
+    return outcome(await this.wallet$(accountId, { type: 'Release', holdId, reason, now: this.now() }, `release:${holdId}`), (state) => ({ state }));
+  }
+
+  async issueKey(accountId: string, settings: KeySettings, actor = 'admin'): Promise<Result<{ keyId: string; raw: string; state: KeyState }>> {
+    const wallet = await this.wallet(accountId);
+    if (wallet.status === 'none') return { ok: false, error: { code: 'account_not_found', message: 'account not found' } };
+    const keyId = `key_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+    const generated = generateApiKey();
+    // The ciphertext is written first: a key that exists in the log can always be revealed.
+    await this.vault.store(keyId, generated.raw);
+    const handled = await this.key$(
+      keyId,
+      { type: 'IssueKey', keyId, accountId, prefix: generated.prefix, hash: generated.hash, revealable: true, settings, now: this.now() },
+      actor,
+    );
+    if (!handled.ok) await this.vault.destroy(keyId);
+    return outcome(handled, (state) => ({ keyId, raw: generated.raw, state }));
+  }
+
+  async updateKey(keyId: string, changes: Partial<KeySettings>, actor = 'admin') {
+    return outcome(await this.key$(keyId, { type: 'UpdateKey', changes, now: this.now() }, actor), (state) => ({ state }));
+  }
+
+  async revokeKey(keyId: string, reason: string, actor = 'admin') {
+    return outcome(await this.key$(keyId, { type: 'RevokeKey', reason, now: this.now() }, actor), (state) => ({ state }));
+  }
+
+  async deleteKey(keyId: string, actor = 'admin') {
+    const handled = await this.key$(keyId, { type: 'DeleteKey', now: this.now() }, actor);
+    if (handled.ok) await this.vault.destroy(keyId);
+    return outcome(handled, (state) => ({ state }));
+  }
+
+  /** Returns the raw key and records the reveal as an audit event. */
+  async revealKey(keyId: string, actor = 'admin'): Promise<Result<{ raw: string; state: KeyState }>> {
+    const handled = await this.key$(keyId, { type: 'RevealKey', actor, now: this.now() }, actor);
+    if (!handled.ok) return { ok: false, error: handled.error };
+    const raw = await this.vault.reveal(keyId);
+    if (raw === null) return { ok: false, error: { code: 'key_not_revealable', message: 'the key material is not available' } };
+    return { ok: true, position: handled.position, raw, state: handled.state };
+  }
+}

@@ -1,0 +1,99 @@
+import { z } from 'zod';
+
+/** An exact decimal USD amount written as a string, e.g. "0.15". Floats are refused:
+ * a price must survive the trip into integer units without rounding. */
+export const UsdString = z
+  .string()
+  .regex(/^\d+(\.\d{1,9})?$/, 'a decimal string with at most 9 fractional digits, e.g. "0.15"');
+
+export const CHAT_PROTOCOLS = ['chat-completions', 'messages', 'responses', 'generate-content'] as const;
+export type ChatProtocol = (typeof CHAT_PROTOCOLS)[number];
+
+export const CHANNEL_PROTOCOLS = [...CHAT_PROTOCOLS, 'images', 'videos', 'music', 'speech', 'embeddings'] as const;
+
+export const MODEL_KINDS = ['text', 'image', 'video', 'music', 'speech', 'embedding'] as const;
+
+export const CAPABILITIES = ['tools', 'vision', 'web_search', 'image_gen', 'video_gen', 'thinking', 'json', 'open-source'] as const;
+
+const TieredUsd = z.union([UsdString, z.record(z.string(), UsdString)]);
+
+export const PriceSchema = z
+  .object({
+    input: UsdString.optional(),
+    cached_input: UsdString.optional(),
+    output: UsdString.optional(),
+    per_image: UsdString.optional(),
+    per_second: TieredUsd.optional(),
+    per_call: UsdString.optional(),
+    per_1k_characters: UsdString.optional(),
+    per_voice: UsdString.optional(),
+    per_1m_completion_tokens: UsdString.optional(),
+    tool_call_fee: UsdString.optional(),
+  })
+  .strict();
+
+export const ChannelSchema = z
+  .object({
+    id: z.string().min(1),
+    protocol: z.enum(CHANNEL_PROTOCOLS),
+    base_url: z.string().url(),
+    api_key: z.string().default(''),
+    group: z.string().default('default'),
+    priority: z.number().int().default(0),
+    weight: z.number().int().positive().default(1),
+    /** public id -> upstream id; a list means the same ids. */
+    models: z.union([z.array(z.string().min(1)), z.record(z.string(), z.string().min(1))]),
+    tools: z.array(z.string()).default([]),
+  })
+  .strict();
+
+export const ModelSchema = z
+  .object({
+    id: z.string().min(1),
+    owned_by: z.string().default('gateway'),
+    kind: z.enum(MODEL_KINDS).default('text'),
+    aliases: z.array(z.string().min(1)).default([]),
+    callable: z.boolean().default(true),
+    endpoint_type: z.string().nullable().default(null),
+    default_max_tokens: z.number().int().positive().optional(),
+    context_window: z.number().int().positive().optional(),
+    capabilities: z.array(z.enum(CAPABILITIES)).default([]),
+    price: PriceSchema.default({}),
+    cache_write_multiplier: UsdString.optional(),
+    long_context: z.object({ threshold_tokens: z.number().int().positive(), multiplier: UsdString }).strict().optional(),
+    fixed_grid: z.number().int().positive().optional(),
+  })
+  .strict();
+
+export const ConfigSchema = z
+  .object({
+    channels: z.array(ChannelSchema).default([]),
+    models: z.array(ModelSchema).default([]),
+  })
+  .strict()
+  .superRefine((config, ctx) => {
+    const seen = new Map<string, string>();
+    const claim = (name: string, owner: string, path: (string | number)[]) => {
+      const prior = seen.get(name);
+      if (prior !== undefined) ctx.addIssue({ code: 'custom', path, message: `"${name}" is used by both ${prior} and ${owner}` });
+      else seen.set(name, owner);
+    };
+    config.models.forEach((m, i) => {
+      claim(m.id, `model ${m.id}`, ['models', i, 'id']);
+      m.aliases.forEach((a, j) => claim(a, `an alias of ${m.id}`, ['models', i, 'aliases', j]));
+    });
+    const channelIds = new Set<string>();
+    config.channels.forEach((c, i) => {
+      if (channelIds.has(c.id)) ctx.addIssue({ code: 'custom', path: ['channels', i, 'id'], message: `duplicate channel id ${c.id}` });
+      channelIds.add(c.id);
+      const publicIds = Array.isArray(c.models) ? c.models : Object.keys(c.models);
+      publicIds.forEach((id) => {
+        if (!config.models.some((m) => m.id === id))
+          ctx.addIssue({ code: 'custom', path: ['channels', i, 'models'], message: `channel ${c.id} serves unknown model ${id} (use canonical ids)` });
+      });
+    });
+  });
+
+export type GatewayConfig = z.infer<typeof ConfigSchema>;
+export type ChannelConfig = z.infer<typeof ChannelSchema>;
+export type ModelConfig = z.infer<typeof ModelSchema>;

@@ -1,0 +1,104 @@
+/**
+ * The event store port. Everything outside src/events talks to this interface only,
+ * so the engine (PGlite, Postgres, EventStoreDB) is a deployment choice.
+ */
+
+/** A place in the global log. Both engines order the log by a pair:
+ * EventStoreDB by its (commit, prepare) positions, the Postgres adapters by
+ * (transaction id, global_position) so that a reader never skips an event
+ * committed out of order. Compare with `comparePositions`, never by one half. */
+export interface Position {
+  readonly commit: bigint;
+  readonly prepare: bigint;
+}
+
+export const START: Position = Object.freeze({ commit: -1n, prepare: -1n });
+
+export function comparePositions(a: Position, b: Position): number {
+  if (a.commit !== b.commit) return a.commit < b.commit ? -1 : 1;
+  if (a.prepare !== b.prepare) return a.prepare < b.prepare ? -1 : 1;
+  return 0;
+}
+
+/** `no_stream`: the stream must not exist; `any`: no check; a bigint: the revision
+ * of the stream's last event must be exactly this (revisions start at 0). */
+export type ExpectedRevision = 'no_stream' | 'any' | bigint;
+
+export interface NewEvent {
+  /** A UUID. Deterministic ids make a retried append a recognised duplicate. */
+  readonly id: string;
+  readonly type: string;
+  readonly data: unknown;
+  readonly metadata?: Record<string, unknown>;
+}
+
+export interface RecordedEvent {
+  readonly id: string;
+  readonly streamId: string;
+  readonly revision: bigint;
+  readonly position: Position;
+  readonly type: string;
+  readonly data: unknown;
+  readonly metadata: Record<string, unknown>;
+  readonly createdAt: Date;
+}
+
+export interface AppendResult {
+  /** Revision of the last event of the stream after the append. */
+  readonly nextRevision: bigint;
+  /** Position of the last appended event (of the original append for a duplicate). */
+  readonly position: Position;
+  /** True when every event id was already in the stream: nothing was written. */
+  readonly duplicate: boolean;
+}
+
+export class ConcurrencyError extends Error {
+  readonly code = 'wrong_expected_revision' as const;
+  constructor(
+    readonly streamId: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: bigint | 'no_stream',
+  ) {
+    super(`stream ${streamId}: expected revision ${String(expected)}, actual ${String(actual)}`);
+    this.name = 'ConcurrencyError';
+  }
+}
+
+/** Some but not all of an append's event ids exist already, or they exist in another stream. */
+export class DuplicateEventConflictError extends Error {
+  readonly code = 'event_id_conflict' as const;
+  constructor(readonly streamId: string, readonly eventIds: readonly string[]) {
+    super(`stream ${streamId}: event ids already used by a different append: ${eventIds.join(', ')}`);
+    this.name = 'DuplicateEventConflictError';
+  }
+}
+
+export interface ReadStreamOptions {
+  readonly direction?: 'forwards' | 'backwards';
+  /** First revision to read (inclusive). Forwards default 0, backwards default the end. */
+  readonly fromRevision?: bigint;
+  readonly maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** Read events strictly after this position; default the start of the log. */
+  readonly after?: Position;
+  readonly maxCount?: number;
+}
+
+export interface FollowOptions {
+  readonly after?: Position;
+  readonly signal?: AbortSignal;
+}
+
+export interface EventStore {
+  readonly engine: 'pglite' | 'postgres' | 'eventstoredb';
+  append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /** Events of one stream; an unknown stream reads as empty. */
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** The global log in commit order, only events every reader can already see. */
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** Follows the global log: every event exactly once, in order, until the signal aborts. */
+  follow(options?: FollowOptions): AsyncIterable<RecordedEvent>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,231 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Sql, SqlQuery } from '../../storage/sql';
+import { uniqueViolation } from '../../storage/sql';
+import {
+  ConcurrencyError,
+  DuplicateEventConflictError,
+  START,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type FollowOptions,
+  type NewEvent,
+  type Position,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+} from './port';
+import { encodeJson } from './json';
+
+export const EVENTS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  global_position bigserial PRIMARY KEY,
+  stream_id text NOT NULL,
+  stream_revision bigint NOT NULL,
+  event_id uuid NOT NULL,
+  type text NOT NULL,
+  data jsonb NOT NULL,
+  metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  transaction_id xid8 NOT NULL,
+  CONSTRAINT events_event_id_key UNIQUE (event_id),
+  CONSTRAINT events_stream_revision_key UNIQUE (stream_id, stream_revision)
+);
+CREATE INDEX IF NOT EXISTS events_log_order ON events (transaction_id, global_position);
+`;
+
+interface EventRow {
+  global_position: string;
+  stream_id: string;
+  stream_revision: string;
+  event_id: string;
+  type: string;
+  data: unknown;
+  metadata: Record<string, unknown>;
+  created_at: Date | string;
+  transaction_id: string;
+}
+
+const COLUMNS = `global_position::text AS global_position, stream_id, stream_revision::text AS stream_revision,
+  event_id::text AS event_id, type, data, metadata, created_at, transaction_id::text AS transaction_id`;
+
+function toRecorded(row: EventRow): RecordedEvent {
+  return {
+    id: row.event_id,
+    streamId: row.stream_id,
+    revision: BigInt(row.stream_revision),
+    position: { commit: BigInt(row.transaction_id), prepare: BigInt(row.global_position) },
+    type: row.type,
+    data: row.data,
+    metadata: row.metadata ?? {},
+    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+  };
+}
+
+/**
+ * The events table on Postgres or PGlite.
+ *
+ * The global log is ordered by (transaction_id, global_position) and readers only see
+ * events of transactions older than the oldest one still running: a bigserial alone is
+ * handed out before commit, so a reader ordering by it could pass over an event that
+ * commits later with a smaller number. Every transaction id below the snapshot's xmin
+ * has finished, and every transaction that can still commit has an id at or above it.
+ */
+export function createPostgresEventStore(sql: Sql): EventStore {
+  const appended = new Set<() => void>();
+  const wake = () => {
+    for (const fn of appended) fn();
+  };
+
+  async function existingIds(db: SqlQuery, ids: readonly string[]) {
+    return db.query<{ event_id: string; stream_id: string; stream_revision: string; global_position: string; transaction_id: string }>(
+      `SELECT event_id::text AS event_id, stream_id, stream_revision::text AS stream_revision,
+              global_position::text AS global_position, transaction_id::text AS transaction_id
+         FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY global_position`,
+      [ids],
+    );
+  }
+
+  /** A retried append whose first try committed: every id is already in this stream. */
+  async function asDuplicate(streamId: string, events: readonly NewEvent[]): Promise<AppendResult | null> {
+    const found = await existingIds(sql, events.map((e) => e.id));
+    if (found.length === 0) return null;
+    if (found.length !== events.length || found.some((r) => r.stream_id !== streamId))
+      throw new DuplicateEventConflictError(streamId, found.map((r) => r.event_id));
+    const last = found[found.length - 1]!;
+    const [head] = await sql.query<{ rev: string }>(
+      'SELECT max(stream_revision)::text AS rev FROM events WHERE stream_id = $1',
+      [streamId],
+    );
+    return {
+      duplicate: true,
+      nextRevision: BigInt(head!.rev),
+      position: { commit: BigInt(last.transaction_id), prepare: BigInt(last.global_position) },
+    };
+  }
+
+  async function tryAppend(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    return sql.transaction(async (tx) => {
+      const [head] = await tx.query<{ rev: string | null }>(
+        'SELECT max(stream_revision)::text AS rev FROM events WHERE stream_id = $1',
+        [streamId],
+      );
+      const current = head?.rev == null ? -1n : BigInt(head.rev);
+      if (expected === 'no_stream' && current !== -1n) throw new ConcurrencyError(streamId, expected, current);
+      if (typeof expected === 'bigint' && current !== expected)
+        throw new ConcurrencyError(streamId, expected, current === -1n ? 'no_stream' : current);
+      // The insert is the transaction's first write, so its transaction id is taken
+      // only now, after the revision check: see the ordering note above.
+      const params: unknown[] = [streamId];
+      const rows = events.map((event, i) => {
+        params.push(String(current + 1n + BigInt(i)), event.id, event.type, encodeJson(event.data), encodeJson(event.metadata ?? {}));
+        const p = params.length;
+        return `($1, $${p - 4}::bigint, $${p - 3}::uuid, $${p - 2}, $${p - 1}::jsonb, $${p}::jsonb, pg_current_xact_id())`;
+      });
+      const inserted = await tx.query<{ global_position: string; transaction_id: string }>(
+        `INSERT INTO events (stream_id, stream_revision, event_id, type, data, metadata, transaction_id)
+         VALUES ${rows.join(', ')}
+         RETURNING global_position::text AS global_position, transaction_id::text AS transaction_id`,
+        params,
+      );
+      const last = inserted[inserted.length - 1]!;
+      return {
+        duplicate: false,
+        nextRevision: current + BigInt(events.length),
+        position: { commit: BigInt(last.transaction_id), prepare: BigInt(last.global_position) },
+      };
+    });
+  }
+
+  return {
+    engine: sql.kind,
+
+    async append(streamId, events, expected) {
+      if (events.length === 0) throw new Error('append needs at least one event');
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const result = await tryAppend(streamId, events, expected);
+          wake();
+          return result;
+        } catch (error) {
+          const constraint = error instanceof ConcurrencyError ? 'revision' : uniqueViolation(error);
+          if (constraint === null) throw error;
+          const duplicate = await asDuplicate(streamId, events);
+          if (duplicate) return duplicate;
+          if (error instanceof ConcurrencyError) throw error;
+          // A unique violation on the revision: another writer got there first.
+          if (expected === 'any' && attempt < 20) continue;
+          const [head] = await sql.query<{ rev: string | null }>(
+            'SELECT max(stream_revision)::text AS rev FROM events WHERE stream_id = $1',
+            [streamId],
+          );
+          throw new ConcurrencyError(streamId, expected, head?.rev == null ? 'no_stream' : BigInt(head.rev));
+        }
+      }
+    },
+
+    async readStream(streamId, options: ReadStreamOptions = {}) {
+      const backwards = options.direction === 'backwards';
+      const params: unknown[] = [streamId];
+      let where = 'stream_id = $1';
+      if (options.fromRevision !== undefined) {
+        params.push(String(options.fromRevision));
+        where += backwards ? ' AND stream_revision <= $2::bigint' : ' AND stream_revision >= $2::bigint';
+      }
+      const limit = options.maxCount !== undefined ? ` LIMIT ${Math.max(0, Math.floor(options.maxCount))}` : '';
+      const rows = await sql.query<EventRow>(
+        `SELECT ${COLUMNS} FROM events WHERE ${where} ORDER BY stream_revision ${backwards ? 'DESC' : 'ASC'}${limit}`,
+        params,
+      );
+      return rows.map(toRecorded);
+    },
+
+    async readAll(options: ReadAllOptions = {}) {
+      const after = options.after ?? START;
+      const rows = await sql.query<EventRow>(
+        `SELECT ${COLUMNS} FROM events
+          WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+            AND (transaction_id > $1::text::xid8
+                 OR (transaction_id = $1::text::xid8 AND global_position > $2::bigint))
+          ORDER BY transaction_id, global_position
+          LIMIT $3`,
+        [after.commit < 0n ? '0' : String(after.commit), String(after.prepare), options.maxCount ?? 1000],
+      );
+      return rows.map(toRecorded);
+    },
+
+    async *follow(options: FollowOptions = {}) {
+      let after: Position = options.after ?? START;
+      const signal = options.signal;
+      while (!signal?.aborted) {
+        const batch = await this.readAll({ after, maxCount: 500 });
+        for (const event of batch) {
+          if (signal?.aborted) return;
+          after = event.position;
+          yield event;
+        }
+        if (batch.length > 0) continue;
+        // Idle: wait for an append in this process, or poll for other writers.
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            appended.delete(done);
+            signal?.removeEventListener('abort', done);
+            clearTimeout(timer);
+            resolve();
+          };
+          const timer = setTimeout(done, 100);
+          appended.add(done);
+          signal?.addEventListener('abort', done, { once: true });
+        });
+      }
+    },
+
+    async close() {
+      await sleep(0);
+    },
+  };
+}
+
+export async function migrateEvents(sql: Sql): Promise<void> {
+  await sql.exec(EVENTS_SCHEMA);
+}

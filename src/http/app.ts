@@ -1,0 +1,66 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Ledger } from '../commands/ledger';
+import type { ModelRegistry } from '../config/registry';
+import type { EventStore } from '../events/store/port';
+import type { ProjectionRunner } from '../projections/runner/runner';
+import type { Sql } from '../storage/sql';
+import { adminRoutes } from './admin/routes';
+import { GatewayError, sendError } from './errors';
+import { authPlugin } from './plugins/auth';
+import { balanceRoutes } from './resources/balance';
+import { modelRoutes } from './resources/models';
+
+export interface AppDeps {
+  readonly ledger: Ledger;
+  readonly runner: ProjectionRunner;
+  readonly sql: Sql;
+  readonly store: EventStore;
+  readonly registry: ModelRegistry;
+  readonly adminToken: string;
+  readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
+  readonly now?: () => number;
+}
+
+/** `?key=` carries a raw API key: it must never reach a log line. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]key=)[^&#]*/gi, '$1[redacted]');
+}
+
+export const requestSerializers = {
+  req(request: { method: string; url: string; ip?: string; id?: string }) {
+    return { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip, id: request.id };
+  },
+};
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const loggerIsInstance = deps.logger !== undefined && typeof deps.logger === 'object' && 'child' in (deps.logger as object);
+  const app = Fastify({
+    ...(loggerIsInstance
+      ? { loggerInstance: deps.logger as FastifyServerOptions['loggerInstance'] }
+      : { logger: (deps.logger as FastifyServerOptions['logger']) ?? false }),
+    bodyLimit: 100 * 1024 * 1024,
+    genReqId: () => `req_${crypto.randomUUID().replaceAll('-', '')}`,
+    requestIdHeader: false,
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    if (error instanceof GatewayError) return sendError(request, reply, error);
+    const status = (error as { statusCode?: number }).statusCode;
+    if (status !== undefined && status >= 400 && status < 500) {
+      const code = status === 413 ? 'invalid_request' : 'invalid_request';
+      return sendError(request, reply, new GatewayError(code, `invalid request: ${(error as Error).message}`));
+    }
+    request.log.error({ err: error }, 'request failed');
+    return sendError(request, reply, new GatewayError('internal_error', 'internal error; the request id is ' + request.id));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, new GatewayError('not_found', `no route for ${request.method} ${redactUrl(request.url).split('?')[0]}`)),
+  );
+
+  await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
+  await app.register(balanceRoutes);
+  await app.register(modelRoutes(deps.registry));
+  await app.register(adminRoutes(deps), { prefix: '/admin/v1' });
+  app.get('/healthz', { config: { auth: 'none' } }, async () => ({ status: 'ok' }));
+  return app;
+}

@@ -1,0 +1,76 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/** The shape errors take on an endpoint: each client protocol has its own. */
+export type ErrorShape = 'chat' | 'messages' | 'generate';
+
+interface CodeInfo {
+  readonly status: number;
+  readonly chat: string;
+  readonly messages: string;
+  readonly generate: string;
+}
+
+/** The spec's error table: one code, its HTTP status, and its `type`/`status` per shape. */
+export const ERROR_CODES = {
+  model_not_found: { status: 400, chat: 'invalid_request_error', messages: 'not_found_error', generate: 'NOT_FOUND' },
+  model_not_allowed: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
+  invalid_request: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
+  tool_not_supported: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
+  invalid_idempotency_key: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
+  idempotency_key_reuse: { status: 409, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'ALREADY_EXISTS' },
+  idempotency_in_flight: { status: 409, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'ALREADY_EXISTS' },
+  idempotency_response_not_cached: { status: 409, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'ALREADY_EXISTS' },
+  invalid_api_key: { status: 401, chat: 'authentication_error', messages: 'authentication_error', generate: 'UNAUTHENTICATED' },
+  quota_exceeded: { status: 402, chat: 'insufficient_quota', messages: 'billing_error', generate: 'RESOURCE_EXHAUSTED' },
+  permission_denied: { status: 403, chat: 'permission_error', messages: 'permission_error', generate: 'PERMISSION_DENIED' },
+  not_found: { status: 404, chat: 'invalid_request_error', messages: 'not_found_error', generate: 'NOT_FOUND' },
+  rate_limit_exceeded: { status: 429, chat: 'rate_limit_error', messages: 'rate_limit_error', generate: 'RESOURCE_EXHAUSTED' },
+  internal_error: { status: 500, chat: 'server_error', messages: 'api_error', generate: 'INTERNAL' },
+  upstream_unreachable: { status: 502, chat: 'api_error', messages: 'api_error', generate: 'UNAVAILABLE' },
+  no_channel_available: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
+  upstream_timeout: { status: 504, chat: 'api_error', messages: 'api_error', generate: 'DEADLINE_EXCEEDED' },
+} as const satisfies Record<string, CodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** An error a client will see, as a value: a code from the spec's table and a message. */
+export class GatewayError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'GatewayError';
+    this.status = ERROR_CODES[code].status;
+  }
+}
+
+export function errorBody(shape: ErrorShape, error: GatewayError): unknown {
+  const info: CodeInfo = ERROR_CODES[error.code];
+  switch (shape) {
+    case 'messages':
+      return { type: 'error', error: { type: info.messages, message: error.message } };
+    case 'generate':
+      return { error: { code: error.status, message: error.message, status: info.generate } };
+    case 'chat':
+      return { error: { message: error.message, type: info.chat, code: error.code } };
+  }
+}
+
+/** The shape of a request's errors: declared by its route, else guessed from the path
+ * (for requests that match no route). */
+export function shapeOf(request: FastifyRequest): ErrorShape {
+  const declared = (request.routeOptions.config as { shape?: ErrorShape } | undefined)?.shape;
+  if (declared) return declared;
+  const path = request.url;
+  if (path.startsWith('/v1/messages')) return 'messages';
+  if (path.startsWith('/v1beta/')) return 'generate';
+  return 'chat';
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: GatewayError): FastifyReply {
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  return reply.code(error.status).type('application/json').send(errorBody(shapeOf(request), error));
+}

@@ -1,0 +1,134 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Ledger } from '../../commands/ledger';
+import { usability, type KeyState } from '../../commands/key/decider';
+import type { WalletState } from '../../commands/wallet/decider';
+import { hashApiKey, isWellFormedApiKey } from '../../secrets/api-key';
+import type { Sql } from '../../storage/sql';
+import { GatewayError, sendError } from '../errors';
+
+/** Per-route authentication settings, in the route's `config`. */
+export interface AuthConfig {
+  /** `none`: public. `key`: an API key is required. */
+  readonly auth?: 'none' | 'key';
+  /** Free endpoints answer at a zero or negative balance. */
+  readonly free?: boolean;
+  /** Only `Authorization: Bearer` and `x-api-key` are accepted (GET /v1/models). */
+  readonly headerKeyOnly?: boolean;
+  /** Whether a call counts as the key being used (false for balance and billing views). */
+  readonly touchesLastUsed?: boolean;
+}
+
+export interface Caller {
+  readonly keyId: string;
+  readonly accountId: string;
+  readonly key: KeyState;
+  readonly wallet: WalletState;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller | null;
+  }
+}
+
+export const AUTH_MESSAGES = {
+  missing:
+    'Missing or malformed API key. Send your key in the x-api-key header or as Authorization: Bearer <API_KEY>; keys are 76 characters long and start with sk-.',
+  invalid: 'Invalid API key: no such key exists. Check that you copied the whole key.',
+  revoked: 'This API key has been revoked or disabled. Create or enable a key in the console.',
+  expired: 'This API key has expired (past its expires_at). Create a new key or extend this one in the console.',
+  inactive: 'The account that owns this API key is inactive. Contact support to reactivate it.',
+} as const;
+
+export const QUOTA_MESSAGE = 'Your balance is exhausted (0 or below). Top up your account to continue; a new key does not help, all keys share the wallet.';
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The spec's lookup order; the first credential present wins, valid or not. */
+export function presentedKey(request: FastifyRequest, headerOnly: boolean): string | undefined {
+  const bearer = () => {
+    const authorization = header(request, 'authorization');
+    if (authorization === undefined) return undefined;
+    const match = /^Bearer\s+(.*)$/i.exec(authorization.trim());
+    return match ? match[1]!.trim() : authorization;
+  };
+  const xApiKey = header(request, 'x-api-key');
+  if (xApiKey !== undefined) return xApiKey.trim();
+  if (headerOnly) return bearer();
+  const vendor = header(request, 'x-goog-api-key') ?? header(request, 'x-vendor-api-key');
+  if (vendor !== undefined) return vendor.trim();
+  const query = (request.query as Record<string, unknown> | undefined)?.key;
+  if (typeof query === 'string') return query.trim();
+  return bearer();
+}
+
+const LAST_USED_RESOLUTION_S = 60;
+
+export interface AuthOptions {
+  readonly ledger: Ledger;
+  readonly sql: Sql;
+  readonly now?: () => number;
+}
+
+/** Authenticates every route that asks for a key, in each protocol's error shape. */
+export const authPlugin = fp<AuthOptions>(
+  async (app: FastifyInstance, { ledger, sql, now = () => Math.floor(Date.now() / 1000) }) => {
+    const lastTouched = new Map<string, number>();
+    const byHash = new Map<string, { keyId: string; accountId: string }>();
+
+    async function lookup(hash: string) {
+      const cached = byHash.get(hash);
+      if (cached) return cached;
+      const [row] = await sql.query<{ key_id: string; account_id: string }>(
+        'SELECT key_id, account_id FROM api_keys WHERE key_hash = $1',
+        [hash],
+      );
+      if (!row) return null;
+      // The hash -> id mapping never changes, so it can be cached; the key's state is read live.
+      const found = { keyId: row.key_id, accountId: row.account_id };
+      if (byHash.size > 50_000) byHash.clear();
+      byHash.set(hash, found);
+      return found;
+    }
+
+    function touch(keyId: string, at: number) {
+      const last = lastTouched.get(keyId);
+      if (last !== undefined && at - last < LAST_USED_RESOLUTION_S) return;
+      lastTouched.set(keyId, at);
+      sql
+        .query(
+          `INSERT INTO key_activity (key_id, last_used_at) VALUES ($1, $2)
+           ON CONFLICT (key_id) DO UPDATE SET last_used_at = GREATEST(key_activity.last_used_at, EXCLUDED.last_used_at)`,
+          [keyId, at],
+        )
+        .catch((error: unknown) => app.log.warn({ err: error, keyId }, 'could not record key last-used time'));
+    }
+
+    app.decorateRequest('caller', null);
+    app.addHook('onRequest', async (request, reply) => {
+      const config = (request.routeOptions.config ?? {}) as AuthConfig;
+      if (config.auth !== 'key') return;
+      const fail = (message: string) => sendError(request, reply, new GatewayError('invalid_api_key', message));
+
+      const raw = presentedKey(request, config.headerKeyOnly === true);
+      if (raw === undefined || !isWellFormedApiKey(raw)) return fail(AUTH_MESSAGES.missing);
+      const found = await lookup(hashApiKey(raw));
+      if (!found) return fail(AUTH_MESSAGES.invalid);
+      const at = now();
+      const key = await ledger.key(found.keyId);
+      const refusal = key.status === 'none' ? 'revoked' : usability(key, at);
+      if (refusal) return fail(AUTH_MESSAGES[refusal]);
+      const wallet = await ledger.wallet(found.accountId);
+      if (wallet.status !== 'active') return fail(AUTH_MESSAGES.inactive);
+      if (!config.free && wallet.balance <= 0n) return sendError(request, reply, new GatewayError('quota_exceeded', QUOTA_MESSAGE));
+
+      request.caller = { keyId: found.keyId, accountId: found.accountId, key, wallet };
+      if (config.touchesLastUsed !== false) touch(found.keyId, at);
+    });
+  },
+  { name: 'auth' },
+);

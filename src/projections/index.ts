@@ -1,0 +1,7 @@
+import { accountsProjection } from './accounts/projection';
+import { auditProjection } from './audit/projection';
+import { keysProjection } from './keys/projection';
+import { ledgerProjection } from './ledger/projection';
+import type { Projection } from './projection';
+
+export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection];

@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { Ledger } from '../commands/ledger';
+import { loadConfig } from '../config/load';
+import { ModelRegistry } from '../config/registry';
+import type { GatewayConfig } from '../config/schema';
+import { createEventStoreDbStore } from '../events/store/eventstoredb';
+import { createPostgresEventStore, migrateEvents } from '../events/store/postgres';
+import type { EventStore } from '../events/store/port';
+import { buildApp, type AppDeps } from '../http/app';
+import { allProjections } from '../projections';
+import { ProjectionRunner } from '../projections/runner/runner';
+import { KeyCipher } from '../secrets/api-key';
+import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
+import { acquireDataDirLock } from '../storage/data-dir-lock';
+import { openPglite, postgresSql, type Sql } from '../storage/sql';
+
+export interface Settings {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly redisUrl: string | undefined;
+  readonly eventStoreUrl: string | undefined;
+  readonly configPath: string | undefined;
+  readonly adminToken: string | undefined;
+  readonly keyEncryptionSecret: string | undefined;
+  readonly logLevel: string;
+}
+
+export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+  const blank = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
+  return {
+    port: Number(env.PORT ?? 8080),
+    host: env.HOST ?? '127.0.0.1',
+    dataDir: resolve(env.DATA_DIR ?? './data'),
+    databaseUrl: blank(env.DATABASE_URL),
+    redisUrl: blank(env.REDIS_URL),
+    eventStoreUrl: blank(env.EVENTSTORE_URL),
+    configPath: blank(env.GATEWAY_CONFIG),
+    adminToken: blank(env.ADMIN_TOKEN),
+    keyEncryptionSecret: blank(env.KEY_ENCRYPTION_SECRET),
+    logLevel: env.LOG_LEVEL ?? 'info',
+  };
+}
+
+/** A secret from the environment, else the one generated into DATA_DIR on first start. */
+function persistentSecret(dataDir: string, file: string, fromEnv: string | undefined, make: () => string) {
+  if (fromEnv) return { value: fromEnv, generated: false };
+  const path = join(dataDir, file);
+  if (existsSync(path)) return { value: readFileSync(path, 'utf8').trim(), generated: false };
+  mkdirSync(dataDir, { recursive: true });
+  const value = make();
+  writeFileSync(path, `${value}\n`, { mode: 0o600 });
+  return { value, generated: true };
+}
+
+export function adminTokenOf(settings: Settings) {
+  return persistentSecret(settings.dataDir, 'admin-token', settings.adminToken, () => `adm_${randomBytes(24).toString('hex')}`);
+}
+
+export interface Storage {
+  readonly sql: Sql;
+  readonly store: EventStore;
+  close(): Promise<void>;
+}
+
+/** Projections and the key vault in Postgres (DATABASE_URL) or PGlite under DATA_DIR;
+ * events in EventStoreDB when EVENTSTORE_URL is set, else in the same database. */
+export async function openStorage(settings: Settings, sqlOverride?: Sql): Promise<Storage> {
+  let release = () => {};
+  let sql: Sql;
+  if (sqlOverride) sql = sqlOverride;
+  else if (settings.databaseUrl) sql = postgresSql(settings.databaseUrl);
+  else {
+    mkdirSync(settings.dataDir, { recursive: true });
+    release = acquireDataDirLock(settings.dataDir);
+    sql = await openPglite(join(settings.dataDir, 'pglite'));
+  }
+  const store = settings.eventStoreUrl ? createEventStoreDbStore(settings.eventStoreUrl) : createPostgresEventStore(sql);
+  if (!settings.eventStoreUrl) await migrateEvents(sql);
+  await sql.exec(KEY_VAULT_SCHEMA);
+  return {
+    sql,
+    store,
+    async close() {
+      await store.close();
+      if (!sqlOverride) await sql.close();
+      release();
+    },
+  };
+}
+
+export interface Gateway {
+  readonly app: FastifyInstance;
+  readonly ledger: Ledger;
+  readonly runner: ProjectionRunner;
+  readonly storage: Storage;
+  readonly registry: ModelRegistry;
+  readonly adminToken: string;
+  close(): Promise<void>;
+}
+
+export interface GatewayOverrides {
+  readonly sql?: Sql;
+  readonly config?: GatewayConfig;
+  readonly logger?: AppDeps['logger'];
+  readonly now?: () => number;
+}
+
+export async function createGateway(settings: Settings, overrides: GatewayOverrides = {}): Promise<Gateway> {
+  const config = overrides.config ?? loadConfig(settings.configPath).config;
+  const registry = new ModelRegistry(config);
+  const storage = await openStorage(settings, overrides.sql);
+  const secret = persistentSecret(settings.dataDir, 'key-encryption-secret', settings.keyEncryptionSecret, () => randomBytes(32).toString('hex'));
+  const vault = new KeyVault(storage.sql, new KeyCipher(secret.value));
+  const ledger = new Ledger(storage.store, vault, overrides.now);
+  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections);
+  await runner.migrate();
+  const adminToken = adminTokenOf(settings).value;
+  const app = await buildApp({
+    ledger,
+    runner,
+    sql: storage.sql,
+    store: storage.store,
+    registry,
+    adminToken,
+    ...(overrides.logger !== undefined ? { logger: overrides.logger } : {}),
+    ...(overrides.now ? { now: overrides.now } : {}),
+  });
+  runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
+  return {
+    app,
+    ledger,
+    runner,
+    storage,
+    registry,
+    adminToken,
+    async close() {
+      await app.close();
+      await runner.stop();
+      await storage.close();
+    },
+  };
+}

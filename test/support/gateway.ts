@@ -1,0 +1,83 @@
+import { Writable } from 'node:stream';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import type { LightMyRequestResponse } from 'fastify';
+import { loadConfig } from '../../src/config/load';
+import type { GatewayConfig } from '../../src/config/schema';
+import { requestSerializers } from '../../src/http/app';
+import { createGateway, settingsFromEnv, type Gateway } from '../../src/runtime/gateway';
+import { testDatabase, type TestDatabase } from './storage';
+
+export interface TestGateway {
+  readonly gateway: Gateway;
+  readonly db: TestDatabase;
+  /** Every log line the gateway wrote. */
+  readonly logs: string[];
+  admin(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<LightMyRequestResponse>;
+  /** A new account with the sign-up grant and one key; returns both. */
+  accountWithKey(keyFields?: Record<string, unknown>): Promise<{ accountId: string; keyId: string; key: string }>;
+  close(): Promise<void>;
+}
+
+export interface TestGatewayOptions {
+  readonly config?: GatewayConfig;
+  readonly now?: () => number;
+  readonly db?: TestDatabase;
+}
+
+export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
+  const db = options.db ?? (await testDatabase());
+  const dataDir = mkdtempSync(join(tmpdir(), 'gateway-test-'));
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
+  const logger = pino({ level: 'debug', serializers: requestSerializers }, sink);
+  const settings = {
+    ...settingsFromEnv({}),
+    dataDir,
+    adminToken: 'test-admin-token',
+    keyEncryptionSecret: 'ab'.repeat(32),
+    eventStoreUrl: undefined,
+    databaseUrl: undefined,
+  };
+  const gateway = await createGateway(settings, {
+    sql: db.sql,
+    config: options.config ?? loadConfig(undefined).config,
+    logger,
+    ...(options.now ? { now: options.now } : {}),
+  });
+
+  const admin: TestGateway['admin'] = (method, path, body) =>
+    gateway.app.inject({
+      method,
+      url: `/admin/v1${path}`,
+      headers: { authorization: 'Bearer test-admin-token' },
+      ...(body !== undefined ? { payload: body as object } : {}),
+    });
+
+  return {
+    gateway,
+    db,
+    logs,
+    admin,
+    async accountWithKey(keyFields = {}) {
+      const account = await admin('POST', '/accounts', { name: 'test account' });
+      if (account.statusCode !== 201) throw new Error(`account: ${account.body}`);
+      const accountId = account.json().id as string;
+      const key = await admin('POST', `/accounts/${accountId}/keys`, { name: 'test key', ...keyFields });
+      if (key.statusCode !== 201) throw new Error(`key: ${key.body}`);
+      return { accountId, keyId: key.json().id as string, key: key.json().key as string };
+    },
+    async close() {
+      await gateway.close();
+      if (!options.db) await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
