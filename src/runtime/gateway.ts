@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { startHoldSweeper } from '../commands/hold-sweeper';
 import { Ledger } from '../commands/ledger';
 import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
@@ -131,6 +132,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.now ? { now: overrides.now } : {}),
   });
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
+  const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
+  const stopSweeper = startHoldSweeper(storage.sql, ledger, clock, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   return {
     app,
     ledger,
@@ -139,6 +142,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     registry,
     adminToken,
     async close() {
+      stopSweeper();
       await app.close();
       await runner.stop();
       await storage.close();

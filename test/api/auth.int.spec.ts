@@ -24,7 +24,8 @@ const inject = (url: string, headers: Record<string, string> = {}, method: 'GET'
 describe('authentication', () => {
   it('accepts the key from each source in the spec and picks the first present', async () => {
     const { key, accountId } = await t.accountWithKey();
-    for (const headers of [{ 'x-api-key': key }, { 'x-goog-api-key': key }, { 'x-vendor-api-key': key }, { authorization: `Bearer ${key}` }]) {
+    const sources: Record<string, string>[] = [{ 'x-api-key': key }, { 'x-goog-api-key': key }, { 'x-vendor-api-key': key }, { authorization: `Bearer ${key}` }];
+    for (const headers of sources) {
       const response = await inject('/v1/test/chat', headers);
       expect(response.statusCode, JSON.stringify(headers)).toBe(200);
       expect(response.json()).toEqual({ account: accountId });

@@ -1,0 +1,40 @@
+import type { Sql } from '../storage/sql';
+import type { Ledger } from './ledger';
+
+/**
+ * Every hold has a deadline. A request or task that died (crash, lost worker) never
+ * settles its hold; this releases holds past their deadline so none stays open.
+ * Several instances may sweep at once: a release of a hold already closed is
+ * refused by the wallet decider and changes nothing.
+ */
+export async function sweepExpiredHolds(sql: Sql, ledger: Ledger, now: number, limit = 500): Promise<number> {
+  const expired = await sql.query<{ account_id: string; hold_id: string }>(
+    `SELECT account_id, hold_id FROM holds WHERE status = 'open' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    [now, limit],
+  );
+  let released = 0;
+  for (const hold of expired) {
+    // The projection may lag; the aggregate decides whether the hold is still open.
+    const state = await ledger.wallet(hold.account_id);
+    const open = state.holds.get(hold.hold_id);
+    if (!open || open.expiresAt > now) continue;
+    const result = await ledger.release(hold.account_id, hold.hold_id, 'expired');
+    if (result.ok) released += 1;
+  }
+  return released;
+}
+
+export function startHoldSweeper(sql: Sql, ledger: Ledger, now: () => number, onError: (e: unknown) => void, everyMs = 30_000) {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    sweepExpiredHolds(sql, ledger, now())
+      .catch(onError)
+      .finally(() => {
+        running = false;
+      });
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfig } from './load';
+import { ModelRegistry } from './registry';
+
+describe('config', () => {
+  it('expands ${VAR} and ${VAR:-default} in values, and refuses an unset ${VAR}', () => {
+    const text = `
+channels:
+  - id: c1   # \${NOT_EXPANDED_IN_COMMENTS}
+    protocol: chat-completions
+    base_url: \${BASE:-http://127.0.0.1:9}
+    api_key: \${SECRET}
+    models: [m]
+models:
+  - id: m
+    price: {input: "0.15", output: "0.60"}
+`;
+    const config = parseConfig(text, { SECRET: 's3' });
+    expect(config.channels[0]).toMatchObject({ base_url: 'http://127.0.0.1:9', api_key: 's3', group: 'default', priority: 0, weight: 1 });
+    expect(() => parseConfig(text, {})).toThrow(/SECRET/);
+  });
+
+  it('refuses float prices, unknown channel models and duplicate ids with the path in the message', () => {
+    expect(() => parseConfig('models: [{id: m, price: {input: 0.15}}]', {})).toThrow(/models\.0\.price\.input/);
+    expect(() =>
+      parseConfig('models: [{id: m}]\nchannels: [{id: c, protocol: messages, base_url: "http://x", models: [other]}]', {}),
+    ).toThrow(/unknown model other/);
+    expect(() => parseConfig('models: [{id: m, aliases: [n]}, {id: n}]', {})).toThrow(ConfigError);
+  });
+
+  it('ships a demo catalogue that loads, with aliases resolving to canonical ids', () => {
+    const { config } = loadConfig(undefined, {});
+    const registry = new ModelRegistry(config);
+    expect(config.models.filter((m) => m.kind === 'text').length).toBeGreaterThanOrEqual(40);
+    const aliased = config.models.find((m) => m.aliases.length > 0)!;
+    expect(registry.resolve(aliased.aliases[0]!)?.id).toBe(aliased.id);
+    expect(registry.resolve('no-such-model')).toBeUndefined();
+    expect(config.models.some((m) => !m.callable)).toBe(true);
+  });
+});
