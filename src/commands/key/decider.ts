@@ -84,6 +84,8 @@ export function evolve(state: KeyState, event: KeyEvent): KeyState {
   }
 }
 
+const bigintAsString = (_key: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
+
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
@@ -113,7 +115,12 @@ export function decide(command: KeyCommand, state: KeyState): Decision<KeyEvent,
       if (state.status === 'revoked') return refuse('key_revoked', 'a revoked key cannot be changed');
       const problem = validate(command.changes);
       if (problem) return refuse('invalid_settings', problem);
-      const changes = stripUndefined(command.changes);
+      // Only fields whose value actually changes: a no-op update appends nothing.
+      const changes = Object.fromEntries(
+        Object.entries(stripUndefined(command.changes)).filter(
+          ([field, value]) => JSON.stringify(value, bigintAsString) !== JSON.stringify(state.settings[field as keyof KeySettings], bigintAsString),
+        ),
+      ) as Partial<KeySettings>;
       if (Object.keys(changes).length === 0) return accept();
       return accept({ type: 'KeyUpdated', data: { changes, at: command.now } });
     }

@@ -1,3 +1,4 @@
+import { Set as PersistentSet } from 'immutable';
 import type { WalletEvent } from '../../events/catalog';
 import { formatUsd, parseUsd } from '../../money/usd';
 import { accept, assertNever, refuse, type Decider, type Decision } from '../decision';
@@ -28,6 +29,9 @@ export interface WalletState {
   /** Sum of open holds. Available = balance − held. */
   readonly held: bigint;
   readonly holds: ReadonlyMap<string, Hold>;
+  /** Ids of holds already settled or released: a hold ends exactly once, and its id is
+   * never reused. A persistent set, so evolve stays pure without copying it per event. */
+  readonly closedHolds: PersistentSet<string>;
   readonly keys: ReadonlyMap<string, KeyUsage>;
   readonly credited: bigint;
   readonly captured: bigint;
@@ -42,6 +46,7 @@ export const initialWalletState: WalletState = {
   balance: 0n,
   held: 0n,
   holds: new Map(),
+  closedHolds: PersistentSet<string>(),
   keys: new Map(),
   credited: 0n,
   captured: 0n,
@@ -79,7 +84,8 @@ export type WalletErrorCode =
   | 'insufficient_funds'
   | 'spend_cap_exceeded'
   | 'hold_exists'
-  | 'hold_not_open';
+  | 'hold_not_open'
+  | 'invalid_limits';
 
 type WalletDecision = Decision<WalletEvent, WalletErrorCode>;
 
@@ -128,6 +134,7 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
         held: state.held - hold.amount,
         captured: state.captured + captured,
         holds: withoutHold(state, event.data.hold_id),
+        closedHolds: state.closedHolds.add(event.data.hold_id),
         keys: withKeyUsage(state, hold.keyId, (u) => ({ spent: u.spent + captured, held: u.held - hold.amount })),
       };
     }
@@ -138,6 +145,7 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
         ...state,
         held: state.held - hold.amount,
         holds: withoutHold(state, event.data.hold_id),
+        closedHolds: state.closedHolds.add(event.data.hold_id),
         keys: withKeyUsage(state, hold.keyId, (u) => ({ ...u, held: u.held - hold.amount })),
       };
     }
@@ -174,7 +182,8 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
     case 'Reserve': {
       if (command.amount < 0n) return refuse('invalid_amount', 'a reservation cannot be negative');
       if (state.status !== 'active') return refuse('account_inactive', 'the account is inactive');
-      if (state.holds.has(command.holdId)) return refuse('hold_exists', `hold ${command.holdId} is already open`);
+      if (state.holds.has(command.holdId) || state.closedHolds.has(command.holdId))
+        return refuse('hold_exists', `hold ${command.holdId} already exists`);
       const free = available(state);
       if (command.amount > free)
         return refuse(
@@ -233,6 +242,9 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
       return accept({ type: 'AccountReactivated', data: { at: command.now } });
 
     case 'SetLimits':
+      for (const [name, value] of [['rpm', command.rpm], ['concurrency', command.concurrency]] as const)
+        if (value !== null && (!Number.isInteger(value) || value <= 0))
+          return refuse('invalid_limits', `${name} must be a positive integer or null (unlimited)`);
       return accept({
         type: 'AccountLimitsSet',
         data: { rpm: command.rpm, concurrency: command.concurrency, at: command.now },
