@@ -46,10 +46,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof GatewayError) return sendError(request, reply, error);
     const status = (error as { statusCode?: number }).statusCode;
-    if (status !== undefined && status >= 400 && status < 500) {
-      const code = status === 413 ? 'invalid_request' : 'invalid_request';
-      return sendError(request, reply, new GatewayError(code, `invalid request: ${(error as Error).message}`));
-    }
+    // Fastify's own refusals (unparsable JSON, body too large, bad content type) are the client's fault.
+    if (status !== undefined && status >= 400 && status < 500)
+      return sendError(request, reply, new GatewayError('invalid_request', `invalid request: ${(error as Error).message}`));
     request.log.error({ err: error }, 'request failed');
     return sendError(request, reply, new GatewayError('internal_error', 'internal error; the request id is ' + request.id));
   });

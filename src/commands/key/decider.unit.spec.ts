@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeEvent, type KeyEvent, type KeySettings } from '../../events/catalog';
-import { decide, evolve, initialKeyState, usability, type KeyCommand, type KeyErrorCode, type KeyState } from './decider';
+import { decide, initialKeyState, keyDecider, usability, type KeyCommand } from './decider';
+import { givenWhenThen } from '../../../test/support/decider';
 
 // ---------------------------------------------------------------------------
 // given / when / then: pure, no I/O, no clock.
@@ -8,32 +9,7 @@ import { decide, evolve, initialKeyState, usability, type KeyCommand, type KeyEr
 
 const NOW = 1_700_000_000;
 
-const fold = (events: readonly KeyEvent[], from: KeyState = initialKeyState): KeyState => events.reduce(evolve, from);
-
-function given(events: readonly KeyEvent[] = []) {
-  const state = fold(events);
-  return {
-    state,
-    when(command: KeyCommand) {
-      const decision = decide(command, state);
-      return {
-        then(expected: readonly KeyEvent[]): KeyState {
-          expect(decision).toEqual({ ok: true, events: expected });
-          return decision.ok ? fold(decision.events, state) : state;
-        },
-        thenRefused(code: KeyErrorCode, message?: RegExp | string): string {
-          if (decision.ok) expect.fail(`expected refusal ${code}, got events ${show(decision.events)}`);
-          expect(decision.error.code).toBe(code);
-          if (message instanceof RegExp) expect(decision.error.message).toMatch(message);
-          else if (message !== undefined) expect(decision.error.message).toContain(message);
-          return decision.error.message;
-        },
-      };
-    },
-  };
-}
-
-const show = (value: unknown) => JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v));
+const { given, fold } = givenWhenThen(keyDecider);
 
 // ---------------------------------------------------------------------------
 // Builders

@@ -6,12 +6,10 @@ import {
   SIGNUP_GRANT,
   available,
   decide,
-  evolve,
-  initialWalletState,
   type WalletCommand,
-  type WalletErrorCode,
-  type WalletState,
+  walletDecider,
 } from './decider';
+import { givenWhenThen } from '../../../test/support/decider';
 
 // ---------------------------------------------------------------------------
 // given / when / then: pure, no I/O, no clock.
@@ -20,34 +18,7 @@ import {
 const NOW = 1_700_000_000;
 const usd = parseUsd;
 
-const fold = (events: readonly WalletEvent[], from: WalletState = initialWalletState): WalletState => events.reduce(evolve, from);
-
-function given(events: readonly WalletEvent[] = []) {
-  const state = fold(events);
-  return {
-    state,
-    when(command: WalletCommand) {
-      const decision = decide(command, state);
-      return {
-        /** Asserts the exact events and returns the state they lead to. */
-        then(expected: readonly WalletEvent[]): WalletState {
-          expect(decision).toEqual({ ok: true, events: expected });
-          return decision.ok ? fold(decision.events, state) : state;
-        },
-        /** Asserts the refusal code (and optionally the message) and returns the message. */
-        thenRefused(code: WalletErrorCode, message?: RegExp | string): string {
-          if (decision.ok) expect.fail(`expected refusal ${code}, got events ${show(decision.events)}`);
-          expect(decision.error.code).toBe(code);
-          if (message instanceof RegExp) expect(decision.error.message).toMatch(message);
-          else if (message !== undefined) expect(decision.error.message).toContain(message);
-          return decision.error.message;
-        },
-      };
-    },
-  };
-}
-
-const show = (value: unknown) => JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v));
+const { given, fold } = givenWhenThen(walletDecider);
 
 // ---------------------------------------------------------------------------
 // Event and command builders
