@@ -463,6 +463,20 @@ export function eventStoreContract(name: string, adapter: Adapter): void {
         expect(revisions(await store.readStream(s, { maxCount: 100 }))).toEqual([0n, 1n, 2n, 3n, 4n]);
       });
 
+      it('orders revisions as numbers, not as text (a stream of more than ten events)', async () => {
+        const long = `${uniquePrefix()}long`;
+        const events = Array.from({ length: 12 }, (_, i) => ev('Long', { i }));
+        await store.append(long, events.slice(0, 11), 'no_stream');
+        await store.append(long, events.slice(11), 10n);
+        const all = Array.from({ length: 12 }, (_, i) => BigInt(i));
+        expect(revisions(await store.readStream(long))).toEqual(all);
+        expect(ids(await store.readStream(long))).toEqual(ids(events));
+        expect(revisions(await store.readStream(long, { direction: 'backwards' }))).toEqual([...all].reverse());
+        expect(revisions(await store.readStream(long, { direction: 'backwards', maxCount: 1 }))).toEqual([11n]);
+        expect(revisions(await store.readStream(long, { fromRevision: 8n, maxCount: 3 }))).toEqual([8n, 9n, 10n]);
+        expect(revisions(await store.readStream(long, { maxCount: 3 }))).toEqual([0n, 1n, 2n]);
+      });
+
       it('reads an unknown stream as empty', async () => {
         const unknown = `${uniquePrefix()}never-written`;
         expect(await store.readStream(unknown)).toEqual([]);
@@ -514,19 +528,40 @@ export function eventStoreContract(name: string, adapter: Adapter): void {
       it.skipIf(!adapter.ownLog)('reads exactly the whole log from START on a fresh store', async () => {
         const fresh = await adapter.create();
         try {
-          const a = [ev(), ev()];
+          // Twelve events in the first append: on the events table their global positions
+          // run 1..12, so an order by their text ('1', '10', '11', '12', '2', ...) shows up.
+          const a = Array.from({ length: 12 }, () => ev());
           const b = [ev()];
           const c = [ev(), ev(), ev()];
-          await fresh.store.append('a', a, 'no_stream');
+          const first = await fresh.store.append('a', a, 'no_stream');
+          // Its retry reports the position of the original append's last event (global position 12).
+          const retry = await fresh.store.append('a', a, 'no_stream');
+          expect(retry.duplicate).toBe(true);
+          expect(retry.position).toEqual(first.position);
           await fresh.store.append('b', b, 'no_stream');
-          await fresh.store.append('a', c, 1n);
+          await fresh.store.append('a', c, 11n);
           const all = await fresh.store.readAll();
           expect(ids(all)).toEqual(ids([...a, ...b, ...c]));
-          expect(all.map((e) => `${e.streamId}@${e.revision}`)).toEqual(['a@0', 'a@1', 'b@0', 'a@2', 'a@3', 'a@4']);
+          expect(all.map((e) => `${e.streamId}@${e.revision}`)).toEqual([
+            ...a.map((_, i) => `a@${i}`),
+            'b@0',
+            'a@12',
+            'a@13',
+            'a@14',
+          ]);
           expectStrictlyIncreasing(all);
           expect(await fresh.store.readAll({ after: all[all.length - 1]!.position })).toEqual([]);
-          expect(ids(await fresh.store.readAll({ after: all[2]!.position }))).toEqual(ids(c));
-          expect(ids(await fresh.store.readAll({ maxCount: 2 }))).toEqual(ids(a));
+          expect(ids(await fresh.store.readAll({ after: all[12]!.position }))).toEqual(ids(c));
+          expect(ids(await fresh.store.readAll({ maxCount: 2 }))).toEqual(ids(a.slice(0, 2)));
+          expect(ids(await fresh.store.readAll({ after: all[1]!.position, maxCount: 10 }))).toEqual(ids(a.slice(2, 12)));
+          // A follower from START sees the same log.
+          const follower = follow(fresh.store, START, '');
+          try {
+            await waitUntil(() => follower.count() >= all.length, 'the follower to see the whole log');
+          } finally {
+            await follower.stop();
+          }
+          expect(ids(follower.seen)).toEqual(ids(all));
         } finally {
           await fresh.close();
         }
@@ -710,7 +745,9 @@ export function eventStoreContract(name: string, adapter: Adapter): void {
         await Promise.all(
           writers.map(async (writer, w) => {
             let expected: ExpectedRevision = 'no_stream';
+            let attempts = 0;
             for (let n = 0; n < EACH; ) {
+              if (++attempts > 50 * EACH) throw new Error(`writer ${w}: no progress after ${attempts - 1} attempts (expected ${String(expected)})`);
               const event = ev('Contended', { w, n });
               try {
                 const result = await writer.append(s, [event], expected);

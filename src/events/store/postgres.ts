@@ -46,6 +46,8 @@ interface EventRow {
   transaction_id: string;
 }
 
+/** The text aliases below shadow the columns in a bare ORDER BY (Postgres binds an ORDER BY name
+ * to an output column first): order by `events.<column>`, never by the bare name. */
 const COLUMNS = `global_position::text AS global_position, stream_id, stream_revision::text AS stream_revision,
   event_id::text AS event_id, type, data, metadata, created_at, transaction_id::text AS transaction_id`;
 
@@ -81,7 +83,7 @@ export function createPostgresEventStore(sql: Sql): EventStore {
     return db.query<{ event_id: string; stream_id: string; stream_revision: string; global_position: string; transaction_id: string }>(
       `SELECT event_id::text AS event_id, stream_id, stream_revision::text AS stream_revision,
               global_position::text AS global_position, transaction_id::text AS transaction_id
-         FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY global_position`,
+         FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY events.global_position`,
       [ids],
     );
   }
@@ -174,7 +176,7 @@ export function createPostgresEventStore(sql: Sql): EventStore {
       }
       const limit = options.maxCount !== undefined ? ` LIMIT ${Math.max(0, Math.floor(options.maxCount))}` : '';
       const rows = await sql.query<EventRow>(
-        `SELECT ${COLUMNS} FROM events WHERE ${where} ORDER BY stream_revision ${backwards ? 'DESC' : 'ASC'}${limit}`,
+        `SELECT ${COLUMNS} FROM events WHERE ${where} ORDER BY events.stream_revision ${backwards ? 'DESC' : 'ASC'}${limit}`,
         params,
       );
       return rows.map(toRecorded);
@@ -187,7 +189,7 @@ export function createPostgresEventStore(sql: Sql): EventStore {
           WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
             AND (transaction_id > $1::text::xid8
                  OR (transaction_id = $1::text::xid8 AND global_position > $2::bigint))
-          ORDER BY transaction_id, global_position
+          ORDER BY events.transaction_id, events.global_position
           LIMIT $3`,
         [after.commit < 0n ? '0' : String(after.commit), String(after.prepare), options.maxCount ?? 1000],
       );
