@@ -1,4 +1,7 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative as relativePath, resolve as resolvePath, sep } from 'node:path';
 import { parseArgs } from 'node:util';
+import { pageFromMarkdown } from './commands/knowledge/markdown';
 import pino from 'pino';
 import { verifyLedger } from './projections/verify';
 import { allProjections } from './projections';
@@ -27,6 +30,11 @@ const USAGE = `Usage: gateway <command> [options]
   keys revoke KEY_ID
   keys delete KEY_ID
   keys reveal KEY_ID
+  kb create ACCOUNT_ID KB_ID --title TITLE [--readers ACCOUNT,ACCOUNT]
+  kb update ACCOUNT_ID KB_ID [--title TITLE] [--readers ACCOUNT,ACCOUNT]
+  kb import ACCOUNT_ID DIR [--kb KB_ID] [--no-sources]
+                                          import Markdown files (YAML front matter optional) into a base
+                                          (default: the account's personal base "default")
 `;
 
 class UsageError extends Error {}
@@ -64,19 +72,72 @@ async function withRunner<T>(settings: Settings, fn: (runner: ProjectionRunner, 
   }
 }
 
-async function admin(settings: Settings, method: string, path: string, body?: unknown) {
+async function adminRequest(settings: Settings, method: string, path: string, body?: unknown, raw?: { bytes: Uint8Array; contentType: string }) {
   const base = process.env.GATEWAY_URL ?? `http://${settings.host}:${settings.port}`;
   const token = adminTokenOf(settings).value;
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (raw) headers['content-type'] = raw.contentType;
+  else if (body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(`${base}/admin/v1${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    headers,
+    ...(raw ? { body: raw.bytes } : body !== undefined ? { body: JSON.stringify(body) } : {}),
   }).catch((error: unknown) => {
     throw new Error(`cannot reach the gateway at ${base} (${(error as Error).message}); start it with "gateway serve" or set GATEWAY_URL`);
   });
-  const text = await response.text();
-  process.stdout.write(`${text}\n`);
+  return { ok: response.ok, status: response.status, text: await response.text() };
+}
+
+async function admin(settings: Settings, method: string, path: string, body?: unknown) {
+  const response = await adminRequest(settings, method, path, body);
+  process.stdout.write(`${response.text}\n`);
   if (!response.ok) process.exitCode = 1;
+}
+
+/** Imports a folder of Markdown files (front matter optional) into a knowledge base,
+ * storing each file as the page's source. */
+async function importKnowledge(settings: Settings, accountId: string, dir: string, kbId: string, withSources: boolean) {
+  const root = resolvePath(dir);
+  const files = (await readdir(root, { recursive: true, withFileTypes: true }))
+    .filter((entry) => entry.isFile() && /\.(md|markdown)$/i.test(entry.name))
+    .map((entry) => relativePath(root, join(entry.parentPath, entry.name)).split(sep).join('/'))
+    .sort();
+  if (files.length === 0) throw new UsageError(`no Markdown files under ${root}`);
+  const counts = { created: 0, updated: 0, failed: 0 };
+  const seen = new Map<string, string>();
+  for (const file of files) {
+    const bytes = await readFile(join(root, file));
+    const sourceKey = withSources ? `kb/${accountId}/${kbId}/${file}` : null;
+    let imported;
+    try {
+      imported = pageFromMarkdown(file, bytes.toString('utf8'), sourceKey);
+    } catch (error) {
+      counts.failed += 1;
+      process.stderr.write(`${(error as Error).message}\n`);
+      continue;
+    }
+    if (seen.has(imported.id)) process.stderr.write(`warning: ${file} has the same page id "${imported.id}" as ${seen.get(imported.id)}; the later file wins\n`);
+    seen.set(imported.id, file);
+    if (sourceKey) {
+      const stored = await adminRequest(settings, 'PUT', `/objects/${sourceKey.split('/').map(encodeURIComponent).join('/')}`, undefined, {
+        bytes,
+        contentType: 'text/markdown; charset=utf-8',
+      });
+      if (!stored.ok) {
+        counts.failed += 1;
+        process.stderr.write(`${file}: source not stored: ${stored.text}\n`);
+        continue;
+      }
+    }
+    const put = await adminRequest(settings, 'PUT', `/accounts/${accountId}/kbs/${kbId}/pages/${encodeURIComponent(imported.id)}`, imported.page);
+    if (!put.ok) {
+      counts.failed += 1;
+      process.stderr.write(`${file}: ${put.text}\n`);
+    } else if (put.status === 201) counts.created += 1;
+    else counts.updated += 1;
+  }
+  process.stdout.write(`imported ${files.length - counts.failed} of ${files.length} files into ${kbId}: ${counts.created} created, ${counts.updated} updated or unchanged, ${counts.failed} failed\n`);
+  if (counts.failed > 0) process.exitCode = 1;
 }
 
 const orNull = (v: string | undefined, nullWord: string) => (v === undefined ? undefined : v === nullWord ? null : v);
@@ -113,6 +174,10 @@ export async function main(argv: string[]): Promise<void> {
       disable: { type: 'boolean' },
       enable: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
+      title: { type: 'string' },
+      readers: { type: 'string' },
+      kb: { type: 'string' },
+      'no-sources': { type: 'boolean' },
     },
   });
   const [group, action, ...rest] = positionals;
@@ -189,6 +254,19 @@ export async function main(argv: string[]): Promise<void> {
       return admin(settings, 'DELETE', `/keys/${need(rest[0], 'KEY_ID')}`);
     case 'keys reveal':
       return admin(settings, 'GET', `/keys/${need(rest[0], 'KEY_ID')}/reveal`);
+    case 'kb create':
+      return admin(settings, 'POST', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/kbs`, {
+        kb_id: need(rest[1], 'KB_ID'),
+        title: need(values.title, '--title'),
+        reader_account_ids: (values.readers ?? '').split(',').map((r) => r.trim()).filter(Boolean),
+      });
+    case 'kb update':
+      return admin(settings, 'PATCH', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/kbs/${need(rest[1], 'KB_ID')}`, {
+        ...(values.title !== undefined ? { title: values.title } : {}),
+        ...(values.readers !== undefined ? { reader_account_ids: values.readers.split(',').map((r) => r.trim()).filter(Boolean) } : {}),
+      });
+    case 'kb import':
+      return importKnowledge(settings, need(rest[0], 'ACCOUNT_ID'), need(rest[1], 'DIR'), values.kb ?? 'default', !values['no-sources']);
     default:
       throw new UsageError(`unknown command "${positionals.join(' ')}"`);
   }

@@ -1,13 +1,18 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { KnowledgeService } from '../commands/knowledge/service';
 import type { Ledger } from '../commands/ledger';
 import type { ModelRegistry } from '../config/registry';
 import type { EventStore } from '../events/store/port';
+import type { ObjectStore } from '../objects/store';
+import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { ProjectionRunner } from '../projections/runner/runner';
 import type { Sql } from '../storage/sql';
 import { adminRoutes } from './admin/routes';
 import { GatewayError, sendError } from './errors';
 import { authPlugin } from './plugins/auth';
 import { balanceRoutes } from './resources/balance';
+import { mcpRoutes } from './resources/mcp';
+import { wikiRoutes } from './resources/wiki';
 import { modelRoutes } from './resources/models';
 
 export interface AppDeps {
@@ -17,6 +22,12 @@ export interface AppDeps {
   readonly store: EventStore;
   readonly registry: ModelRegistry;
   readonly adminToken: string;
+  readonly knowledge: KnowledgeService;
+  readonly knowledgeQueries: KnowledgeQueries;
+  readonly objects: ObjectStore;
+  /** Base of links the gateway hands out (signed downloads); default: the request's own origin. */
+  readonly publicBaseUrl?: string | undefined;
+  readonly version?: string;
   readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   readonly now?: () => number;
 }
@@ -59,6 +70,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
+  const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
+  const knowledgeRead = { queries: deps.knowledgeQueries, objects: deps.objects, publicBaseUrl: deps.publicBaseUrl, now };
+  await app.register(wikiRoutes(knowledgeRead));
+  await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));
   await app.register(adminRoutes(deps), { prefix: '/admin/v1' });
   app.get('/healthz', { config: { auth: 'none' } }, async () => ({ status: 'ok' }));
   return app;

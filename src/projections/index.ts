@@ -1,7 +1,8 @@
 import { accountsProjection } from './accounts/projection';
 import { auditProjection } from './audit/projection';
 import { keysProjection } from './keys/projection';
+import { knowledgeProjection } from './knowledge/projection';
 import { ledgerProjection } from './ledger/projection';
 import type { Projection } from './projection';
 
-export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection];
+export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection, knowledgeProjection];

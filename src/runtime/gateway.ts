@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { startHoldSweeper } from '../commands/hold-sweeper';
+import { KnowledgeService } from '../commands/knowledge/service';
 import { Ledger } from '../commands/ledger';
 import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
@@ -11,7 +12,9 @@ import { createEventStoreDbStore } from '../events/store/eventstoredb';
 import { createPostgresEventStore, migrateEvents } from '../events/store/postgres';
 import type { EventStore } from '../events/store/port';
 import { buildApp, type AppDeps } from '../http/app';
+import { objectStoreFromEnv } from '../objects/store';
 import { allProjections } from '../projections';
+import { KnowledgeQueries } from '../projections/knowledge/queries';
 import { ProjectionRunner } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
 import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
@@ -29,6 +32,9 @@ export interface Settings {
   readonly adminToken: string | undefined;
   readonly keyEncryptionSecret: string | undefined;
   readonly logLevel: string;
+  readonly publicBaseUrl: string | undefined;
+  /** The environment the settings came from (object store settings are read from it). */
+  readonly env: NodeJS.ProcessEnv;
 }
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -44,6 +50,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     adminToken: blank(env.ADMIN_TOKEN),
     keyEncryptionSecret: blank(env.KEY_ENCRYPTION_SECRET),
     logLevel: env.LOG_LEVEL ?? 'info',
+    publicBaseUrl: blank(env.PUBLIC_BASE_URL),
+    env,
   };
 }
 
@@ -100,6 +108,7 @@ export interface Gateway {
   readonly runner: ProjectionRunner;
   readonly storage: Storage;
   readonly registry: ModelRegistry;
+  readonly knowledge: KnowledgeService;
   readonly adminToken: string;
   close(): Promise<void>;
 }
@@ -118,6 +127,10 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const secret = persistentSecret(settings.dataDir, 'key-encryption-secret', settings.keyEncryptionSecret, () => randomBytes(32).toString('hex'));
   const vault = new KeyVault(storage.sql, new KeyCipher(secret.value));
   const ledger = new Ledger(storage.store, vault, overrides.now);
+  const knowledge = new KnowledgeService(storage.store, ledger, overrides.now);
+  // Download links are signed with a key derived from the key-encryption secret, never the secret itself.
+  const linkSecret = createHmac('sha256', secret.value).update('object-download-links').digest('hex');
+  const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
   const runner = new ProjectionRunner(storage.sql, storage.store, allProjections);
   await runner.migrate();
   const adminToken = adminTokenOf(settings).value;
@@ -128,6 +141,11 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     store: storage.store,
     registry,
     adminToken,
+    knowledge,
+    knowledgeQueries: new KnowledgeQueries(storage.sql),
+    objects,
+    publicBaseUrl: settings.publicBaseUrl,
+    version: '0.1.0',
     ...(overrides.logger !== undefined ? { logger: overrides.logger } : {}),
     ...(overrides.now ? { now: overrides.now } : {}),
   });
@@ -140,6 +158,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     runner,
     storage,
     registry,
+    knowledge,
     adminToken,
     async close() {
       stopSweeper();

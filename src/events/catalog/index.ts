@@ -2,15 +2,17 @@ import type { z } from 'zod';
 import type { RecordedEvent } from '../store/port';
 import type { EventDefinition } from './codec';
 import { keyEvents, type KeyEvent } from './key';
+import { knowledgeEvents, type KnowledgeEvent } from './knowledge';
 import { walletEvents, type WalletEvent } from './wallet';
 
 export * from './wallet';
 export * from './key';
+export * from './knowledge';
 
-export type DomainEvent = WalletEvent | KeyEvent;
+export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent;
 
 const definitions = new Map<string, EventDefinition<string, z.ZodType>>();
-for (const definition of [...walletEvents, ...keyEvents]) definitions.set(definition.type, definition);
+for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents]) definitions.set(definition.type, definition);
 
 export class UnknownEventError extends Error {
   constructor(readonly type: string) {

@@ -1,7 +1,6 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { DomainError } from '../../commands/decision';
 import type { Ledger } from '../../commands/ledger';
 import type { KeyState } from '../../commands/key/decider';
 import { available, type WalletState } from '../../commands/wallet/decider';
@@ -12,8 +11,10 @@ import type { EventStore, Position } from '../../events/store/port';
 import { formatUsd, parseUsd } from '../../money/usd';
 import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { Sql } from '../../storage/sql';
+import { AdminError, fromDomain, parse } from './admin-error';
+import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
 
-export interface AdminOptions {
+export interface AdminOptions extends KnowledgeAdminOptions {
   readonly adminToken: string;
   readonly ledger: Ledger;
   readonly runner: ProjectionRunner;
@@ -21,28 +22,6 @@ export interface AdminOptions {
   readonly store: EventStore;
   readonly registry: ModelRegistry;
 }
-
-class AdminError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-const STATUS_OF: Record<string, number> = {
-  account_not_found: 404,
-  key_not_found: 404,
-  account_exists: 409,
-  key_exists: 409,
-  key_revoked: 409,
-  key_not_revealable: 409,
-  account_inactive: 409,
-};
-
-const fromDomain = (error: DomainError) => new AdminError(STATUS_OF[error.code] ?? 400, error.code, error.message);
 
 const Timestamp = z.number().int().nonnegative();
 const KeyFields = z.object({
@@ -60,13 +39,6 @@ const Limits = z
   .object({ rpm: z.number().int().positive().nullable(), concurrency: z.number().int().positive().nullable() })
   .strict();
 const Deactivate = z.object({ reason: z.string().max(500).optional() }).strict().optional();
-
-function parse<T>(schema: z.ZodType<T>, body: unknown): T {
-  const result = schema.safeParse(body);
-  if (result.success) return result.data;
-  const detail = result.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
-  throw new AdminError(400, 'invalid_request', detail);
-}
 
 function accountView(accountId: string, state: WalletState) {
   return {
@@ -129,6 +101,7 @@ export function adminRoutes(options: AdminOptions) {
     });
 
     const settled = async (position: Position | null) => runner.waitFor(position);
+    await app.register(knowledgeAdminRoutes(options));
 
     async function existingAccount(accountId: string) {
       const state = await ledger.wallet(accountId);

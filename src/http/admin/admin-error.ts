@@ -1,0 +1,35 @@
+import type { z } from 'zod';
+import type { DomainError } from '../../commands/decision';
+
+/** The admin API's errors: `{error: {code, message}}` with an HTTP status. */
+export class AdminError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const STATUS_OF: Record<string, number> = {
+  account_not_found: 404,
+  key_not_found: 404,
+  account_exists: 409,
+  key_exists: 409,
+  key_revoked: 409,
+  key_not_revealable: 409,
+  account_inactive: 409,
+  kb_not_found: 404,
+  page_not_found: 404,
+  kb_exists: 409,
+};
+
+export const fromDomain = (error: DomainError) => new AdminError(STATUS_OF[error.code] ?? 400, error.code, error.message);
+
+export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const detail = result.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
+  throw new AdminError(400, 'invalid_request', detail);
+}

@@ -1,0 +1,132 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+import type { ObjectStore } from '../../objects/store';
+import type { KnowledgeQueries, ReadableKb } from '../../projections/knowledge/queries';
+import { baseUrlOf, sourceLink, truncateBody } from './wiki';
+
+export const MCP_LIMITS = { searchDefault: 10, searchMax: 50, pageBody: 8000, batchIds: 25, batchBody: 1200 } as const;
+
+export interface McpOptions {
+  readonly queries: KnowledgeQueries;
+  readonly objects: ObjectStore;
+  readonly publicBaseUrl: string | undefined;
+  readonly now: () => number;
+  readonly version: string;
+}
+
+const result = (value: unknown) => ({
+  content: [{ type: 'text' as const, text: JSON.stringify(value) }],
+  structuredContent: value as Record<string, unknown>,
+});
+const failure = (message: string) => ({ content: [{ type: 'text' as const, text: message }], isError: true });
+
+/** One MCP server per request, bound to the caller's readable bases: the transport is
+ * stateless (no session id) and answers in JSON, so any instance can take any request. */
+function serverFor(kbs: readonly ReadableKb[], baseUrl: string, options: McpOptions): McpServer {
+  const { queries, objects, now } = options;
+  const server = new McpServer({ name: 'model-gateway-knowledge', version: options.version });
+  const notFound = (id: string) => failure(`page ${id} not found in the knowledge readable with this key`);
+
+  server.registerTool(
+    'search_wiki',
+    {
+      description: 'Full-text search over every knowledge base this key can read (personal and shared). Returns light hits with snippets, no bodies.',
+      inputSchema: {
+        q: z.string().min(1).describe('search text; supports "quoted phrases", OR and -exclusion'),
+        limit: z.number().int().min(1).optional().describe(`results per page, default ${MCP_LIMITS.searchDefault}, at most ${MCP_LIMITS.searchMax}`),
+        offset: z.number().int().min(0).optional().describe('results to skip, default 0'),
+      },
+    },
+    async ({ q, limit, offset }) => {
+      const size = Math.min(limit ?? MCP_LIMITS.searchDefault, MCP_LIMITS.searchMax);
+      const start = offset ?? 0;
+      const { total, hits } = await queries.search(kbs, q, size, start);
+      return result({ query: q, total_hits: total, offset: start, returned: hits.length, has_more: start + hits.length < total, results: hits });
+    },
+  );
+
+  server.registerTool(
+    'read_page',
+    { description: `Reads one page by id: all fields, body up to ${MCP_LIMITS.pageBody} characters.`, inputSchema: { id: z.string().min(1) } },
+    async ({ id }) => {
+      const found = await queries.findPage(kbs, id);
+      return found ? result(truncateBody(found.page, MCP_LIMITS.pageBody)) : notFound(id);
+    },
+  );
+
+  server.registerTool(
+    'read_pages',
+    {
+      description: `Reads up to ${MCP_LIMITS.batchIds} pages at once, each body cut to a ${MCP_LIMITS.batchBody}-character excerpt.`,
+      inputSchema: { ids: z.array(z.string().min(1)).min(1).describe(`page ids; beyond ${MCP_LIMITS.batchIds} are dropped`) },
+    },
+    async ({ ids }) => {
+      const wanted = [...new Set(ids)].slice(0, MCP_LIMITS.batchIds);
+      const pages = [];
+      const missing = [];
+      for (const id of wanted) {
+        const found = await queries.findPage(kbs, id);
+        if (found) pages.push(truncateBody(found.page, MCP_LIMITS.batchBody));
+        else missing.push(id);
+      }
+      return result({ pages, missing });
+    },
+  );
+
+  server.registerTool(
+    'list_by_tag',
+    { description: 'Pages carrying a tag, across every readable knowledge base.', inputSchema: { tag: z.string().min(1) } },
+    async ({ tag }) => result({ tag, pages: await queries.pagesByTag(kbs, tag) }),
+  );
+
+  server.registerTool(
+    'backlinks',
+    { description: 'Pages that link to the given page.', inputSchema: { id: z.string().min(1) } },
+    async ({ id }) => {
+      const found = await queries.findPage(kbs, id);
+      return found ? result({ id, kb_id: found.kb.kbId, backlinks: await queries.backlinks(found.kb, id) }) : notFound(id);
+    },
+  );
+
+  server.registerTool(
+    'get_source',
+    { description: 'The source file a page was compiled from, as a download link that expires in 1 hour.', inputSchema: { id: z.string().min(1) } },
+    async ({ id }) => {
+      const found = await queries.findPage(kbs, id);
+      if (!found) return notFound(id);
+      const link = await sourceLink(objects, found.page, baseUrl, now());
+      return link ? result(link) : failure(`page ${id} has no source file`);
+    },
+  );
+
+  return server;
+}
+
+function methodNotAllowed(reply: FastifyReply) {
+  return reply
+    .code(405)
+    .header('allow', 'POST')
+    .send({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP server is stateless; send JSON-RPC with POST' }, id: null });
+}
+
+/** MCP over streamable HTTP at /mcp, authenticated by the API key like every endpoint. */
+export function mcpRoutes(options: McpOptions) {
+  return async (app: FastifyInstance) => {
+    app.post('/mcp', { config: { auth: 'key', free: true } }, async (request, reply) => {
+      const kbs = await options.queries.readableKbs(request.caller!.accountId);
+      const server = serverFor(kbs, baseUrlOf(request, options.publicBaseUrl), options);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.hijack();
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+    });
+    app.get('/mcp', { config: { auth: 'none' } }, async (_request, reply) => methodNotAllowed(reply));
+    app.delete('/mcp', { config: { auth: 'none' } }, async (_request, reply) => methodNotAllowed(reply));
+  };
+}

@@ -1,0 +1,108 @@
+import type { Scenario, ScenarioSet } from './types';
+
+/** `[[sim:<scenario>]]`; several names may be separated by commas inside one marker. */
+export const MARKER_RE = /\[\[sim:([^\]]*)\]\]/g;
+
+export class ScenarioError extends Error {}
+
+const FLAGS = new Set(['ok', 'reset_connection', 'no_usage', 'hang', 'task_failed']);
+const WITH_NUMBER = new Set([
+  'slow_first_byte',
+  'slow_stream',
+  'cut_stream_after',
+  'error_frame_after',
+  'reply_tokens',
+  'task_polls',
+]);
+
+/** Throws ScenarioError when `name` is not a scenario. */
+export function validateScenario(name: string): void {
+  const n = name.trim();
+  if (FLAGS.has(n)) return;
+  const http = /^http_(\d{3})$/.exec(n);
+  if (http) {
+    const status = Number(http[1]);
+    if (status < 400 || status > 599) throw new ScenarioError(`scenario ${n}: status must be 4xx or 5xx`);
+    return;
+  }
+  const m = /^([a-z_]+):(\d+)$/.exec(n);
+  if (m && WITH_NUMBER.has(m[1]!)) {
+    if (m[1] === 'task_polls' && Number(m[2]) < 1) throw new ScenarioError(`scenario ${n}: k must be >= 1`);
+    return;
+  }
+  throw new ScenarioError(`unknown simulator scenario "${n}"`);
+}
+
+/** The scenario names written in `[[sim:...]]` markers of a text. */
+export function markersIn(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(MARKER_RE)) {
+    for (const part of m[1]!.split(',')) {
+      const name = part.trim();
+      if (name) out.push(name);
+    }
+  }
+  return out;
+}
+
+/** The text without its markers (whitespace around a removed marker collapsed). */
+export function stripMarkers(text: string): string {
+  return text.replace(MARKER_RE, ' ').replace(/[ \t]{2,}/g, ' ').trim();
+}
+
+export function normalizeEntry(entry: Scenario | readonly Scenario[]): string[] {
+  const names = typeof entry === 'string' ? [entry] : [...entry];
+  for (const n of names) validateScenario(n);
+  return names.map((n) => n.trim());
+}
+
+/** Merges scenario names into one set (later names win for the same knob). Throws on an unknown name. */
+export function toScenarioSet(names: readonly string[]): ScenarioSet {
+  const set: ScenarioSet = { names: [...names] };
+  for (const raw of names) {
+    validateScenario(raw);
+    const name = raw.trim();
+    const http = /^http_(\d{3})$/.exec(name);
+    if (http) {
+      set.status = Number(http[1]);
+      continue;
+    }
+    const [key, arg] = name.split(':');
+    const value = arg === undefined ? 0 : Number(arg);
+    switch (key) {
+      case 'ok':
+        break;
+      case 'reset_connection':
+        set.reset = true;
+        break;
+      case 'hang':
+        set.hang = true;
+        break;
+      case 'no_usage':
+        set.noUsage = true;
+        break;
+      case 'task_failed':
+        set.taskFailed = true;
+        break;
+      case 'slow_first_byte':
+        set.firstByteMs = value;
+        break;
+      case 'slow_stream':
+        set.streamDelayMs = value;
+        break;
+      case 'cut_stream_after':
+        set.cutAfter = value;
+        break;
+      case 'error_frame_after':
+        set.errorFrameAfter = value;
+        break;
+      case 'reply_tokens':
+        set.replyTokens = value;
+        break;
+      case 'task_polls':
+        set.taskPolls = value;
+        break;
+    }
+  }
+  return set;
+}
