@@ -11,11 +11,11 @@ export interface ObjectStore {
   signedUrl(key: string, ttlSeconds: number, context: { baseUrl: string; now: number; filename?: string | null }): Promise<string>;
 }
 
-export const OBJECT_KEY = /^(?!\/)(?!.*\/\/)(?!.*(^|\/)\.\.?(\/|$))[\x21-\x7e]{1,512}$/;
+export const OBJECT_KEY = /^(?!\/)(?!.*\/\/)(?!.*(^|\/)\.\.?(\/|$))[^\x00-\x1f\x7f\\]{1,512}$/u;
 
 export class InvalidObjectKeyError extends Error {
   constructor(key: string) {
-    super(`invalid object key "${key}": 1-512 printable characters, no leading "/", no "." or ".." segments`);
+    super(`invalid object key "${key}": 1-512 characters without control characters or "\\", no leading "/", no empty, "." or ".." segments`);
   }
 }
 

@@ -137,10 +137,11 @@ export function wikiRoutes({ queries, objects, publicBaseUrl, now }: WikiOptions
             throw new GatewayError('not_found', 'download link expired or invalid; ask for a new one');
           const object = await objects.get(key);
           if (!object) throw new GatewayError('not_found', 'source file not found');
-          const name = key.split('/').pop()!.replace(/"/g, '');
+          const name = key.split('/').pop()!;
+          const ascii = name.replace(/[^\x20-\x7e]|"/g, '_');
           return reply
             .header('content-type', object.contentType)
-            .header('content-disposition', `attachment; filename="${name}"`)
+            .header('content-disposition', `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`)
             .header('cache-control', 'private, max-age=0')
             .send(object.bytes);
         },
