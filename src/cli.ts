@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative as relativePath, resolve as resolvePath, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pageFromMarkdown } from './commands/knowledge/markdown';
+import { startSimulator } from './upstream/simulator';
 import pino from 'pino';
 import { verifyLedger } from './projections/verify';
 import { allProjections } from './projections';
@@ -39,8 +40,24 @@ const USAGE = `Usage: gateway <command> [options]
 
 class UsageError extends Error {}
 
+const DEFAULT_SIMULATOR_URL = 'http://127.0.0.1:8090';
+
+/** The zero-setup demo: with the bundled config, its channels point at the built-in
+ * simulator, so run one in-process unless something already answers there. */
+async function startDemoSimulator(settings: Settings): Promise<{ line: string; close: () => Promise<void> }> {
+  if (settings.configPath) return { line: '', close: async () => {} };
+  const url = new URL(process.env.SIMULATOR_URL ?? DEFAULT_SIMULATOR_URL);
+  try {
+    const sim = await startSimulator({ port: Number(url.port || 80), host: url.hostname });
+    return { line: `upstream simulator (demo channels): ${sim.url}`, close: () => sim.close() };
+  } catch (error) {
+    return { line: `upstream simulator not started (${(error as Error).message}); demo channels use ${url.origin}`, close: async () => {} };
+  }
+}
+
 async function serve(settings: Settings) {
   const logger = pino({ level: settings.logLevel, serializers: requestSerializers });
+  const simulator = await startDemoSimulator(settings);
   const gateway = await createGateway(settings, { logger });
   await gateway.app.listen({ port: settings.port, host: settings.host });
   const token = adminTokenOf(settings);
@@ -50,11 +67,13 @@ async function serve(settings: Settings) {
       `gateway listening on http://${settings.host}:${settings.port}`,
       `storage: ${where}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
       `admin token: ${token.value}${settings.adminToken ? ' (from ADMIN_TOKEN)' : ` (saved in ${settings.dataDir}/admin-token)`}`,
+      ...(simulator.line ? [simulator.line] : []),
       '',
     ].join('\n'),
   );
   const shutdown = async () => {
     await gateway.close();
+    await simulator.close();
     process.exit(0);
   };
   process.once('SIGINT', shutdown);

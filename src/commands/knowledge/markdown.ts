@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 
 /** A page as the admin API takes it (PUT …/pages/{id}). */
@@ -18,7 +19,7 @@ export interface ImportedPage {
 
 export class FrontMatterError extends Error {}
 
-const FRONT_MATTER = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/;
+const FRONT_MATTER = /^---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
 
 const strings = (value: unknown): string[] =>
   Array.isArray(value) ? value.map(String).map((s) => s.trim()).filter(Boolean) : typeof value === 'string' && value.trim() ? [value.trim()] : [];
@@ -43,12 +44,13 @@ export function slugOf(relativePath: string): string {
  * ({r2_key, filename, locator, compiled_at, model}). Missing title: the first `# `
  * heading, else the file name; missing summary: the first paragraph.
  */
-export function pageFromMarkdown(relativePath: string, content: string, sourceKey: string | null): ImportedPage {
+export function pageFromMarkdown(relativePath: string, file: string, sourceKey: string | null): ImportedPage {
+  const content = file.replace(/^\uFEFF/, ''); // a byte-order mark would hide the front matter
   const match = FRONT_MATTER.exec(content);
   let meta: Record<string, unknown> = {};
   if (match) {
     try {
-      const parsed: unknown = parseYaml(match[1]!);
+      const parsed: unknown = parseYaml(match[1] ?? '');
       if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) meta = parsed as Record<string, unknown>;
       else if (parsed !== null) throw new Error('front matter is not a mapping');
     } catch (error) {
@@ -56,7 +58,7 @@ export function pageFromMarkdown(relativePath: string, content: string, sourceKe
     }
   }
   const body = (match ? content.slice(match[0].length) : content).replace(/^\s+/, '');
-  const heading = /^#\s+(.+)$/m.exec(body)?.[1]?.trim();
+  const heading = /^#[ \t]+(.+)$/m.exec(body)?.[1]?.trim();
   const filename = relativePath.split('/').pop()!;
   const firstParagraph = body
     .split(/\r?\n\s*\r?\n/)
@@ -64,7 +66,8 @@ export function pageFromMarkdown(relativePath: string, content: string, sourceKe
     .find((p) => p !== '' && !p.startsWith('#'));
   const source = meta.source as Record<string, unknown> | undefined;
   return {
-    id: text(meta.id) ?? slugOf(relativePath),
+    // A name with no Latin letters or digits slugs to nothing: fall back to a stable hash of the path.
+    id: text(meta.id) ?? (slugOf(relativePath) || `page-${createHash('sha256').update(relativePath).digest('hex').slice(0, 12)}`),
     page: {
       title: text(meta.title) ?? heading ?? filename.replace(/\.(md|markdown)$/i, ''),
       summary: text(meta.summary) ?? (firstParagraph ?? '').replace(/\s+/g, ' ').slice(0, 300),

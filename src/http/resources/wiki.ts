@@ -19,10 +19,14 @@ export function truncateBody<T extends { body: string }>(page: T, max: number): 
   return { ...page, body: chars.slice(0, max).join(''), body_truncated: true };
 }
 
+/** A query parameter given once or repeated (`?ids=a&ids=b`), as one string. */
+const joined = (value: unknown, separator: string): string =>
+  Array.isArray(value) ? value.map(String).join(separator) : typeof value === 'string' ? value : '';
+
 export function intParam(value: unknown, name: string, fallback: number, range: { min: number; max?: number }): number {
   if (value === undefined || value === '') return fallback;
   const n = typeof value === 'number' ? value : Number(value);
-  if (!Number.isInteger(n) || n < range.min) throw new GatewayError('invalid_request', `${name} must be an integer ≥ ${range.min}`);
+  if (!Number.isSafeInteger(n) || n < range.min) throw new GatewayError('invalid_request', `${name} must be an integer ≥ ${range.min}`);
   return range.max !== undefined ? Math.min(n, range.max) : n;
 }
 
@@ -64,8 +68,8 @@ export function wikiRoutes({ queries, objects, publicBaseUrl, now }: WikiOptions
       return kb;
     }
 
-    app.get<{ Querystring: { q?: string; limit?: string; offset?: string } }>('/api/v1/ext/wiki/search', { config: WIKI }, async (request) => {
-      const q = (request.query.q ?? '').trim();
+    app.get<{ Querystring: { q?: string | string[]; limit?: string; offset?: string } }>('/api/v1/ext/wiki/search', { config: WIKI }, async (request) => {
+      const q = joined(request.query.q, ' ').trim();
       if (q === '') throw new GatewayError('invalid_request', 'q is required');
       const limit = intParam(request.query.limit, 'limit', SEARCH_LIMIT.default, { min: 1, max: SEARCH_LIMIT.max });
       const offset = intParam(request.query.offset, 'offset', 0, { min: 0 });
@@ -91,8 +95,8 @@ export function wikiRoutes({ queries, objects, publicBaseUrl, now }: WikiOptions
       return { kb_id: kb.kbId, tag: request.params.tag, pages };
     });
 
-    app.get<{ Querystring: { ids?: string } }>('/api/v1/ext/wiki/pages', { config: WIKI }, async (request) => {
-      const ids = [...new Set((request.query.ids ?? '').split(',').map((s) => s.trim()).filter(Boolean))];
+    app.get<{ Querystring: { ids?: string | string[] } }>('/api/v1/ext/wiki/pages', { config: WIKI }, async (request) => {
+      const ids = [...new Set(joined(request.query.ids, ',').split(',').map((s) => s.trim()).filter(Boolean))];
       if (ids.length === 0) throw new GatewayError('invalid_request', 'ids is required: a comma-separated list of page ids (at most 25)');
       const kb = await kbOf(request);
       const wanted = ids.slice(0, BATCH_IDS_MAX);

@@ -1,0 +1,38 @@
+/** The upstream simulator: a real HTTP server speaking the vendors' wire formats, for tests and the demo. */
+export { startSimulator } from './server';
+export type {
+  Protocol,
+  RecordedRequest,
+  Scenario,
+  ScenarioFilter,
+  ScenarioSet,
+  Simulator,
+  SimulatorOptions,
+  UploadedFile,
+} from './types';
+export {
+  CACHE_MARKER,
+  cachedTokensFor,
+  countTokens,
+  outputTokens,
+  promptDocument,
+  promptTokens,
+  reasoningTokensFor,
+  truncateToTokens,
+  utf8Bytes,
+  type ReasoningEffort,
+} from './tokens';
+export { markersIn, stripMarkers, validateScenario, ScenarioError, MARKER_RE } from './scenarios';
+export { STREAM_ERRORS, vendorError } from './errors';
+export { imageTokens, isGrid4, PNG_BASE64 } from './protocols/images';
+export { videoTokens, VIDEO_FPS } from './protocols/videos';
+
+/** Closes a freshly bound port and returns its URL: connecting to it is refused (for "connection refused" tests). */
+export async function refusedUrl(): Promise<string> {
+  const { createServer } = await import('node:net');
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
