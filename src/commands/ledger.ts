@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { keyStream, walletStream, type KeyEvent, type KeySettings, type WalletEvent } from '../events/catalog';
+import { keyStream, walletStream, type CallRecord, type KeyEvent, type KeySettings, type WalletEvent } from '../events/catalog';
 import type { EventStore, Position } from '../events/store/port';
 import { generateApiKey } from '../secrets/api-key';
 import type { KeyVault } from '../secrets/key-vault';
@@ -104,12 +104,22 @@ export class Ledger {
     return outcome(handled, (state) => ({ state }));
   }
 
-  async settle(accountId: string, holdId: string, amount: bigint) {
-    return outcome(await this.wallet$(accountId, { type: 'Settle', holdId, amount, now: this.now() }, `settle:${holdId}`), (state) => ({ state }));
+  async settle(accountId: string, holdId: string, amount: bigint, call?: CallRecord) {
+    const command = { type: 'Settle' as const, holdId, amount, ...(call ? { call } : {}), now: this.now() };
+    return outcome(await this.wallet$(accountId, command, `settle:${holdId}`), (state) => ({ state }));
   }
 
-  async release(accountId: string, holdId: string, reason: string) {
-    return outcome(await this.wallet$(accountId, { type: 'Release', holdId, reason, now: this.now() }, `release:${holdId}`), (state) => ({ state }));
+  async release(accountId: string, holdId: string, reason: string, call?: CallRecord) {
+    const command = { type: 'Release' as const, holdId, reason, ...(call ? { call } : {}), now: this.now() };
+    return outcome(await this.wallet$(accountId, command, `release:${holdId}`), (state) => ({ state }));
+  }
+
+  /** A call refused before it could hold money still gets its call-log row (cost 0). */
+  async recordRejected(accountId: string, call: CallRecord) {
+    return outcome(
+      await this.wallet$(accountId, { type: 'RecordRejectedCall', call, now: this.now() }, `rejected:${call.request_id}`),
+      (state) => ({ state }),
+    );
   }
 
   async issueKey(accountId: string, settings: KeySettings, actor = 'admin'): Promise<Result<{ keyId: string; raw: string; state: KeyState }>> {

@@ -13,6 +13,9 @@ import { authPlugin } from './plugins/auth';
 import { balanceRoutes } from './resources/balance';
 import { mcpRoutes } from './resources/mcp';
 import { wikiRoutes } from './resources/wiki';
+import { chatRoutes } from './protocols/routes';
+import { CHAT_TIMEOUT_MS } from './protocols/relay';
+import { Router } from '../upstream/routing';
 import { modelRoutes } from './resources/models';
 
 export interface AppDeps {
@@ -28,6 +31,8 @@ export interface AppDeps {
   /** Base of links the gateway hands out (signed downloads); default: the request's own origin. */
   readonly publicBaseUrl?: string | undefined;
   readonly version?: string;
+  /** Whole-request budget of a chat call; the spec's 180 s unless a test shortens it. */
+  readonly chatTimeoutMs?: number;
   readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   readonly now?: () => number;
 }
@@ -72,6 +77,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(modelRoutes(deps.registry));
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
   const knowledgeRead = { queries: deps.knowledgeQueries, objects: deps.objects, publicBaseUrl: deps.publicBaseUrl, now };
+  await app.register(
+    chatRoutes({
+      ledger: deps.ledger,
+      registry: deps.registry,
+      router: new Router(deps.registry.config),
+      timeoutMs: deps.chatTimeoutMs ?? CHAT_TIMEOUT_MS,
+      now,
+    }),
+  );
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));
   await app.register(adminRoutes(deps), { prefix: '/admin/v1' });

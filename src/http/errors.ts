@@ -74,3 +74,30 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: G
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
   return reply.code(error.status).type('application/json').send(errorBody(shapeOf(request), error));
 }
+
+/** Rule 5 of the spec's errors: an upstream non-2xx keeps its status and its message;
+ * the chat shape maps the status to a code and type, the other two shapes say
+ * api_error / UNAVAILABLE. */
+export function upstreamErrorBody(shape: ErrorShape, status: number, message: string): unknown {
+  if (shape === 'messages') return { type: 'error', error: { type: 'api_error', message } };
+  if (shape === 'generate') return { error: { code: status, message, status: 'UNAVAILABLE' } };
+  const [code, type] =
+    status === 400 || status === 422
+      ? ['invalid_request', 'invalid_request_error']
+      : status === 401
+        ? ['invalid_api_key', 'authentication_error']
+        : status === 403
+          ? ['permission_denied', 'permission_error']
+          : status === 404
+            ? ['not_found', 'invalid_request_error']
+            : status === 429
+              ? ['rate_limit_exceeded', 'rate_limit_error']
+              : ['upstream_error', 'api_error'];
+  return { error: { message, type, code } };
+}
+
+/** The code a call-log row shows for an upstream failure with this status. */
+export function upstreamErrorCode(status: number): string {
+  const body = upstreamErrorBody('chat', status, '') as { error: { code: string } };
+  return body.error.code;
+}

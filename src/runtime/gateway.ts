@@ -118,6 +118,7 @@ export interface GatewayOverrides {
   readonly config?: GatewayConfig;
   readonly logger?: AppDeps['logger'];
   readonly now?: () => number;
+  readonly chatTimeoutMs?: number;
 }
 
 export async function createGateway(settings: Settings, overrides: GatewayOverrides = {}): Promise<Gateway> {
@@ -148,6 +149,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     version: '0.1.0',
     ...(overrides.logger !== undefined ? { logger: overrides.logger } : {}),
     ...(overrides.now ? { now: overrides.now } : {}),
+    ...(overrides.chatTimeoutMs ? { chatTimeoutMs: overrides.chatTimeoutMs } : {}),
   });
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));

@@ -301,7 +301,7 @@ describe('kb import: a folder of a few hundred Markdown files, then REST and MCP
     expect(await reread.text()).toBe(readFileSync(edited, 'utf8'));
 
     expect(importMs).toBeLessThan(45_000);
-  });
+  }, 90_000);
 
   it('imports into a team base that a reader can read, and files whose names have spaces or accents', async () => {
     if (!server) await startServer();
@@ -319,9 +319,10 @@ describe('kb import: a folder of a few hundred Markdown files, then REST and MCP
       writeFileSync(join(dir, 'How To', 'Getting Started.md'), '# Getting started\n\nOnboarding kbonboardword steps.\n');
       writeFileSync(join(dir, 'café notes.md'), '---\ntags: [coffee]\n---\nAbout kbcoffeeword.\n');
       writeFileSync(join(dir, 'plain.md'), 'Plain kbplainword.\n');
+      writeFileSync(join(dir, '日本語.md'), '\uFEFF---\ntitle: Japanese notes\n---\nAbout kbjapanword.\n');
       const imported = await run(['kb', 'import', owner, dir, '--kb', 'handbook'], env);
       expect(imported.stderr).toBe('');
-      expect(imported.stdout).toContain('3 of 3 files into handbook: 3 created');
+      expect(imported.stdout).toContain('4 of 4 files into handbook: 4 created');
       expect(imported.code).toBe(0);
 
       const get = (path: string, k: string) => fetch(`${base}/api/v1/ext/wiki${path}`, { headers: { 'x-api-key': k } });
@@ -331,7 +332,14 @@ describe('kb import: a folder of a few hundred Markdown files, then REST and MCP
       expect((await get('/search?q=kbonboardword&kb_id=handbook', outsiderKey)).status).toBe(404);
       expect(((await (await get('/search?q=kbonboardword', readerKey)).json()) as Json).total_hits).toBe(0);
 
+      // A file name without Latin letters still gets a page id; a byte-order mark does not hide the front matter.
+      const japanese = ((await (await get('/search?q=kbjapanword&kb_id=handbook', readerKey)).json()) as Json).results;
+      expect(japanese).toHaveLength(1);
+      expect(japanese[0].id).toMatch(/^[A-Za-z0-9][A-Za-z0-9._-]*$/);
+      expect(japanese[0].title).toBe('Japanese notes');
+
       for (const [id, file] of [
+        [japanese[0].id as string, '日本語.md'],
         ['how-to-getting-started', 'How To/Getting Started.md'],
         ['cafe-notes', 'café notes.md'],
       ] as const) {
@@ -341,8 +349,22 @@ describe('kb import: a folder of a few hundred Markdown files, then REST and MCP
         expect(link.r2_key).toBe(`kb/${owner}/handbook/${file}`);
         const download = await fetch(link.url);
         expect(download.status, `${id}: ${link.url}`).toBe(200);
-        expect(await download.text()).toBe(readFileSync(join(dir, file), 'utf8'));
+        expect(Buffer.from(await download.arrayBuffer()).equals(readFileSync(join(dir, file)))).toBe(true);
       }
+
+      // kb update: the reader is dropped, the outsider added.
+      const updated = await run(['kb', 'update', owner, 'handbook', '--readers', outsider], env);
+      expect(updated.code, updated.stdout + updated.stderr).toBe(0);
+      expect((await get('/search?q=kbonboardword&kb_id=handbook', readerKey)).status).toBe(404);
+      expect((await get('/search?q=kbonboardword&kb_id=handbook', outsiderKey)).status).toBe(200);
+
+      // --no-sources: pages without a source file.
+      const bare = await run(['kb', 'import', reader, dir, '--no-sources'], env);
+      expect(bare.code, bare.stderr).toBe(0);
+      expect(bare.stdout).toContain('4 of 4 files into default: 4 created');
+      const page = (await (await get('/pages/plain', readerKey)).json()) as Json;
+      expect(page).toMatchObject({ id: 'plain', source: null });
+      expect((await get('/pages/plain/source', readerKey)).status).toBe(404);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

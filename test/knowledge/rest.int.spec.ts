@@ -412,6 +412,18 @@ describe('errors', () => {
 });
 
 describe('odd input', () => {
+  it('tags with "/", "+", spaces, non-ASCII or "#" are reachable URL-encoded', async () => {
+    const E = await t.accountWithKey();
+    const tags = ['a/b', 'c++', 'x y', 'ümlaut', '#hash'];
+    await putPage(t, E.accountId, 'default', 'tagged', { title: 'Tagged', tags });
+    expect((await wiki(t, E.key, '/tags')).json().tags).toHaveLength(tags.length);
+    for (const tag of tags) {
+      const response = await wiki(t, E.key, `/tags/${encodeURIComponent(tag)}`);
+      expect(response.statusCode, tag).toBe(200);
+      expect(response.json().pages.map((p: { id: string }) => p.id), tag).toEqual(['tagged']);
+    }
+  });
+
   it('answers any q with 200 (stop words, operators, unbalanced quotes)', async () => {
     for (const q of ['the', ':*&|!()', '"unterminated', 'OR', "o'reilly", '\\', '%', '😀', 'a'.repeat(2000)]) {
       const response = await wiki(t, A.key, '/search', { q });

@@ -25,6 +25,7 @@ export interface TestGatewayOptions {
   readonly config?: GatewayConfig;
   readonly now?: () => number;
   readonly db?: TestDatabase;
+  readonly chatTimeoutMs?: number;
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -51,6 +52,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     config: options.config ?? loadConfig(undefined).config,
     logger,
     ...(options.now ? { now: options.now } : {}),
+    ...(options.chatTimeoutMs ? { chatTimeoutMs: options.chatTimeoutMs } : {}),
   });
 
   const admin: TestGateway['admin'] = (method, path, body) =>

@@ -282,6 +282,8 @@ class Model {
         return this.status === 'active' ? [] : [{ type: 'AccountReactivated', data: { at: NOW } }];
       case 'SetLimits':
         return [{ type: 'AccountLimitsSet', data: { rpm: command.rpm, concurrency: command.concurrency, at: NOW } }];
+      case 'RecordRejectedCall':
+        return [{ type: 'CallRejected', data: { call: command.call, at: NOW } }];
     }
   }
 

@@ -1,5 +1,5 @@
 import { Set as PersistentSet } from 'immutable';
-import type { WalletEvent } from '../../events/catalog';
+import type { CallRecord, WalletEvent } from '../../events/catalog';
 import { formatUsd, parseUsd } from '../../money/usd';
 import { accept, assertNever, refuse, type Decider, type Decision } from '../decision';
 
@@ -69,8 +69,9 @@ export type WalletCommand =
       expiresAt: number;
       now: number;
     }
-  | { type: 'Settle'; holdId: string; amount: bigint; now: number }
-  | { type: 'Release'; holdId: string; reason: string; now: number }
+  | { type: 'Settle'; holdId: string; amount: bigint; call?: CallRecord; now: number }
+  | { type: 'Release'; holdId: string; reason: string; call?: CallRecord; now: number }
+  | { type: 'RecordRejectedCall'; call: CallRecord; now: number }
   | { type: 'Deactivate'; reason: string; now: number }
   | { type: 'Reactivate'; now: number }
   | { type: 'SetLimits'; rpm: number | null; concurrency: number | null; now: number };
@@ -220,7 +221,14 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
       const released = hold.amount > command.amount ? hold.amount - command.amount : 0n;
       return accept({
         type: 'HoldSettled',
-        data: { hold_id: command.holdId, hold_amount: hold.amount, captured: command.amount, released, at: command.now },
+        data: {
+          hold_id: command.holdId,
+          hold_amount: hold.amount,
+          captured: command.amount,
+          released,
+          ...(command.call ? { call: command.call } : {}),
+          at: command.now,
+        },
       });
     }
 
@@ -229,7 +237,7 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
       if (!hold) return refuse('hold_not_open', `hold ${command.holdId} is not open`);
       return accept({
         type: 'HoldReleased',
-        data: { hold_id: command.holdId, amount: hold.amount, reason: command.reason, at: command.now },
+        data: { hold_id: command.holdId, amount: hold.amount, reason: command.reason, ...(command.call ? { call: command.call } : {}), at: command.now },
       });
     }
 
@@ -240,6 +248,9 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
     case 'Reactivate':
       if (state.status === 'active') return accept();
       return accept({ type: 'AccountReactivated', data: { at: command.now } });
+
+    case 'RecordRejectedCall':
+      return accept({ type: 'CallRejected', data: { call: command.call, at: command.now } });
 
     case 'SetLimits':
       for (const [name, value] of [['rpm', command.rpm], ['concurrency', command.concurrency]] as const)

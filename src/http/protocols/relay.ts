@@ -1,0 +1,327 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createParser } from 'eventsource-parser';
+import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
+import type { Ledger } from '../../commands/ledger';
+import type { ModelRegistry } from '../../config/registry';
+import type { ModelConfig } from '../../config/schema';
+import type { CallRecord } from '../../events/catalog';
+import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
+import { costOf, estimateUsage, pricingOf, tokensFromChars } from '../../upstream/pricing';
+import type { Route, Router } from '../../upstream/routing';
+import { GatewayError, upstreamErrorBody, upstreamErrorCode, type ErrorCode } from '../errors';
+import { AUTH_MESSAGES } from '../plugins/auth';
+
+export interface RelayDeps {
+  readonly ledger: Ledger;
+  readonly registry: ModelRegistry;
+  readonly router: Router;
+  /** Whole-request budget, streaming included (the spec's 180 s). */
+  readonly timeoutMs: number;
+  readonly dispatcher?: Dispatcher;
+  readonly now: () => number;
+}
+
+export const CHAT_TIMEOUT_MS = 180_000;
+const HOLD_GRACE_S = 120;
+
+/** Keep-alive connections to upstreams, shared by every request. */
+export const upstreamAgent = new Agent({ keepAliveTimeout: 30_000, connections: 512 });
+
+type Failure =
+  | { kind: 'status'; status: number; body: string; headers: Record<string, string> }
+  | { kind: 'unreachable'; message: string }
+  | { kind: 'timeout'; message: string };
+
+const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+
+function classify(error: unknown, deadline: AbortSignal): Failure {
+  const e = error as { code?: string; name?: string; message?: string; cause?: { code?: string } };
+  if (deadline.aborted || e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT')
+    return { kind: 'timeout', message: 'the upstream did not answer in time' };
+  const code = e.code ?? e.cause?.code ?? '';
+  return { kind: 'unreachable', message: CONNECTION_ERRORS.has(code) ? `upstream connection failed (${code})` : `upstream connection failed: ${e.message ?? code}` };
+}
+
+function sse(event: StreamEvent): string {
+  const lines = event.data.split('\n').map((line) => `data: ${line}`).join('\n');
+  return `${event.event ? `event: ${event.event}\n` : ''}${lines}\n\n`;
+}
+
+interface CallContext {
+  readonly request: FastifyRequest;
+  readonly adapter: ProtocolAdapter;
+  readonly startedAt: number;
+  readonly submittedAt: number;
+  model: string;
+  attempts: number;
+  channelId: string | null;
+}
+
+function callRecord(ctx: CallContext, fields: Partial<CallRecord> & Pick<CallRecord, 'status'>): CallRecord {
+  return {
+    request_id: ctx.request.id,
+    key_id: ctx.request.caller?.keyId ?? null,
+    model: ctx.model,
+    endpoint: ctx.adapter.protocol,
+    error_code: null,
+    error_message: null,
+    input_tokens: 0,
+    output_tokens: 0,
+    cached_tokens: 0,
+    unit_count: null,
+    unit_type: null,
+    latency_ms: Math.max(0, Math.round(performance.now() - ctx.startedAt)),
+    attempts_count: ctx.attempts,
+    channel_id: ctx.channelId,
+    task_id: null,
+    submitted_at: ctx.submittedAt,
+    result_urls: [],
+    result_expires_at: null,
+    ...fields,
+  };
+}
+
+const usageFields = (usage: Usage) => ({ input_tokens: usage.promptTokens, output_tokens: usage.outputTokens, cached_tokens: usage.cachedTokens });
+
+/**
+ * One chat call, the same for every protocol: validate, resolve the model, hold the
+ * worst case, try up to three channels, pass the answer through (streamed as it
+ * arrives), and settle on the usage the upstream reported.
+ */
+export async function relayChat(
+  deps: RelayDeps,
+  adapter: ProtocolAdapter,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  params: { model?: string; stream?: boolean } = {},
+): Promise<unknown> {
+  const caller = request.caller!;
+  const ctx: CallContext = {
+    request,
+    adapter,
+    startedAt: performance.now(),
+    submittedAt: deps.now(),
+    model: params.model ?? String((request.body as { model?: unknown } | null)?.model ?? ''),
+    attempts: 0,
+    channelId: null,
+  };
+  reply.header('x-gateway-trace', request.id);
+
+  const reject = async (code: ErrorCode, message: string): Promise<never> => {
+    await deps.ledger.recordRejected(caller.accountId, callRecord(ctx, { status: 'rejected', error_code: code, error_message: message }));
+    throw new GatewayError(code, message);
+  };
+
+  const info = adapter.inspect(request.body, params);
+  if ('invalid' in info) return reject('invalid_request', info.invalid);
+  ctx.model = info.model;
+  const model = deps.registry.resolve(info.model);
+  if (!model || !model.callable) return reject('model_not_found', `The model \`${info.model}\` does not exist or you do not have access to it.`);
+  ctx.model = model.id;
+  if (!deps.registry.allows(caller.key.settings.allowed_models, model.id))
+    return reject('model_not_allowed', `This API key is not allowed to use the model \`${model.id}\`.`);
+  if (model.kind !== 'text' || model.endpoint_type)
+    return reject('no_channel_available', `The model \`${model.id}\` is served only on its dedicated ${model.endpoint_type ?? model.kind} endpoint.`);
+
+  const routes = await routesFor(deps, adapter, model, info, reject);
+  const estimate = estimateUsage(model, info.promptDocument, info.maxTokens);
+  const pricing = pricingOf(model);
+  const holdId = request.id;
+  const reserved = await deps.ledger.reserve(caller.accountId, {
+    holdId,
+    amount: costOf(pricing, estimate),
+    keyId: caller.keyId,
+    purpose: `chat ${model.id}`,
+    ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S,
+  });
+  if (!reserved.ok) {
+    if (reserved.error.code === 'account_inactive') throw new GatewayError('invalid_api_key', AUTH_MESSAGES.inactive);
+    return reject('quota_exceeded', reserved.error.message);
+  }
+
+  const deadline = AbortSignal.timeout(deps.timeoutMs);
+  const abort = new AbortController();
+  const signal = AbortSignal.any([deadline, abort.signal]);
+  let failure: Failure | null = null;
+  for (const route of routes) {
+    ctx.attempts += 1;
+    ctx.channelId = route.channel.id;
+    const outcome = await send(deps, adapter, route, request, info, signal, deadline);
+    if ('failure' in outcome) {
+      failure = outcome.failure;
+      // 4xx is the caller's problem (or the key's): another channel would say the same.
+      if (failure.kind === 'status' && failure.status < 500) break;
+      if (deadline.aborted) break;
+      continue;
+    }
+    const settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) =>
+      deps.ledger.settle(
+        caller.accountId,
+        holdId,
+        costOf(pricing, usage),
+        callRecord(ctx, { status, ...usageFields(usage), ...(error ? { error_code: error.code, error_message: error.message } : {}) }),
+      );
+    if (!info.stream) return relayBody(outcome.response, adapter, reply, estimate, settle);
+    return relayStream(outcome.response, adapter, info, request, reply, estimate, settle, abort, deadline);
+  }
+
+  // Every channel failed before an answer started: nothing billed.
+  const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
+  const [status, code, message] =
+    f.kind === 'status'
+      ? [f.status, upstreamErrorCode(f.status), adapter.errorMessage(tryJson(f.body)) ?? (f.body.slice(0, 2000) || `upstream answered ${f.status}`)]
+      : f.kind === 'timeout'
+        ? [504, 'upstream_timeout', f.message]
+        : [502, 'upstream_unreachable', f.message];
+  await deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(ctx, { status: 'error', error_code: code, error_message: message }));
+  if (f.kind === 'status') {
+    if (f.headers['retry-after']) reply.header('retry-after', f.headers['retry-after']);
+    return reply.code(status).type('application/json').send(upstreamErrorBody(adapter.shape, status, message));
+  }
+  throw new GatewayError(code as ErrorCode, message);
+}
+
+async function routesFor(
+  deps: RelayDeps,
+  adapter: ProtocolAdapter,
+  model: ModelConfig,
+  info: ChatRequestInfo,
+  reject: (code: ErrorCode, message: string) => Promise<never>,
+): Promise<Route[]> {
+  let routes = deps.router.routes(model.id, adapter.protocol);
+  if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for the ${adapter.protocol} protocol.`);
+  for (const tool of info.builtinTools) {
+    routes = routes.filter((r) => r.channel.tools.includes(tool));
+    if (routes.length === 0) return reject('tool_not_supported', `The built-in tool \`${tool}\` is not supported for the model \`${model.id}\`.`);
+  }
+  return routes;
+}
+
+const tryJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+};
+
+async function send(
+  deps: RelayDeps,
+  adapter: ProtocolAdapter,
+  route: Route,
+  request: FastifyRequest,
+  info: ChatRequestInfo,
+  signal: AbortSignal,
+  deadline: AbortSignal,
+): Promise<{ response: Dispatcher.ResponseData } | { failure: Failure }> {
+  const { path, body } = adapter.upstream(request.body, info, route.upstreamModel);
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...adapter.authHeaders(route.channel.api_key) };
+  for (const name of adapter.forwardedHeaders) {
+    const value = request.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  try {
+    const response = await undiciRequest(`${route.channel.base_url.replace(/\/+$/, '')}${path}`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal,
+      dispatcher: deps.dispatcher ?? upstreamAgent,
+      headersTimeout: deps.timeoutMs,
+      bodyTimeout: deps.timeoutMs,
+    });
+    if (response.statusCode >= 400) {
+      const text = await response.body.text().catch(() => '');
+      const responseHeaders: Record<string, string> = {};
+      const retryAfter = response.headers['retry-after'];
+      if (typeof retryAfter === 'string') responseHeaders['retry-after'] = retryAfter;
+      return { failure: { kind: 'status', status: response.statusCode, body: text, headers: responseHeaders } };
+    }
+    return { response };
+  } catch (error) {
+    return { failure: classify(error, deadline) };
+  }
+}
+
+async function relayBody(
+  response: Dispatcher.ResponseData,
+  adapter: ProtocolAdapter,
+  reply: FastifyReply,
+  estimate: Usage,
+  settle: (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) => Promise<unknown>,
+) {
+  let text: string;
+  try {
+    text = await response.body.text();
+  } catch {
+    // The body broke off after a 200 status: nothing usable was delivered.
+    await settle({ ...estimate, outputTokens: 0 }, 'error', { code: 'upstream_error', message: 'the upstream response broke off' });
+    throw new GatewayError('upstream_unreachable', 'the upstream connection broke off during the response');
+  }
+  const json = tryJson(text);
+  const reported = adapter.usageOf(json);
+  // No usage in a complete answer: bill the estimated prompt and the delivered characters.
+  const usage = reported ?? { ...estimate, outputTokens: tokensFromChars(text.length) };
+  await settle(usage, 'success');
+  const type = response.headers['content-type'];
+  return reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(text);
+}
+
+async function relayStream(
+  response: Dispatcher.ResponseData,
+  adapter: ProtocolAdapter,
+  info: ChatRequestInfo,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  estimate: Usage,
+  settle: (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) => Promise<unknown>,
+  abort: AbortController,
+  deadline: AbortSignal,
+) {
+  const observer = adapter.observe(info, request.body);
+  const raw = reply.raw;
+  reply.hijack();
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-gateway-trace': request.id,
+    ...(reply.getHeaders() as Record<string, string>),
+  });
+  let clientGone = false;
+  raw.on('close', () => {
+    if (!raw.writableFinished) {
+      clientGone = true;
+      abort.abort();
+    }
+  });
+  const parser = createParser({
+    onEvent(event) {
+      const forwarded = { event: event.event, data: event.data };
+      if (observer.onEvent(forwarded) && !clientGone) raw.write(sse(forwarded));
+    },
+  });
+  const decoder = new TextDecoder();
+  let broken: string | null = null;
+  try {
+    for await (const chunk of response.body) parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
+    parser.feed(decoder.decode());
+  } catch (error) {
+    broken = deadline.aborted ? 'upstream_timeout' : clientGone ? 'client_disconnected' : 'upstream_error';
+    void error;
+  }
+  const reported = observer.usage();
+  const delivered = observer.outputChars();
+  const usage: Usage = reported ?? { ...estimate, outputTokens: tokensFromChars(delivered) };
+  // Never bill a stream at 0 when output was delivered.
+  const billed = reported && reported.outputTokens === 0 && delivered > 0 ? { ...reported, outputTokens: tokensFromChars(delivered) } : usage;
+  const complete = observer.completed() && broken === null;
+  if (!clientGone) raw.end();
+  if (complete) await settle(billed, 'success');
+  else
+    await settle(billed, 'interrupted', {
+      code: broken ?? 'upstream_error',
+      message: broken === 'client_disconnected' ? 'the client disconnected' : 'the stream ended before its terminator',
+    });
+  return reply;
+}

@@ -1,0 +1,60 @@
+import type { ChatProtocol } from '../config/schema';
+import type { ErrorShape } from '../http/errors';
+
+/** Token usage as billed, whatever the vendor called it. `promptTokens` includes the
+ * cached and cache-write tokens; `outputTokens` includes the reasoning tokens. */
+export interface Usage {
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly cacheWriteTokens: number;
+  readonly outputTokens: number;
+  readonly reasoningTokens: number;
+}
+
+/** What the gateway needs to know about a chat request before calling upstream. */
+export interface ChatRequestInfo {
+  readonly model: string;
+  readonly stream: boolean;
+  /** The client's explicit output cap, or null. */
+  readonly maxTokens: number | null;
+  /** The JSON whose byte length / 4 estimates the prompt tokens. */
+  readonly promptDocument: unknown;
+  /** Built-in tool types requested (web_search, image_generation, ...). */
+  readonly builtinTools: readonly string[];
+}
+
+/** One server-sent event as received, re-sent to the client unchanged. */
+export interface StreamEvent {
+  readonly event: string | undefined;
+  readonly data: string;
+}
+
+/** Watches a stream go by: usage, delivered characters, and whether it ended properly. */
+export interface StreamObserver {
+  /** Returns false to keep an event from the client (an event the gateway itself asked for). */
+  onEvent(event: StreamEvent): boolean;
+  usage(): Usage | null;
+  /** Characters of output delivered so far, for billing a stream that ended without usage. */
+  outputChars(): number;
+  /** True once the protocol's own end-of-stream marker went by. */
+  completed(): boolean;
+}
+
+/** A client protocol spoken natively to a channel of the same protocol. */
+export interface ProtocolAdapter {
+  readonly protocol: ChatProtocol;
+  readonly shape: ErrorShape;
+  /** Validates the body; returns an error message for a 400, or the request's facts. */
+  inspect(body: unknown, params: { model?: string; stream?: boolean }): ChatRequestInfo | { invalid: string };
+  /** Upstream path (after base_url) and the body to send, model id mapped to the channel's. */
+  upstream(body: unknown, info: ChatRequestInfo, upstreamModel: string): { path: string; body: unknown };
+  authHeaders(apiKey: string): Record<string, string>;
+  /** Request headers passed through from the client (lower-case names). */
+  readonly forwardedHeaders: readonly string[];
+  usageOf(response: unknown): Usage | null;
+  observe(info: ChatRequestInfo, body: unknown): StreamObserver;
+  /** The message of an upstream error body, in its own vendor shape. */
+  errorMessage(body: unknown): string | null;
+}
+
+export const NO_USAGE: Usage = { promptTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 };

@@ -1,0 +1,60 @@
+import type { ModelConfig } from '../config/schema';
+import { ceilDiv, parseUsd, UNITS_PER_USD } from '../money/usd';
+import type { Usage } from './contract';
+
+/** A model's token prices in nano-dollars per 1M tokens, and its special multipliers
+ * as exact fractions over 10^9. */
+export interface TokenPricing {
+  readonly input: bigint;
+  readonly cachedInput: bigint;
+  readonly output: bigint;
+  readonly cacheWriteMultiplier: bigint;
+  readonly longContext: { readonly thresholdTokens: number; readonly multiplier: bigint } | null;
+}
+
+const ONE = UNITS_PER_USD;
+const PER_MILLION = 1_000_000n;
+
+export function pricingOf(model: ModelConfig): TokenPricing {
+  const input = parseUsd(model.price.input ?? '0');
+  return {
+    input,
+    cachedInput: model.price.cached_input !== undefined ? parseUsd(model.price.cached_input) : input,
+    output: parseUsd(model.price.output ?? '0'),
+    cacheWriteMultiplier: model.cache_write_multiplier !== undefined ? parseUsd(model.cache_write_multiplier) : ONE,
+    longContext: model.long_context ? { thresholdTokens: model.long_context.threshold_tokens, multiplier: parseUsd(model.long_context.multiplier) } : null,
+  };
+}
+
+/** ceil(Σ tokens × price / 10^6) over every token class, computed once, never re-rounded. */
+export function costOf(pricing: TokenPricing, usage: Usage): bigint {
+  const cached = BigInt(Math.min(usage.cachedTokens, usage.promptTokens));
+  const written = BigInt(Math.min(usage.cacheWriteTokens, usage.promptTokens - Number(cached)));
+  const uncached = BigInt(usage.promptTokens) - cached - written;
+  // Scaled by 10^9 so the cache-write multiplier stays exact.
+  let scaled =
+    uncached * pricing.input * ONE +
+    cached * pricing.cachedInput * ONE +
+    written * pricing.input * pricing.cacheWriteMultiplier +
+    BigInt(usage.outputTokens) * pricing.output * ONE;
+  let denominator = PER_MILLION * ONE;
+  if (pricing.longContext && usage.promptTokens >= pricing.longContext.thresholdTokens) {
+    scaled *= pricing.longContext.multiplier;
+    denominator *= ONE;
+  }
+  return ceilDiv(scaled, denominator);
+}
+
+export const MAX_ESTIMATED_OUTPUT = 32_768;
+
+/** Pre-charge: input ≈ JSON bytes / 4; output = the explicit cap in full, else
+ * min(model default, 32768). Priced with the same function as the settlement. */
+export function estimateUsage(model: ModelConfig, promptDocument: unknown, maxTokens: number | null): Usage {
+  const bytes = Buffer.byteLength(JSON.stringify(promptDocument ?? null), 'utf8');
+  const promptTokens = Math.ceil(bytes / 4);
+  const outputTokens = maxTokens ?? Math.min(model.default_max_tokens ?? MAX_ESTIMATED_OUTPUT, MAX_ESTIMATED_OUTPUT);
+  return { promptTokens, cachedTokens: 0, cacheWriteTokens: 0, outputTokens, reasoningTokens: 0 };
+}
+
+/** Output tokens of a stream that ended without a usage report: about 4 characters a token. */
+export const tokensFromChars = (chars: number) => Math.ceil(chars / 4);

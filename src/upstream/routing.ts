@@ -1,0 +1,60 @@
+import type { ChannelConfig, ChatProtocol, GatewayConfig } from '../config/schema';
+
+export interface Route {
+  readonly channel: ChannelConfig;
+  readonly upstreamModel: string;
+}
+
+export const MAX_CHANNELS_PER_REQUEST = 3;
+
+function upstreamIdOf(channel: ChannelConfig, modelId: string): string | null {
+  if (Array.isArray(channel.models)) return channel.models.includes(modelId) ? modelId : null;
+  return (channel.models as Record<string, string>)[modelId] ?? null;
+}
+
+/** Weighted shuffle: each pick is proportional to the remaining channels' weights. */
+function weightedOrder<T extends { channel: ChannelConfig }>(items: T[], random: () => number): T[] {
+  const pool = [...items];
+  const ordered: T[] = [];
+  while (pool.length > 0) {
+    const total = pool.reduce((sum, item) => sum + item.channel.weight, 0);
+    let ticket = random() * total;
+    let index = pool.findIndex((item) => (ticket -= item.channel.weight) < 0);
+    if (index < 0) index = pool.length - 1;
+    ordered.push(pool.splice(index, 1)[0]!);
+  }
+  return ordered;
+}
+
+/** The channels to try for a model on a protocol: lower priority first, equal
+ * priority balanced by weight, at most three per request. */
+export class Router {
+  private readonly byKey = new Map<string, Route[]>();
+
+  constructor(
+    config: GatewayConfig,
+    private readonly random: () => number = Math.random,
+  ) {
+    for (const channel of config.channels) {
+      const ids = Array.isArray(channel.models) ? channel.models : Object.keys(channel.models);
+      for (const id of ids) {
+        const key = `${channel.protocol}\n${id}`;
+        const routes = this.byKey.get(key) ?? [];
+        routes.push({ channel, upstreamModel: upstreamIdOf(channel, id)! });
+        this.byKey.set(key, routes);
+      }
+    }
+  }
+
+  hasRoute(modelId: string, protocol: ChatProtocol | string): boolean {
+    return this.byKey.has(`${protocol}\n${modelId}`);
+  }
+
+  routes(modelId: string, protocol: ChatProtocol | string): Route[] {
+    const candidates = this.byKey.get(`${protocol}\n${modelId}`) ?? [];
+    const priorities = [...new Set(candidates.map((r) => r.channel.priority))].sort((a, b) => a - b);
+    return priorities
+      .flatMap((p) => weightedOrder(candidates.filter((r) => r.channel.priority === p), this.random))
+      .slice(0, MAX_CHANNELS_PER_REQUEST);
+  }
+}

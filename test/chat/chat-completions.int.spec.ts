@@ -1,0 +1,144 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { promptTokens } from '../../src/upstream/simulator';
+import { parseUsd } from '../../src/money/usd';
+import { expectedCost, startChatHarness, type ChatHarness } from './support';
+
+let h: ChatHarness;
+beforeAll(async () => {
+  h = await startChatHarness({ chatTimeoutMs: 3000 });
+});
+afterAll(() => h.close());
+beforeEach(() => h.sim.reset());
+
+async function client(keyFields: Record<string, unknown> = {}) {
+  const { accountId, key, keyId } = await h.t.accountWithKey(keyFields);
+  return { accountId, keyId, openai: new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/v1`, maxRetries: 0 }) };
+}
+
+const balance = async (accountId: string) => (await h.t.gateway.ledger.wallet(accountId)).balance;
+
+describe('POST /v1/chat/completions with the openai SDK', () => {
+  it('answers non-streaming and settles exactly on the reported usage', async () => {
+    const { accountId, openai } = await client();
+    const messages = [
+      { role: 'system' as const, content: 'Be brief [cache]' },
+      { role: 'user' as const, content: 'Hello there' },
+    ];
+    const completion = await openai.chat.completions.create({ model: 'chat-model', messages });
+    expect(completion.object).toBe('chat.completion');
+    expect(completion.choices[0]!.message.content).toBe('Echo: Hello there');
+    const u = completion.usage!;
+    expect(u.prompt_tokens).toBe(promptTokens('chat-completions', { messages }));
+    expect(u.prompt_tokens_details?.cached_tokens).toBeGreaterThan(0);
+    const forwarded = h.sim.requests.at(-1)!;
+    expect(forwarded.model).toBe('chat-model-upstream');
+    expect(forwarded.apiKey).toBe('key-cc-a');
+    const cost = expectedCost(u.prompt_tokens, u.prompt_tokens_details!.cached_tokens!, u.completion_tokens);
+    expect(await balance(accountId)).toBe(parseUsd('40.44') - cost);
+    const wallet = await h.t.gateway.ledger.wallet(accountId);
+    expect(wallet.held).toBe(0n);
+  });
+
+  it('streams chunks and settles on the usage chunk, hiding it when not asked for', async () => {
+    const { accountId, openai } = await client();
+    const stream = await openai.chat.completions.create({ model: 'chat-model-2024', messages: [{ role: 'user', content: 'one two three' }], stream: true });
+    let text = '';
+    let sawUsage = false;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (chunk.usage) sawUsage = true;
+    }
+    expect(text).toBe('Echo: one two three');
+    expect(sawUsage).toBe(false);
+    const prompt = promptTokens('chat-completions', { messages: [{ role: 'user', content: 'one two three' }] });
+    const output = Math.ceil(Buffer.byteLength('Echo: one two three') / 4);
+    expect(await balance(accountId)).toBe(parseUsd('40.44') - expectedCost(prompt, 0, output));
+
+    const withUsage = await openai.chat.completions.create({
+      model: 'chat-model',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let usageChunk = null;
+    for await (const chunk of withUsage) if (chunk.usage) usageChunk = chunk.usage;
+    expect(usageChunk).toMatchObject({ prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) });
+  });
+
+  it('refuses with 402 and no upstream call when the estimate exceeds the balance', async () => {
+    const { openai } = await client();
+    // 40.44 USD at $2 per 1M output tokens is 20.22M tokens.
+    const error = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'x' }], max_tokens: 30_000_000 }).catch((e) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error.status).toBe(402);
+    expect(error.error).toMatchObject({ code: 'quota_exceeded', type: 'insufficient_quota' });
+    expect(h.sim.requests).toHaveLength(0);
+  });
+
+  it('fails over on 5xx and connection reset, never retries 4xx, and passes 5xx through', async () => {
+    const { accountId, openai } = await client();
+    h.sim.enqueue('http_500');
+    const ok = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'failover' }] });
+    expect(ok.choices[0]!.message.content).toBe('Echo: failover');
+    expect(h.sim.requests.map((r) => r.apiKey)).toEqual(['key-cc-a', 'key-cc-b']);
+
+    h.sim.reset();
+    h.sim.enqueue('http_400');
+    const bad = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'bad' }] }).catch((e) => e);
+    expect(bad.status).toBe(400);
+    expect(bad.error).toMatchObject({ code: 'invalid_request', type: 'invalid_request_error' });
+    expect(h.sim.requests).toHaveLength(1);
+
+    h.sim.reset();
+    h.sim.enqueue('http_503', 'reset_connection', 'http_502');
+    const down = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'down' }] }).catch((e) => e);
+    expect(down.status).toBe(502);
+    expect(down.error).toMatchObject({ code: 'upstream_error', type: 'api_error' });
+    expect(h.sim.requests).toHaveLength(3);
+    const wallet = await h.t.gateway.ledger.wallet(accountId);
+    expect(wallet.held).toBe(0n);
+  });
+
+  it('rejects unknown, placeholder, disallowed and media models, and models without a channel', async () => {
+    const { openai } = await client({ allowed_models: ['chat-model', 'img-model', 'orphan-model'] });
+    const status = async (model: string) =>
+      openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect((await status('nope')).error).toMatchObject({ code: 'model_not_found' });
+    expect((await status('placeholder')).error).toMatchObject({ code: 'model_not_found' });
+    expect((await status('msg-model')).error).toMatchObject({ code: 'model_not_allowed' });
+    const image = await status('img-model');
+    expect(image.status).toBe(503);
+    expect(image.error).toMatchObject({ code: 'no_channel_available' });
+    expect((await status('orphan-model')).status).toBe(503);
+    const invalid = await openai.chat.completions.create({ model: 'chat-model', messages: [] }).catch((e) => e);
+    expect(invalid.status).toBe(400);
+    expect(invalid.error).toMatchObject({ code: 'invalid_request' });
+    const builtin = await openai.chat.completions
+      .create({ model: 'chat-model', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'web_search' } as never] })
+      .catch((e) => e);
+    expect(builtin.status).toBe(400);
+    expect(builtin.error.message).toMatch(/stream/);
+  });
+
+  it('settles an interrupted stream on what was delivered', async () => {
+    const { accountId, openai } = await client();
+    h.sim.enqueue('cut_stream_after:3');
+    const stream = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'a b c d e f g h' }], stream: true });
+    // The SDK ends quietly on a stream without [DONE]; the client sees early termination.
+    let text = '';
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(text.length).toBeGreaterThan(0);
+    expect(finish).toBeNull();
+    await expect.poll(async () => (await h.t.gateway.ledger.wallet(accountId)).held).toBe(0n);
+    const events = await h.t.gateway.storage.store.readStream(`wallet-${accountId}`);
+    const settled = events.find((e) => e.type === 'HoldSettled')!.data as { captured: string; call: { status: string; output_tokens: number } };
+    expect(settled.call.status).toBe('interrupted');
+    expect(settled.call.output_tokens).toBeGreaterThan(0);
+    expect(BigInt(settled.captured)).toBeGreaterThan(0n);
+  });
+});
