@@ -55,6 +55,9 @@ export interface ProtocolAdapter {
   observe(info: ChatRequestInfo, body: unknown): StreamObserver;
   /** The message of an upstream error body, in its own vendor shape. */
   errorMessage(body: unknown): string | null;
+  /** How a stream is written to the client: SSE frames (default), or one JSON array whose
+   * elements are the events' data (generate-content without `?alt=sse`). */
+  clientFraming?(query: Record<string, unknown>): 'sse' | 'json-array';
 }
 
 export const NO_USAGE: Usage = { promptTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, outputTokens: 0, reasoningTokens: 0 };

@@ -279,10 +279,11 @@ async function relayStream(
   deadline: AbortSignal,
 ) {
   const observer = adapter.observe(info, request.body);
+  const framing = adapter.clientFraming?.(request.query as Record<string, unknown>) ?? 'sse';
   const raw = reply.raw;
   reply.hijack();
   raw.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
+    'content-type': framing === 'sse' ? 'text/event-stream; charset=utf-8' : 'application/json; charset=utf-8',
     'cache-control': 'no-cache',
     connection: 'keep-alive',
     'x-gateway-trace': request.id,
@@ -295,10 +296,13 @@ async function relayStream(
       abort.abort();
     }
   });
+  let elements = 0;
   const parser = createParser({
     onEvent(event) {
       const forwarded = { event: event.event, data: event.data };
-      if (observer.onEvent(forwarded) && !clientGone) raw.write(sse(forwarded));
+      if (!observer.onEvent(forwarded) || clientGone) return;
+      if (framing === 'sse') raw.write(sse(forwarded));
+      else raw.write(`${elements++ === 0 ? '[' : ',\r\n'}${forwarded.data}`);
     },
   });
   const decoder = new TextDecoder();
@@ -316,6 +320,8 @@ async function relayStream(
   // Never bill a stream at 0 when output was delivered.
   const billed = reported && reported.outputTokens === 0 && delivered > 0 ? { ...reported, outputTokens: tokensFromChars(delivered) } : usage;
   const complete = observer.completed() && broken === null;
+  // A JSON array is closed only when the stream really ended: a cut stays visibly cut.
+  if (framing === 'json-array' && complete && !clientGone) raw.write(elements === 0 ? '[]' : ']');
   if (!clientGone) raw.end();
   if (complete) await settle(billed, 'success');
   else
