@@ -124,7 +124,7 @@ async function importKnowledge(settings: Settings, accountId: string, dir: strin
   if (files.length === 0) throw new UsageError(`no Markdown files under ${root}`);
   const counts = { created: 0, updated: 0, failed: 0 };
   const seen = new Map<string, string>();
-  for (const file of files) {
+  const importOne = async (file: string) => {
     const bytes = await readFile(join(root, file));
     const sourceKey = withSources ? `kb/${accountId}/${kbId}/${file}` : null;
     let imported;
@@ -133,9 +133,9 @@ async function importKnowledge(settings: Settings, accountId: string, dir: strin
     } catch (error) {
       counts.failed += 1;
       process.stderr.write(`${(error as Error).message}\n`);
-      continue;
+      return;
     }
-    if (seen.has(imported.id)) process.stderr.write(`warning: ${file} has the same page id "${imported.id}" as ${seen.get(imported.id)}; the later file wins\n`);
+    if (seen.has(imported.id)) process.stderr.write(`warning: ${file} has the same page id "${imported.id}" as ${seen.get(imported.id)}; only one of them is kept\n`);
     seen.set(imported.id, file);
     if (sourceKey) {
       const stored = await adminRequest(settings, 'PUT', `/objects/${sourceKey.split('/').map(encodeURIComponent).join('/')}`, undefined, {
@@ -145,7 +145,7 @@ async function importKnowledge(settings: Settings, accountId: string, dir: strin
       if (!stored.ok) {
         counts.failed += 1;
         process.stderr.write(`${file}: source not stored: ${stored.text}\n`);
-        continue;
+        return;
       }
     }
     const put = await adminRequest(settings, 'PUT', `/accounts/${accountId}/kbs/${kbId}/pages/${encodeURIComponent(imported.id)}`, imported.page);
@@ -154,7 +154,12 @@ async function importKnowledge(settings: Settings, accountId: string, dir: strin
       process.stderr.write(`${file}: ${put.text}\n`);
     } else if (put.status === 201) counts.created += 1;
     else counts.updated += 1;
-  }
+  };
+  // A few files at a time: the server applies each page before answering.
+  const queue = [...files];
+  await Promise.all(Array.from({ length: 4 }, async () => {
+    for (let file = queue.shift(); file !== undefined; file = queue.shift()) await importOne(file);
+  }));
   process.stdout.write(`imported ${files.length - counts.failed} of ${files.length} files into ${kbId}: ${counts.created} created, ${counts.updated} updated or unchanged, ${counts.failed} failed\n`);
   if (counts.failed > 0) process.exitCode = 1;
 }

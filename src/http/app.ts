@@ -12,6 +12,7 @@ import { GatewayError, sendError } from './errors';
 import { authPlugin } from './plugins/auth';
 import { balanceRoutes } from './resources/balance';
 import { mcpRoutes } from './resources/mcp';
+import { usageRoutes } from './resources/usage';
 import { wikiRoutes } from './resources/wiki';
 import { chatRoutes } from './protocols/routes';
 import { CHAT_TIMEOUT_MS } from './protocols/relay';
@@ -87,6 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }),
   );
   await app.register(wikiRoutes(knowledgeRead));
+  await app.register(usageRoutes(deps.sql, now));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));
   await app.register(adminRoutes(deps), { prefix: '/admin/v1' });
   app.get('/healthz', { config: { auth: 'none' } }, async () => ({ status: 'ok' }));

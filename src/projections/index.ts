@@ -1,8 +1,9 @@
 import { accountsProjection } from './accounts/projection';
 import { auditProjection } from './audit/projection';
+import { callLogProjection } from './call-log/projection';
 import { keysProjection } from './keys/projection';
 import { knowledgeProjection } from './knowledge/projection';
 import { ledgerProjection } from './ledger/projection';
 import type { Projection } from './projection';
 
-export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection, knowledgeProjection];
+export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection, knowledgeProjection, callLogProjection];

@@ -49,8 +49,9 @@ export interface ProtocolAdapter {
   /** Upstream path (after base_url) and the body to send, model id mapped to the channel's. */
   upstream(body: unknown, info: ChatRequestInfo, upstreamModel: string): { path: string; body: unknown };
   authHeaders(apiKey: string): Record<string, string>;
-  /** Request headers passed through from the client (lower-case names). */
-  readonly forwardedHeaders: readonly string[];
+  /** Request headers passed through from the client (lower-case names); a pair
+   * `[client name, upstream name]` renames one (the spec's neutral header names). */
+  readonly forwardedHeaders: readonly (string | readonly [string, string])[];
   usageOf(response: unknown): Usage | null;
   observe(info: ChatRequestInfo, body: unknown): StreamObserver;
   /** The message of an upstream error body, in its own vendor shape. */

@@ -53,7 +53,8 @@ describe('POST /v1/chat/completions with the openai SDK', () => {
     expect(sawUsage).toBe(false);
     const prompt = promptTokens('chat-completions', { messages: [{ role: 'user', content: 'one two three' }] });
     const output = Math.ceil(Buffer.byteLength('Echo: one two three') / 4);
-    expect(await balance(accountId)).toBe(parseUsd('40.44') - expectedCost(prompt, 0, output));
+    // The client's stream ends before the settlement is written: wait for it.
+    await expect.poll(() => balance(accountId)).toBe(parseUsd('40.44') - expectedCost(prompt, 0, output));
 
     const withUsage = await openai.chat.completions.create({
       model: 'chat-model',

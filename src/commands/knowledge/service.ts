@@ -28,11 +28,16 @@ export class KnowledgeService {
 
   async createKb(ownerAccountId: string, kbId: string, title: string, readers: readonly string[]): Promise<Result<{ state: KbState }>> {
     if (!(await this.accountExists(ownerAccountId))) return { ok: false, error: { code: 'account_not_found', message: 'account not found' } };
-    const unknown: string[] = [];
-    for (const reader of readers) if (!(await this.accountExists(reader))) unknown.push(reader);
-    if (unknown.length) return { ok: false, error: { code: 'invalid_kb', message: `reader accounts not found: ${unknown.join(', ')}` } };
+    const unknownReaders = await this.unknownAccounts(readers);
+    if (unknownReaders) return unknownReaders;
     const handled = await this.kbs.handle(kbStream(kbId), { type: 'CreateKnowledgeBase', kbId, ownerAccountId, title, readers, now: this.now() });
     return handled.ok ? { ok: true, position: handled.position, state: handled.state } : handled;
+  }
+
+  private async unknownAccounts(accountIds: readonly string[]): Promise<{ ok: false; error: { code: string; message: string } } | null> {
+    const unknown: string[] = [];
+    for (const id of accountIds) if (!(await this.accountExists(id))) unknown.push(id);
+    return unknown.length ? { ok: false, error: { code: 'invalid_kb', message: `reader accounts not found: ${unknown.join(', ')}` } } : null;
   }
 
   /** The stream key of a base the account owns, or an error. `default` is the account's own. */
@@ -49,6 +54,8 @@ export class KnowledgeService {
     const owned = await this.ownedKbKey(ownerAccountId, kbId);
     if (!owned.ok) return owned;
     if (kbId === 'default') return { ok: false, error: { code: 'invalid_kb', message: 'the personal default base has no title or readers to change' } };
+    const unknownReaders = await this.unknownAccounts(change.readers ?? []);
+    if (unknownReaders) return unknownReaders;
     const handled = await this.kbs.handle(kbStream(kbId), { type: 'ChangeKnowledgeBase', ...change, now: this.now() });
     return handled.ok ? { ok: true, position: handled.position, state: handled.state } : handled;
   }

@@ -13,8 +13,10 @@ import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { Sql } from '../../storage/sql';
 import { AdminError, fromDomain, parse } from './admin-error';
 import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
+import { logRoutes } from './logs';
 
 export interface AdminOptions extends KnowledgeAdminOptions {
+  readonly now?: () => number;
   readonly adminToken: string;
   readonly ledger: Ledger;
   readonly runner: ProjectionRunner;
@@ -102,6 +104,7 @@ export function adminRoutes(options: AdminOptions) {
 
     const settled = async (position: Position | null) => runner.waitFor(position);
     await app.register(knowledgeAdminRoutes(options));
+    await app.register(logRoutes(sql, options.now ?? (() => Math.floor(Date.now() / 1000))));
 
     async function existingAccount(accountId: string) {
       const state = await ledger.wallet(accountId);

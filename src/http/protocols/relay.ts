@@ -216,9 +216,10 @@ async function send(
 ): Promise<{ response: Dispatcher.ResponseData } | { failure: Failure }> {
   const { path, body } = adapter.upstream(request.body, info, route.upstreamModel);
   const headers: Record<string, string> = { 'content-type': 'application/json', ...adapter.authHeaders(route.channel.api_key) };
-  for (const name of adapter.forwardedHeaders) {
-    const value = request.headers[name];
-    if (typeof value === 'string') headers[name] = value;
+  for (const entry of adapter.forwardedHeaders) {
+    const [from, to] = typeof entry === 'string' ? [entry, entry] : entry;
+    const value = request.headers[from];
+    if (value !== undefined) headers[to] = Array.isArray(value) ? value.join(',') : value;
   }
   try {
     const response = await undiciRequest(`${route.channel.base_url.replace(/\/+$/, '')}${path}`, {

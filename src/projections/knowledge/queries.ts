@@ -194,10 +194,12 @@ export class KnowledgeQueries {
     return rows.map((r) => ({ tag: r.tag, count: Number(r.n) }));
   }
 
-  async pagesByTag(kbs: readonly ReadableKb[], tag: string, limit = 200): Promise<PageSummary[]> {
+  /** Every page under the tag (light summaries, no bodies): the count /tags reports. */
+  async pagesByTag(kbs: readonly ReadableKb[], tag: string): Promise<PageSummary[]> {
     const rows = await this.sql.query<PageRow>(
-      `SELECT * FROM kb_pages WHERE kb_key = ANY($1::text[]) AND tags @> ARRAY[$2]::text[] ORDER BY title, page_id LIMIT $3`,
-      [kbs.map((k) => k.kbKey), tag, limit],
+      `SELECT kb_key, page_id, kb_id, title, summary, tags, confidence, needs_review
+         FROM kb_pages WHERE kb_key = ANY($1::text[]) AND tags @> ARRAY[$2]::text[] ORDER BY title, page_id`,
+      [kbs.map((k) => k.kbKey), tag],
     );
     return rows.map((r) => summaryOf(r, kbIdFor(kbs, r.kb_key)));
   }

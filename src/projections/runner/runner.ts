@@ -78,10 +78,12 @@ export class ProjectionRunner {
     return row ? { commit: BigInt(row.c), prepare: BigInt(row.p) } : START;
   }
 
-  /** Applies everything currently readable to every projection. */
+  /** Applies everything currently readable to every projection. Projections at the
+   * same checkpoint (the usual case) share one read of the log. */
   async catchUp(): Promise<void> {
+    const batches = new Map<string, Promise<RecordedEvent[]>>();
     for (const projection of this.projections) {
-      while (await this.step(projection)) {
+      while (await this.step(projection, batches)) {
         /* keep going until the projection has nothing left to read */
       }
     }
@@ -89,9 +91,11 @@ export class ProjectionRunner {
   }
 
   /** One batch for one projection; false when it was already at the head. */
-  private async step(projection: Projection): Promise<boolean> {
+  private async step(projection: Projection, batches = new Map<string, Promise<RecordedEvent[]>>()): Promise<boolean> {
     const from = await this.checkpoint(projection.name);
-    const batch = await this.store.readAll({ after: from, maxCount: BATCH });
+    const at = `${from.commit}:${from.prepare}`;
+    if (!batches.has(at)) batches.set(at, this.store.readAll({ after: from, maxCount: BATCH }));
+    const batch = await batches.get(at)!;
     if (batch.length === 0) {
       this.positions.set(projection.name, from);
       return false;

@@ -1,14 +1,158 @@
-import type { ProtocolAdapter } from '../contract';
+import { z } from 'zod';
+import type { ChatRequestInfo, ProtocolAdapter, StreamObserver, Usage } from '../contract';
+import { zodMessage } from './chat-completions';
 
-/** Placeholder until the adapter is written: every call is refused as invalid. */
+const Part = z.looseObject({});
+const Content = z.looseObject({
+  role: z.string().min(1).optional(),
+  parts: z.array(Part).min(1),
+});
+const Tool = z.looseObject({});
+const Body = z.looseObject({
+  contents: z.array(Content).min(1),
+  systemInstruction: z.union([z.string(), z.looseObject({ role: z.string().optional(), parts: z.array(Part).optional() })]).optional(),
+  generationConfig: z
+    .looseObject({
+      maxOutputTokens: z.number().int().positive().optional(),
+      temperature: z.number().min(0).max(2).optional(),
+      topP: z.number().min(0).max(1).optional(),
+      topK: z.number().int().nonnegative().optional(),
+      candidateCount: z.number().int().positive().optional(),
+      stopSequences: z.array(z.string()).optional(),
+      responseMimeType: z.string().optional(),
+      thinkingConfig: z.looseObject({}).optional(),
+    })
+    .optional(),
+  tools: z.array(Tool).optional(),
+  toolConfig: z.looseObject({ functionCallingConfig: z.looseObject({ mode: z.string().optional() }).optional() }).optional(),
+  safetySettings: z.array(z.looseObject({})).optional(),
+  cachedContent: z.string().optional(),
+});
+type Body = z.infer<typeof Body>;
+
+/** Gemini's built-in tools, as the gateway's channel tool names (the keys of a Tool object). */
+const BUILTIN_TOOLS: Record<string, string> = {
+  googleSearch: 'web_search',
+  google_search: 'web_search',
+  googleSearchRetrieval: 'web_search',
+  google_search_retrieval: 'web_search',
+};
+
+interface UsageMetadata {
+  promptTokenCount?: number;
+  cachedContentTokenCount?: number;
+  candidatesTokenCount?: number;
+  thoughtsTokenCount?: number;
+  toolUsePromptTokenCount?: number;
+}
+
+/** Gemini's usageMetadata as billed: `promptTokenCount` already includes the cached
+ * tokens; thoughts are output, billed at the output price. Tool-use prompt tokens
+ * (e.g. search results fed back to the model) are billed as input. */
+export function geminiUsage(u: UsageMetadata | null | undefined): Usage | null {
+  if (!u || typeof u !== 'object' || typeof u.promptTokenCount !== 'number') return null;
+  const thoughts = u.thoughtsTokenCount ?? 0;
+  return {
+    promptTokens: u.promptTokenCount + (u.toolUsePromptTokenCount ?? 0),
+    cachedTokens: u.cachedContentTokenCount ?? 0,
+    cacheWriteTokens: 0,
+    outputTokens: (u.candidatesTokenCount ?? 0) + thoughts,
+    reasoningTokens: thoughts,
+  };
+}
+
+interface Chunk {
+  error?: unknown;
+  usageMetadata?: UsageMetadata;
+  candidates?: Array<{
+    finishReason?: string;
+    content?: { parts?: Array<{ text?: unknown; functionCall?: { name?: unknown; args?: unknown } }> };
+  }>;
+}
+
+/** Google answers an error as `{error: {code, message, status}}` (sometimes wrapped in a one-element array). */
+function googleErrorMessage(body: unknown): string | null {
+  const object = Array.isArray(body) ? body[0] : body;
+  const message = (object as { error?: { message?: unknown } } | null)?.error?.message;
+  return typeof message === 'string' ? message : null;
+}
+
+const stripModelsPrefix = (model: string) => model.replace(/^models\//, '');
+
+/** Google Gemini generateContent / streamGenerateContent, native. */
 export const generateContent: ProtocolAdapter = {
-  protocol: 'generate-content' as ProtocolAdapter['protocol'],
-  shape: 'chat',
+  protocol: 'generate-content',
+  shape: 'generate',
   forwardedHeaders: [],
-  inspect: () => ({ invalid: 'not implemented yet' }),
-  upstream: () => ({ path: '/', body: null }),
-  authHeaders: () => ({}),
-  usageOf: () => null,
-  errorMessage: () => null,
-  observe: () => ({ onEvent: () => true, usage: () => null, outputChars: () => 0, completed: () => false }),
+
+  inspect(body, params) {
+    const model = stripModelsPrefix(params.model ?? '');
+    if (!model) return { invalid: 'the model is missing from the path: use /v1beta/models/{model}:generateContent' };
+    const parsed = Body.safeParse(body);
+    if (!parsed.success) return { invalid: zodMessage(parsed.error) };
+    const b = parsed.data;
+    const builtinTools = [
+      ...new Set((b.tools ?? []).flatMap((tool) => Object.keys(tool).flatMap((key) => (BUILTIN_TOOLS[key] ? [BUILTIN_TOOLS[key]] : [])))),
+    ];
+    return {
+      model,
+      stream: params.stream === true,
+      maxTokens: b.generationConfig?.maxOutputTokens ?? null,
+      // The same document the upstream counts: {systemInstruction, contents} (an absent
+      // systemInstruction is dropped by JSON.stringify).
+      promptDocument: { systemInstruction: b.systemInstruction, contents: b.contents },
+      builtinTools,
+    };
+  },
+
+  upstream(body, info: ChatRequestInfo, upstreamModel) {
+    // The model is in the path, never the body; a stream is always asked for as SSE
+    // (the client's JSON-array framing is the relay's business).
+    const { model: _model, ...rest } = body as Body & { model?: unknown };
+    const model = encodeURIComponent(stripModelsPrefix(upstreamModel));
+    return {
+      path: info.stream ? `/v1beta/models/${model}:streamGenerateContent?alt=sse` : `/v1beta/models/${model}:generateContent`,
+      body: rest,
+    };
+  },
+
+  authHeaders: (apiKey) => ({ 'x-goog-api-key': apiKey }),
+  usageOf: (response) => geminiUsage((response as Chunk | null)?.usageMetadata),
+  errorMessage: googleErrorMessage,
+  clientFraming: (query) => (query.alt === 'sse' ? 'sse' : 'json-array'),
+
+  observe(): StreamObserver {
+    let usage: Usage | null = null;
+    let chars = 0;
+    let finished = false;
+    let failed = false;
+    return {
+      onEvent(event) {
+        let chunk: Chunk;
+        try {
+          chunk = JSON.parse(event.data);
+        } catch {
+          return true;
+        }
+        if (!chunk || typeof chunk !== 'object') return true;
+        if (chunk.error) failed = true;
+        for (const candidate of chunk.candidates ?? []) {
+          for (const part of candidate.content?.parts ?? []) {
+            if (typeof part.text === 'string') chars += part.text.length;
+            if (part.functionCall) {
+              chars += typeof part.functionCall.name === 'string' ? part.functionCall.name.length : 0;
+              chars += JSON.stringify(part.functionCall.args ?? {}).length;
+            }
+          }
+          if (candidate.finishReason) finished = true;
+        }
+        // Every chunk may carry usageMetadata; the last one is the total.
+        if (chunk.usageMetadata) usage = geminiUsage(chunk.usageMetadata) ?? usage;
+        return true;
+      },
+      usage: () => usage,
+      outputChars: () => chars,
+      completed: () => finished && !failed,
+    };
+  },
 };

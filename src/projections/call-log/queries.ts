@@ -1,0 +1,198 @@
+import { formatUsd } from '../../money/usd';
+import type { SqlQuery } from '../../storage/sql';
+
+export const CSV_COLUMNS = [
+  'id',
+  'created_at',
+  'key_name',
+  'key_prefix',
+  'model',
+  'status',
+  'error_code',
+  'error_message',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'unit_count',
+  'unit_type',
+  'cost_usd',
+  'latency_ms',
+  'request_id',
+  'task_id',
+  'submitted_at',
+  'attempts_count',
+  'result_urls',
+  'result_expires_at',
+] as const;
+
+export const DEFAULT_WINDOW_S = 30 * 24 * 3600;
+export const CSV_ROW_CAP = 10_000;
+
+export interface LogFilter {
+  readonly accountId: string;
+  readonly from: number;
+  readonly to: number;
+  readonly model?: string | undefined;
+  readonly status?: string | undefined;
+  readonly keyId?: string | undefined;
+  readonly requestId?: string | undefined;
+  readonly taskId?: string | undefined;
+  /** `{created_at}:{id}` of the last row of the previous page. */
+  readonly cursor?: { createdAt: number; id: string } | undefined;
+}
+
+export interface LogRow {
+  id: string;
+  created_at: number;
+  key_id: string | null;
+  key_name: string | null;
+  key_prefix: string | null;
+  model: string;
+  status: string;
+  error_code: string | null;
+  error_message: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  unit_count: number | null;
+  unit_type: string | null;
+  cost_usd: string;
+  latency_ms: number;
+  request_id: string;
+  task_id: string | null;
+  submitted_at: number;
+  attempts_count: number;
+  result_urls: string[];
+  result_expires_at: number | null;
+}
+
+interface RawRow {
+  id: string;
+  created_at: string;
+  key_id: string | null;
+  key_name: string | null;
+  key_prefix: string | null;
+  model: string;
+  status: string;
+  error_code: string | null;
+  error_message: string | null;
+  input_tokens: string;
+  output_tokens: string;
+  cached_tokens: string;
+  unit_count: number | null;
+  unit_type: string | null;
+  cost: string;
+  latency_ms: number;
+  request_id: string;
+  task_id: string | null;
+  submitted_at: string;
+  attempts_count: number;
+  result_urls: string[];
+  result_expires_at: string | null;
+}
+
+/** Newest first, filtered, keyset-paged. Returns one row more than asked when there is a next page. */
+export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number): Promise<LogRow[]> {
+  const params: unknown[] = [filter.accountId, filter.from, filter.to];
+  const where = ['c.account_id = $1', 'c.created_at >= $2', 'c.created_at < $3'];
+  const add = (clause: (n: number) => string, value: unknown) => {
+    params.push(value);
+    where.push(clause(params.length));
+  };
+  if (filter.model) add((n) => `c.model = $${n}`, filter.model);
+  if (filter.status) add((n) => `c.status = ANY($${n}::text[])`, filter.status.split(',').map((s) => s.trim()));
+  if (filter.keyId) add((n) => `c.key_id = $${n}`, filter.keyId);
+  if (filter.requestId) add((n) => `c.request_id = $${n}`, filter.requestId);
+  if (filter.taskId) add((n) => `c.task_id = $${n}`, filter.taskId);
+  if (filter.cursor) {
+    params.push(filter.cursor.createdAt, filter.cursor.id);
+    where.push(`(c.created_at, c.id) < ($${params.length - 1}::bigint, $${params.length}::uuid)`);
+  }
+  params.push(limit + 1);
+  const rows = await sql.query<RawRow>(
+    `SELECT c.id::text AS id, c.created_at::text AS created_at, c.key_id, k.name AS key_name, k.prefix AS key_prefix, c.model, c.status,
+            c.error_code, c.error_message, c.input_tokens::text AS input_tokens, c.output_tokens::text AS output_tokens,
+            c.cached_tokens::text AS cached_tokens, c.unit_count, c.unit_type, c.cost::text AS cost, c.latency_ms, c.request_id,
+            c.task_id, c.submitted_at::text AS submitted_at, c.attempts_count, c.result_urls, c.result_expires_at::text AS result_expires_at
+       FROM call_log c LEFT JOIN api_keys k ON k.key_id = c.key_id
+      WHERE ${where.join(' AND ')}
+      ORDER BY c.created_at DESC, c.id DESC
+      LIMIT $${params.length}`,
+    params,
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    created_at: Number(r.created_at),
+    key_id: r.key_id,
+    key_name: r.key_name,
+    key_prefix: r.key_prefix,
+    model: r.model,
+    status: r.status,
+    error_code: r.error_code,
+    error_message: r.error_message,
+    input_tokens: Number(r.input_tokens),
+    output_tokens: Number(r.output_tokens),
+    cached_tokens: Number(r.cached_tokens),
+    unit_count: r.unit_count,
+    unit_type: r.unit_type,
+    cost_usd: formatUsd(BigInt(r.cost)),
+    latency_ms: r.latency_ms,
+    request_id: r.request_id,
+    task_id: r.task_id,
+    submitted_at: Number(r.submitted_at),
+    attempts_count: r.attempts_count,
+    result_urls: r.result_urls,
+    result_expires_at: r.result_expires_at === null ? null : Number(r.result_expires_at),
+  }));
+}
+
+export interface UsageTotals {
+  total_requests: number;
+  success_requests: number;
+  error_requests: number;
+  interrupted_requests: number;
+  rejected_requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cost: bigint;
+}
+
+/** Totals over the call log: every final outcome counts once (rejected calls too,
+ * failover attempts not). */
+export async function usageTotals(sql: SqlQuery, accountId: string, from: number, to: number, keyId?: string) {
+  const rows = await sql.query<{ model: string; status: string; n: string; input: string; output: string; cached: string; cost: string }>(
+    `SELECT model, status, count(*)::text AS n, sum(input_tokens)::text AS input, sum(output_tokens)::text AS output,
+            sum(cached_tokens)::text AS cached, sum(cost)::text AS cost
+       FROM call_log
+      WHERE account_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text IS NULL OR key_id = $4)
+      GROUP BY model, status ORDER BY model, status`,
+    [accountId, from, to, keyId ?? null],
+  );
+  const empty = (): UsageTotals => ({
+    total_requests: 0,
+    success_requests: 0,
+    error_requests: 0,
+    interrupted_requests: 0,
+    rejected_requests: 0,
+    input_tokens: 0,
+    output_tokens: 0,
+    cached_tokens: 0,
+    cost: 0n,
+  });
+  const total = empty();
+  const byModel = new Map<string, UsageTotals>();
+  for (const r of rows) {
+    for (const t of [total, byModel.get(r.model) ?? byModel.set(r.model, empty()).get(r.model)!]) {
+      const n = Number(r.n);
+      t.total_requests += n;
+      const field = `${r.status}_requests` as 'success_requests';
+      if (field in t) t[field] += n;
+      t.input_tokens += Number(r.input);
+      t.output_tokens += Number(r.output);
+      t.cached_tokens += Number(r.cached);
+      t.cost += BigInt(r.cost);
+    }
+  }
+  return { total, byModel };
+}
