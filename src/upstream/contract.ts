@@ -56,6 +56,9 @@ export interface ProtocolAdapter {
   observe(info: ChatRequestInfo, body: unknown): StreamObserver;
   /** The message of an upstream error body, in its own vendor shape. */
   errorMessage(body: unknown): string | null;
+  /** Events to send when a stream fails after it started, before the connection is
+   * closed (chat-completions with built-in tools: an error chunk, then [DONE]). */
+  failureTail?(info: ChatRequestInfo): readonly StreamEvent[];
   /** How a stream is written to the client: SSE frames (default), or one JSON array whose
    * elements are the events' data (generate-content without `?alt=sse`). */
   clientFraming?(query: Record<string, unknown>): 'sse' | 'json-array';

@@ -142,4 +142,51 @@ describe('POST /v1/chat/completions with the openai SDK', () => {
     expect(settled.call.output_tokens).toBeGreaterThan(0);
     expect(BigInt(settled.captured)).toBeGreaterThan(0n);
   });
+
+  it('answers 502 when no channel can be reached and 504 when none answers in time, billing nothing', async () => {
+    const { accountId, openai } = await client();
+    h.sim.enqueue('reset_connection', 'reset_connection', 'reset_connection');
+    const unreachable = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(unreachable.status).toBe(502);
+    expect(unreachable.error).toMatchObject({ code: 'upstream_unreachable', type: 'api_error' });
+    h.sim.enqueue('hang');
+    const slow = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(slow.status).toBe(504);
+    expect(slow.error).toMatchObject({ code: 'upstream_timeout', type: 'api_error' });
+    const wallet = await h.t.gateway.ledger.wallet(accountId);
+    expect(wallet.balance).toBe(parseUsd('40.44'));
+    expect(wallet.held).toBe(0n);
+  });
+
+  it('doubles every price at or above the long-context threshold', async () => {
+    const { accountId, openai } = await client();
+    const short = [{ role: 'user' as const, content: 'short' }];
+    const long = [{ role: 'user' as const, content: 'word '.repeat(200) }];
+    const a = await openai.chat.completions.create({ model: 'long-model', messages: short });
+    await expect.poll(() => balance(accountId)).toBe(parseUsd('40.44') - expectedCost(a.usage!.prompt_tokens, 0, a.usage!.completion_tokens));
+    const before = await balance(accountId);
+    const b = await openai.chat.completions.create({ model: 'long-model', messages: long });
+    expect(b.usage!.prompt_tokens).toBeGreaterThanOrEqual(200);
+    const single = expectedCost(b.usage!.prompt_tokens, 0, b.usage!.completion_tokens);
+    // ceil(2x / 1000) computed on the exact amount: doubling the already-rounded single cost may differ by one unit.
+    const doubled = before - (await balance(accountId));
+    expect(doubled === single * 2n || doubled === single * 2n - 1n).toBe(true);
+  });
+
+  it('ends a failed built-in-tool stream with an error chunk and [DONE]', async () => {
+    const { key } = await h.t.accountWithKey();
+    h.sim.enqueue('cut_stream_after:2');
+    const response = await fetch(`${h.baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'chat-model', stream: true, tools: [{ type: 'web_search' }], messages: [{ role: 'user', content: 'a b c d e' }] }),
+    });
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    const frames = text.trim().split('\n\n');
+    expect(frames.at(-1)).toBe('data: [DONE]');
+    expect(JSON.parse(frames.at(-2)!.slice('data: '.length))).toEqual({
+      error: { message: expect.any(String), type: 'api_error', code: 'upstream_error' },
+    });
+  });
 });

@@ -321,6 +321,7 @@ async function relayStream(
   // Never bill a stream at 0 when output was delivered.
   const billed = reported && reported.outputTokens === 0 && delivered > 0 ? { ...reported, outputTokens: tokensFromChars(delivered) } : usage;
   const complete = observer.completed() && broken === null;
+  if (!complete && !clientGone && framing === 'sse') for (const event of adapter.failureTail?.(info) ?? []) raw.write(sse(event));
   // A JSON array is closed only when the stream really ended: a cut stays visibly cut.
   if (framing === 'json-array' && complete && !clientGone) raw.write(elements === 0 ? '[]' : ']');
   if (!clientGone) raw.end();

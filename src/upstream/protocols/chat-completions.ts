@@ -77,6 +77,12 @@ export const chatCompletions: ProtocolAdapter = {
   },
 
   authHeaders: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
+
+  failureTail(info) {
+    if (info.builtinTools.length === 0) return [];
+    const error = { error: { message: 'the upstream stream failed before it finished', type: 'api_error', code: 'upstream_error' } };
+    return [{ event: undefined, data: JSON.stringify(error) }, { event: undefined, data: '[DONE]' }];
+  },
   usageOf: (response) => openAiUsage((response as { usage?: OpenAiUsage } | null)?.usage),
   errorMessage: openAiErrorMessage,
 
