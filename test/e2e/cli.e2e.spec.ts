@@ -69,7 +69,9 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'gateway-e2e-'));
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  // The demo config's simulator gets its own port, so parallel test files do not share one.
+  const simulatorPort = await freePort();
+  env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', SIMULATOR_URL: `http://127.0.0.1:${simulatorPort}` };
   delete env.ADMIN_TOKEN;
   delete env.EVENTSTORE_URL;
   delete env.GATEWAY_CONFIG;
@@ -110,6 +112,17 @@ describe('the README path: serve, create an account and a key, read the balance;
 
     const balance = await fetch(`${base}/v1/key/balance`, { headers: { 'x-api-key': raw } });
     expect(await balance.json()).toMatchObject({ object: 'key.balance', remaining_usd: '40.44' });
+
+    // The demo catalogue answers out of the box, through the built-in simulator.
+    const chat = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${raw}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello demo' }] }),
+    });
+    expect(chat.status).toBe(200);
+    expect(((await chat.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe('Echo: hello demo');
+    const after = (await (await fetch(`${base}/v1/key/balance`, { headers: { 'x-api-key': raw } })).json()) as { used_usd: string };
+    expect(Number(after.used_usd)).toBeGreaterThan(0);
 
     const badTopup = await run(['accounts', 'topup', accountId, '100'], env);
     expect(badTopup.code).toBe(1);

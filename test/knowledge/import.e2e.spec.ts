@@ -75,7 +75,9 @@ beforeAll(async () => {
   notesDir = mkdtempSync(join(tmpdir(), 'gateway-kb-notes-'));
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  // The demo config's simulator gets its own port, so parallel test files do not share one.
+  const simulatorPort = await freePort();
+  env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', SIMULATOR_URL: `http://127.0.0.1:${simulatorPort}` };
   delete env.ADMIN_TOKEN;
   delete env.EVENTSTORE_URL;
   delete env.GATEWAY_CONFIG;
