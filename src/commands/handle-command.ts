@@ -54,10 +54,19 @@ export class CommandHandler<C, S, E extends DomainEvent> {
 
   private async run(streamId: string, command: C, options: HandleOptions): Promise<Handled<S>> {
     const commandId = options.commandId ?? randomUUID();
-    let loaded = await this.refresh(streamId);
+    // Optimistic: decide on the cached state and let the expected revision catch a
+    // stale cache (another instance wrote); read forward only then, or before a refusal.
+    const cached = this.cache.get(streamId);
+    let loaded = cached ?? (await this.refresh(streamId));
+    let fresh = cached === undefined;
     for (let attempt = 0; ; attempt++) {
       const decision = this.decider.decide(command, loaded.state);
       if (!decision.ok) {
+        if (!fresh) {
+          loaded = await this.refresh(streamId);
+          fresh = true;
+          continue;
+        }
         if (options.commandId && (await this.alreadyApplied(streamId, commandId))) {
           return { ok: true, state: loaded.state, revision: loaded.revision, position: null, events: [], duplicate: true };
         }
@@ -79,8 +88,8 @@ export class CommandHandler<C, S, E extends DomainEvent> {
         );
         if (result.duplicate) {
           this.cache.delete(streamId);
-          const fresh = await this.refresh(streamId);
-          return { ok: true, state: fresh.state, revision: fresh.revision, position: result.position, events: [], duplicate: true };
+          const reloaded = await this.refresh(streamId);
+          return { ok: true, state: reloaded.state, revision: reloaded.revision, position: result.position, events: [], duplicate: true };
         }
         const state = decision.events.reduce((s, e) => this.decider.evolve(s, e), loaded.state);
         this.remember(streamId, { revision: result.nextRevision, state });
@@ -89,6 +98,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
         if (!(error instanceof ConcurrencyError) || attempt >= MAX_CONFLICT_RETRIES) throw error;
         // Another process wrote to the stream: read forward and decide again.
         loaded = await this.refresh(streamId);
+        fresh = true;
       }
     }
   }

@@ -38,6 +38,10 @@ export interface StreamObserver {
   outputChars(): number;
   /** True once the protocol's own end-of-stream marker went by. */
   completed(): boolean;
+  /** Text the upstream sent outside the SSE framing (lines that are no SSE field, up to the next
+   * event or the end), e.g. Google's bare JSON error object. True forwards it: unchanged, as one
+   * write, with SSE framing; as one element with JSON-array framing. Without this method it is dropped. */
+  onStray?(text: string): boolean;
 }
 
 /** A client protocol spoken natively to a channel of the same protocol. */

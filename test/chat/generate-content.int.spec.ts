@@ -256,8 +256,9 @@ describe('generate-content with @google/genai', () => {
         finish = chunk.candidates?.[0]?.finishReason ?? finish;
       }
     })().catch((e) => e);
-    // Google's bare error object is what @google/genai turns into ApiError 503; whether the
-    // client sees it depends on the relay forwarding non-SSE bytes (see the adapter's report).
+    // Google's bare error object (outside the SSE framing) is what @google/genai turns into
+    // ApiError 503, when it arrives as a network read of its own. The relay's SSE parser drops
+    // it today, so the client sees a quiet early end; once it is forwarded, the SDK throws.
     if (failure !== undefined) {
       expect(failure).toBeInstanceOf(ApiError);
       expect(failure.status).toBe(503);
@@ -301,6 +302,20 @@ describe('generate-content over raw HTTP', () => {
     expect(raw.endsWith(']')).toBe(false);
     expect(() => JSON.parse(raw)).toThrow();
     expect(JSON.parse(`${raw}]`)).toHaveLength(2);
+    await expect.poll(async () => (await wallet(accountId)).held).toBe(0n);
+    expect((await lastSettlement(accountId))?.call.status).toBe('interrupted');
+  });
+
+  it('ends the JSON array of a stream whose upstream sent an in-stream error, settled as interrupted', async () => {
+    const { accountId, key } = await client();
+    h.sim.enqueue('error_frame_after:2');
+    const response = await post('/v1beta/models/gem-model:streamGenerateContent', { contents: userText('a b c d e f') }, { 'x-goog-api-key': key });
+    expect(response.status).toBe(200);
+    const raw = await response.text();
+    // Either cut (the error dropped) or closed with the error object as its last element.
+    const elements = JSON.parse(raw.endsWith(']') ? raw : `${raw}]`) as Array<{ error?: unknown; candidates?: Array<{ finishReason?: string }> }>;
+    expect(elements.slice(0, 2).every((e) => e.candidates && !e.candidates[0]!.finishReason)).toBe(true);
+    if (elements.length > 2) expect(elements).toEqual([...elements.slice(0, 2), { error: { code: 503, message: expect.any(String), status: 'UNAVAILABLE' } }]);
     await expect.poll(async () => (await wallet(accountId)).held).toBe(0n);
     expect((await lastSettlement(accountId))?.call.status).toBe('interrupted');
   });

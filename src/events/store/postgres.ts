@@ -106,37 +106,43 @@ export function createPostgresEventStore(sql: Sql): EventStore {
     };
   }
 
+  /**
+   * One statement, so one round trip and its own transaction: read the head, check the
+   * expected revision and insert, with the insert as the transaction's only write (its
+   * transaction id is taken then, after the check: see the ordering note above). A
+   * writer that raced us fails the unique (stream_id, stream_revision) constraint.
+   */
   async function tryAppend(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    return sql.transaction(async (tx) => {
-      const [head] = await tx.query<{ rev: string | null }>(
-        'SELECT max(stream_revision)::text AS rev FROM events WHERE stream_id = $1',
-        [streamId],
-      );
-      const current = head?.rev == null ? -1n : BigInt(head.rev);
-      if (expected === 'no_stream' && current !== -1n) throw new ConcurrencyError(streamId, expected, current);
-      if (typeof expected === 'bigint' && current !== expected)
-        throw new ConcurrencyError(streamId, expected, current === -1n ? 'no_stream' : current);
-      // The insert is the transaction's first write, so its transaction id is taken
-      // only now, after the revision check: see the ordering note above.
-      const params: unknown[] = [streamId];
-      const rows = events.map((event, i) => {
-        params.push(String(current + 1n + BigInt(i)), event.id, event.type, encodeJson(event.data), encodeJson(event.metadata ?? {}));
-        const p = params.length;
-        return `($1, $${p - 4}::bigint, $${p - 3}::uuid, $${p - 2}, $${p - 1}::jsonb, $${p}::jsonb, pg_current_xact_id())`;
-      });
-      const inserted = await tx.query<{ global_position: string; transaction_id: string }>(
-        `INSERT INTO events (stream_id, stream_revision, event_id, type, data, metadata, transaction_id)
-         VALUES ${rows.join(', ')}
-         RETURNING global_position::text AS global_position, transaction_id::text AS transaction_id`,
-        params,
-      );
-      const last = inserted[inserted.length - 1]!;
-      return {
-        duplicate: false,
-        nextRevision: current + BigInt(events.length),
-        position: { commit: BigInt(last.transaction_id), prepare: BigInt(last.global_position) },
-      };
+    const params: unknown[] = [streamId, expected === 'any' ? 'any' : 'exact', expected === 'any' ? '-1' : String(expected === 'no_stream' ? -1n : expected)];
+    const values = events.map((event, i) => {
+      params.push(event.id, event.type, encodeJson(event.data), encodeJson(event.metadata ?? {}));
+      const p = params.length;
+      return `(${i}, $${p - 3}::uuid, $${p - 2}, $${p - 1}::jsonb, $${p}::jsonb)`;
     });
+    const rows = await sql.query<{ head: string; global_position: string | null; transaction_id: string | null }>(
+      `WITH head AS (SELECT coalesce(max(stream_revision), -1) AS rev FROM events WHERE stream_id = $1),
+            fresh (ord, event_id, type, data, metadata) AS (VALUES ${values.join(', ')}),
+            inserted AS (
+              INSERT INTO events (stream_id, stream_revision, event_id, type, data, metadata, transaction_id)
+              SELECT $1, head.rev + 1 + fresh.ord, fresh.event_id, fresh.type, fresh.data, fresh.metadata, pg_current_xact_id()
+                FROM head, fresh
+               WHERE $2 = 'any' OR head.rev = $3::bigint
+               ORDER BY fresh.ord
+              RETURNING global_position, transaction_id)
+       SELECT head.rev::text AS head, inserted.global_position::text AS global_position, inserted.transaction_id::text AS transaction_id
+         FROM head LEFT JOIN inserted ON true
+        ORDER BY inserted.global_position`,
+      params,
+    );
+    const current = BigInt(rows[0]!.head);
+    const last = rows[rows.length - 1]!;
+    if (last.global_position === null || last.transaction_id === null)
+      throw new ConcurrencyError(streamId, expected, current === -1n ? 'no_stream' : current);
+    return {
+      duplicate: false,
+      nextRevision: current + BigInt(events.length),
+      position: { commit: BigInt(last.transaction_id), prepare: BigInt(last.global_position) },
+    };
   }
 
   return {

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
 import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import type { Ledger } from '../../commands/ledger';
@@ -23,6 +24,8 @@ export interface RelayDeps {
 
 export const CHAT_TIMEOUT_MS = 180_000;
 const HOLD_GRACE_S = 120;
+/** Pause before a trailing out-of-framing piece (a bare error object) so it reaches the client on its own. */
+const STRAY_GAP_MS = 50;
 
 /** Keep-alive connections to upstreams, shared by every request. */
 export const upstreamAgent = new Agent({ keepAliveTimeout: 30_000, connections: 512 });
@@ -298,8 +301,24 @@ async function relayStream(
     }
   });
   let elements = 0;
+  let stray = '';
+  let strayForwarded = false;
+  const flushStray = () => {
+    if (stray === '') return;
+    const text = stray;
+    stray = '';
+    if (!observer.onStray?.(text) || clientGone) return;
+    strayForwarded = true;
+    if (framing === 'sse') raw.write(text);
+    else raw.write(`${elements++ === 0 ? '[' : ',\r\n'}${text.trim()}`);
+  };
   const parser = createParser({
+    // Lines that are no SSE field: kept together and offered to the adapter as one piece.
+    onError(error) {
+      if (error.type === 'unknown-field' && stray.length < 65_536) stray += `${error.line}\n`;
+    },
     onEvent(event) {
+      flushStray();
       const forwarded = { event: event.event, data: event.data };
       if (!observer.onEvent(forwarded) || clientGone) return;
       if (framing === 'sse') raw.write(sse(forwarded));
@@ -311,6 +330,11 @@ async function relayStream(
   try {
     for await (const chunk of response.body) parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
     parser.feed(decoder.decode());
+    parser.reset({ consume: true });
+    // @google/genai recognises a bare error object only as a network read of its own:
+    // let what went before leave first, as the upstream did.
+    if (stray !== '' && framing === 'sse' && !clientGone) await sleep(STRAY_GAP_MS);
+    flushStray();
   } catch (error) {
     broken = deadline.aborted ? 'upstream_timeout' : clientGone ? 'client_disconnected' : 'upstream_error';
     void error;
@@ -323,7 +347,8 @@ async function relayStream(
   const complete = observer.completed() && broken === null;
   if (!complete && !clientGone && framing === 'sse') for (const event of adapter.failureTail?.(info) ?? []) raw.write(sse(event));
   // A JSON array is closed only when the stream really ended: a cut stays visibly cut.
-  if (framing === 'json-array' && complete && !clientGone) raw.write(elements === 0 ? '[]' : ']');
+  // An in-protocol error element ends the array as the upstream ended it, cleanly.
+  if (framing === 'json-array' && (complete || (strayForwarded && broken === null)) && !clientGone) raw.write(elements === 0 ? '[]' : ']');
   if (!clientGone) raw.end();
   if (complete) await settle(billed, 'success');
   else

@@ -98,9 +98,9 @@ export const generateContent: ProtocolAdapter = {
       model,
       stream: params.stream === true,
       maxTokens: b.generationConfig?.maxOutputTokens ?? null,
-      // The same document the upstream counts: {systemInstruction, contents} (an absent
-      // systemInstruction is dropped by JSON.stringify).
-      promptDocument: { systemInstruction: b.systemInstruction, contents: b.contents },
+      // The same document the upstream counts, as the client wrote it: {systemInstruction,
+      // contents} (an absent systemInstruction is dropped by JSON.stringify).
+      promptDocument: { systemInstruction: (body as Body).systemInstruction, contents: (body as Body).contents },
       builtinTools,
     };
   },
@@ -148,6 +148,17 @@ export const generateContent: ProtocolAdapter = {
         }
         // Every chunk may carry usageMetadata; the last one is the total.
         if (chunk.usageMetadata) usage = geminiUsage(chunk.usageMetadata) ?? usage;
+        return true;
+      },
+      // Google ends a failing SSE stream with a bare JSON error object outside the framing.
+      onStray(text) {
+        try {
+          const object = JSON.parse(text) as Chunk | null;
+          if (!object || typeof object !== 'object' || !object.error) return false;
+        } catch {
+          return false;
+        }
+        failed = true;
         return true;
       },
       usage: () => usage,
