@@ -1,111 +1,24 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChildGateway } from '../support/child-gateway';
 
-const BIN = join(import.meta.dirname, '../../bin/gateway.mjs');
-
-// ---- helpers copied from test/e2e/cli.e2e.spec.ts --------------------------
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-let dataDir: string;
 let notesDir: string;
-let env: NodeJS.ProcessEnv;
-let server: ChildProcess | null = null;
-let database: string | null = null;
+let gw: ChildGateway;
 let base: string;
 
-async function startServer(): Promise<string> {
-  const child = spawn(process.execPath, [BIN, 'serve'], { env });
-  server = child;
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
-    const onData = (d: Buffer) => {
-      output += d;
-      const token = /admin token: (\S+)/.exec(output);
-      if (token) {
-        clearTimeout(timer);
-        resolve(token[1]!);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (d) => (output += d));
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
-  });
-}
-
-async function stopServer() {
-  if (!server) return;
-  const exited = new Promise((r) => server!.once('exit', r));
-  server.kill('SIGTERM');
-  await exited;
-  server = null;
-}
-
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'gateway-kb-e2e-'));
+  gw = await ChildGateway.prepare();
+  base = gw.base;
   notesDir = mkdtempSync(join(tmpdir(), 'gateway-kb-notes-'));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  // The demo config's simulator gets its own port, so parallel test files do not share one.
-  const simulatorPort = await freePort();
-  env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', SIMULATOR_URL: `http://127.0.0.1:${simulatorPort}` };
-  delete env.ADMIN_TOKEN;
-  delete env.EVENTSTORE_URL;
-  delete env.GATEWAY_CONFIG;
-  delete env.GATEWAY_URL;
-  delete env.PUBLIC_BASE_URL;
-  delete env.S3_BUCKET;
-  if (process.env.DATABASE_URL) {
-    database = `gw_e2e_${randomBytes(4).toString('hex')}`;
-    const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await client.connect();
-    await client.query(`CREATE DATABASE ${database}`);
-    await client.end();
-    const url = new URL(process.env.DATABASE_URL);
-    url.pathname = `/${database}`;
-    env.DATABASE_URL = url.toString();
-  }
 });
 
 afterAll(async () => {
-  await stopServer();
-  rmSync(dataDir, { recursive: true, force: true });
+  await gw.cleanup();
   rmSync(notesDir, { recursive: true, force: true });
-  if (database) {
-    const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await client.end();
-  }
 });
 
 // ---- the folder of notes ----------------------------------------------------
@@ -182,15 +95,15 @@ type Json = any;
 describe('kb import: a folder of a few hundred Markdown files, then REST and MCP', () => {
   it('imports, searches, reads, and re-imports without duplicates', async () => {
     const notes = writeNotes(notesDir);
-    await startServer();
+    await gw.start();
 
-    const account = await run(['accounts', 'create', 'Librarian'], env);
+    const account = await gw.run(['accounts', 'create', 'Librarian']);
     expect(account.code, account.stderr).toBe(0);
     const accountId = JSON.parse(account.stdout).id as string;
-    const key = JSON.parse((await run(['keys', 'create', accountId, '--name', 'reader'], env)).stdout).key as string;
+    const key = JSON.parse((await gw.run(['keys', 'create', accountId, '--name', 'reader'])).stdout).key as string;
 
     const started = Date.now();
-    const first = await run(['kb', 'import', accountId, notesDir], env);
+    const first = await gw.run(['kb', 'import', accountId, notesDir]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toContain(`imported ${COUNT} of ${COUNT} files into default: ${COUNT} created, 0 updated or unchanged, 0 failed`);
     const importMs = Date.now() - started;
@@ -283,7 +196,7 @@ describe('kb import: a folder of a few hundred Markdown files, then REST and MCP
     }
 
     // Re-import: nothing new.
-    const second = await run(['kb', 'import', accountId, notesDir], env);
+    const second = await gw.run(['kb', 'import', accountId, notesDir]);
     expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toContain(`${COUNT} of ${COUNT} files into default: 0 created, ${COUNT} updated or unchanged, 0 failed`);
     expect((await get('/kbs')).body.kbs[0].page_count).toBe(COUNT);
@@ -293,7 +206,7 @@ describe('kb import: a folder of a few hundred Markdown files, then REST and MCP
     const edited = join(notesDir, notes[42]!.file);
     writeFileSync(edited, readFileSync(edited, 'utf8').replace('This note is about', 'This edited note mentions kbnewword and is about'));
     writeFileSync(join(notesDir, 'inbox', 'brand-new.md'), '---\ntitle: Brand new\ntags: [fresh]\n---\nA freshly added kbfreshword note.\n');
-    const third = await run(['kb', 'import', accountId, notesDir], env);
+    const third = await gw.run(['kb', 'import', accountId, notesDir]);
     expect(third.code, third.stderr).toBe(0);
     expect(third.stdout).toContain(`${COUNT + 1} of ${COUNT + 1} files into default: 1 created, ${COUNT} updated or unchanged, 0 failed`);
     expect((await get('/kbs')).body.kbs[0].page_count).toBe(COUNT + 1);
@@ -306,13 +219,13 @@ describe('kb import: a folder of a few hundred Markdown files, then REST and MCP
   }, 90_000);
 
   it('imports into a team base that a reader can read, and files whose names have spaces or accents', async () => {
-    if (!server) await startServer();
-    const owner = JSON.parse((await run(['accounts', 'create', 'Owner'], env)).stdout).id as string;
-    const reader = JSON.parse((await run(['accounts', 'create', 'Reader'], env)).stdout).id as string;
-    const outsider = JSON.parse((await run(['accounts', 'create', 'Outsider'], env)).stdout).id as string;
-    const readerKey = JSON.parse((await run(['keys', 'create', reader, '--name', 'r'], env)).stdout).key as string;
-    const outsiderKey = JSON.parse((await run(['keys', 'create', outsider, '--name', 'o'], env)).stdout).key as string;
-    const created = await run(['kb', 'create', owner, 'handbook', '--title', 'Team handbook', '--readers', reader], env);
+    if (!gw.running) await gw.start();
+    const owner = JSON.parse((await gw.run(['accounts', 'create', 'Owner'])).stdout).id as string;
+    const reader = JSON.parse((await gw.run(['accounts', 'create', 'Reader'])).stdout).id as string;
+    const outsider = JSON.parse((await gw.run(['accounts', 'create', 'Outsider'])).stdout).id as string;
+    const readerKey = JSON.parse((await gw.run(['keys', 'create', reader, '--name', 'r'])).stdout).key as string;
+    const outsiderKey = JSON.parse((await gw.run(['keys', 'create', outsider, '--name', 'o'])).stdout).key as string;
+    const created = await gw.run(['kb', 'create', owner, 'handbook', '--title', 'Team handbook', '--readers', reader]);
     expect(created.code, created.stdout + created.stderr).toBe(0);
 
     const dir = mkdtempSync(join(tmpdir(), 'gateway-kb-team-'));
@@ -322,7 +235,7 @@ describe('kb import: a folder of a few hundred Markdown files, then REST and MCP
       writeFileSync(join(dir, 'café notes.md'), '---\ntags: [coffee]\n---\nAbout kbcoffeeword.\n');
       writeFileSync(join(dir, 'plain.md'), 'Plain kbplainword.\n');
       writeFileSync(join(dir, '日本語.md'), '\uFEFF---\ntitle: Japanese notes\n---\nAbout kbjapanword.\n');
-      const imported = await run(['kb', 'import', owner, dir, '--kb', 'handbook'], env);
+      const imported = await gw.run(['kb', 'import', owner, dir, '--kb', 'handbook']);
       expect(imported.stderr).toBe('');
       expect(imported.stdout).toContain('4 of 4 files into handbook: 4 created');
       expect(imported.code).toBe(0);
@@ -355,13 +268,13 @@ describe('kb import: a folder of a few hundred Markdown files, then REST and MCP
       }
 
       // kb update: the reader is dropped, the outsider added.
-      const updated = await run(['kb', 'update', owner, 'handbook', '--readers', outsider], env);
+      const updated = await gw.run(['kb', 'update', owner, 'handbook', '--readers', outsider]);
       expect(updated.code, updated.stdout + updated.stderr).toBe(0);
       expect((await get('/search?q=kbonboardword&kb_id=handbook', readerKey)).status).toBe(404);
       expect((await get('/search?q=kbonboardword&kb_id=handbook', outsiderKey)).status).toBe(200);
 
       // --no-sources: pages without a source file.
-      const bare = await run(['kb', 'import', reader, dir, '--no-sources'], env);
+      const bare = await gw.run(['kb', 'import', reader, dir, '--no-sources']);
       expect(bare.code, bare.stderr).toBe(0);
       expect(bare.stdout).toContain('4 of 4 files into default: 4 created');
       const page = (await (await get('/pages/plain', readerKey)).json()) as Json;

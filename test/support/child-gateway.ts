@@ -1,0 +1,125 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+const BIN = join(import.meta.dirname, '../../bin/gateway.mjs');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+export interface CommandResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * The gateway as a user runs it: `bin/gateway.mjs` in a child process, with its own
+ * DATA_DIR, port and simulator port, on PGlite or (when DATABASE_URL is set) on a
+ * database of its own that is dropped afterwards.
+ */
+export class ChildGateway {
+  private server: ChildProcess | null = null;
+
+  private constructor(
+    readonly env: NodeJS.ProcessEnv,
+    readonly base: string,
+    private readonly dataDir: string,
+    private readonly database: string | null,
+  ) {}
+
+  static async prepare(): Promise<ChildGateway> {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gateway-e2e-'));
+    const port = await freePort();
+    // The demo config's simulator gets its own port, so parallel test files do not share one.
+    const simulatorPort = await freePort();
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      SIMULATOR_URL: `http://127.0.0.1:${simulatorPort}`,
+    };
+    for (const name of ['ADMIN_TOKEN', 'EVENTSTORE_URL', 'GATEWAY_CONFIG', 'GATEWAY_URL', 'PUBLIC_BASE_URL', 'S3_BUCKET']) delete env[name];
+    let database: string | null = null;
+    if (process.env.DATABASE_URL) {
+      database = `gw_e2e_${randomBytes(4).toString('hex')}`;
+      const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+      await client.connect();
+      await client.query(`CREATE DATABASE ${database}`);
+      await client.end();
+      const url = new URL(process.env.DATABASE_URL);
+      url.pathname = `/${database}`;
+      env.DATABASE_URL = url.toString();
+    }
+    return new ChildGateway(env, `http://127.0.0.1:${port}`, dataDir, database);
+  }
+
+  get running(): boolean {
+    return this.server !== null;
+  }
+
+  /** A CLI command against this gateway's environment. */
+  run(args: string[]): Promise<CommandResult> {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [BIN, ...args], { env: this.env });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  /** Starts `serve`; resolves with the admin token it prints. */
+  start(): Promise<string> {
+    const child = spawn(process.execPath, [BIN, 'serve'], { env: this.env });
+    this.server = child;
+    let output = '';
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
+      child.stdout!.on('data', (d: Buffer) => {
+        output += d;
+        const token = /admin token: (\S+)/.exec(output);
+        if (token) {
+          clearTimeout(timer);
+          resolve(token[1]!);
+        }
+      });
+      child.stderr!.on('data', (d) => (output += d));
+      child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (!this.server) return;
+    const exited = new Promise((r) => this.server!.once('exit', r));
+    this.server.kill('SIGTERM');
+    await exited;
+    this.server = null;
+  }
+
+  async cleanup(): Promise<void> {
+    await this.stop();
+    rmSync(this.dataDir, { recursive: true, force: true });
+    if (this.database) {
+      const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${this.database} WITH (FORCE)`);
+      await client.end();
+    }
+  }
+}
