@@ -24,6 +24,9 @@ export interface ReserveRequest {
   readonly purpose: string;
   /** Seconds until the sweeper may release the hold if nobody settles it. */
   readonly ttlSeconds: number;
+  /** The key's spend cap when the caller has just read the key aggregate (authentication
+   * does); otherwise it is read here. */
+  readonly spendCap?: bigint | null;
 }
 
 /**
@@ -84,8 +87,8 @@ export class Ledger {
   }
 
   async reserve(accountId: string, request: ReserveRequest): Promise<Result<{ state: WalletState }>> {
-    let spendCap: bigint | null = null;
-    if (request.keyId !== null) spendCap = (await this.key(request.keyId)).settings.spend_cap;
+    let spendCap: bigint | null = request.spendCap ?? null;
+    if (request.spendCap === undefined && request.keyId !== null) spendCap = (await this.key(request.keyId)).settings.spend_cap;
     const now = this.now();
     const handled = await this.wallet$(
       accountId,

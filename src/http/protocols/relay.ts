@@ -134,6 +134,7 @@ export async function relayChat(
     holdId,
     amount: costOf(pricing, estimate),
     keyId: caller.keyId,
+    spendCap: caller.key.settings.spend_cap,
     purpose: `chat ${model.id}`,
     ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S,
   });
