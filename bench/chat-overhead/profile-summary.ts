@@ -3,7 +3,7 @@
  * the heaviest functions, plus inclusive time of a few functions of interest.
  *
  *   node --import tsx bench/chat-overhead/profile-summary.ts /tmp/chat-overhead-…/cpu-prof/CPU.….cpuprofile [--top 40]
- *        [--results /tmp/chat-overhead-…/results.json --run nonstream/c50/gateway]
+ *        [--results /tmp/chat-overhead-…/results.json --run nonstream/c50/gateway] [--callers writev]
  *
  * With --results and --run only the samples taken during that timed run count (start-up, warm-up
  * and module loading are left out): run.ts records each run's CLOCK_MONOTONIC window, the clock
@@ -132,3 +132,24 @@ for (const [id, us] of selfUs) {
 }
 process.stdout.write('\ninclusive (synchronous) time of functions of interest — async continuations are not attributed to their callers:\n');
 for (const [fn, us] of [...inclusive].sort((x, y) => y[1] - x[1])) process.stdout.write(`  ${ms(us)} ${((us / busyUs) * 100).toFixed(1).padStart(5)}%  ${fn}\n`);
+
+// --callers NAME: who calls a function (e.g. writev), by caller chain (4 frames up)
+const callersIndex = process.argv.indexOf('--callers');
+if (callersIndex !== -1) {
+  const target = process.argv[callersIndex + 1];
+  const chains = new Map<string, number>();
+  let sum = 0;
+  for (const [id, us] of selfUs) {
+    if (byId.get(id)!.callFrame.functionName !== target) continue;
+    const chain: string[] = [];
+    for (let cur = parent.get(id); cur !== undefined && chain.length < Number(process.env.CALLER_DEPTH ?? 6); cur = parent.get(cur)) {
+      const frame = byId.get(cur)!.callFrame;
+      chain.push(`${frame.functionName || '(anonymous)'}@${frame.url.replace(/^.*\/(node_modules|src)\//, '$1/').replace(/^node:internal\//, '')}:${frame.lineNumber + 1}`);
+    }
+    const key = chain.join(' < ');
+    chains.set(key, (chains.get(key) ?? 0) + us);
+    sum += us;
+  }
+  process.stdout.write(`\ncallers of ${target} (${ms(sum)}):\n`);
+  for (const [chain, us] of [...chains].sort((x, y) => y[1] - x[1]).slice(0, 15)) process.stdout.write(`  ${ms(us)}  ${chain}\n`);
+}

@@ -1,24 +1,25 @@
 /**
- * Chat-completions overhead benchmark (issue 3, item 8). Run by hand, never by CI:
+ * Chat-completions overhead benchmark (issue 3, item 8). Run by hand, never by CI — see README.md:
  *
  *   node --import tsx bench/chat-overhead/run.ts [--duration 10] [--warmup 2] [--only REGEX]
- *        [--out DIR] [--cpu-prof] [--no-diag] [--keep-db]
+ *        [--out DIR] [--cpu-prof] [--no-diag] [--keep-db] [--quiet 0.3] [--quiet-wait 60]
  *
- * What it does: creates a fresh Postgres database, writes a GATEWAY_CONFIG with one chat model
- * served by the upstream simulator, starts the simulator (core 0) and the gateway (core 1, with
- * DATABASE_URL, REDIS_URL, LOG_LEVEL=warn), pins itself (the load generator) and the database's
- * Postgres backends to core 0, creates an account + key through the admin API, and measures the
- * gateway and the simulator directly (the baseline), non-streaming and streaming, at 1, 50 and 200
- * connections and at a steady 500 requests/s. Then it counts the SQL statements per request with a
- * separately started gateway, stops everything and drops the database. See README.md.
+ * Creates a fresh Postgres database, writes a GATEWAY_CONFIG with one chat model served by the
+ * upstream simulator, starts the simulator (core 0) and the gateway (core 1; DATABASE_URL,
+ * REDIS_URL, LOG_LEVEL=warn), pins itself (the load generator) and the database's Postgres
+ * backends to core 0, creates an account + key through the admin API, and measures the gateway and
+ * the simulator directly (the baseline), non-streaming and streaming, at 1, 50 and 200 connections
+ * and at a steady 500 requests/s. Diagnostics follow (50 wallets instead of one; commits that do not
+ * wait for the WAL flush; SQL statements per request). Everything is stopped and the database
+ * dropped at the end.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createServer } from 'node:net';
 import pg from 'pg';
 import { closedLoop, openLoop, type RunResult, type Target } from './loadgen';
 
@@ -37,9 +38,9 @@ const ONLY = arg('only') ? new RegExp(arg('only')!) : null;
 const CPU_PROF = flag('cpu-prof');
 const DIAG = !flag('no-diag');
 const KEEP_DB = flag('keep-db');
-/** before each timed run, wait (up to --quiet-wait seconds) until other processes use less than this many cores */
+/** before each timed run, wait (up to --quiet-wait s) until other processes use less than --quiet cores */
 const QUIET_CORES = Number(arg('quiet', '0.3'));
-const QUIET_WAIT_MS = Number(arg('quiet-wait', '90')) * 1000;
+const QUIET_WAIT_MS = Number(arg('quiet-wait', '60')) * 1000;
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const STAMP = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
@@ -50,26 +51,16 @@ const RATE = 500;
 const ADMIN_TOKEN = `adm_bench_${Math.random().toString(36).slice(2)}`;
 const MODEL = 'bench-mini';
 const USER_TEXT = 'Say hello to the benchmark.';
-
 const dbName = `bench_chat_${STAMP.replace('-', '_')}_${process.pid}`;
+
 const log = (...parts: unknown[]) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
+const selected = (name: string) => !ONLY || ONLY.test(name);
 
 // ---------------------------------------------------------------- /proc helpers
 
 const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim() || 100);
 
-/** utime + stime of a process (all its threads), in ms. */
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-  } catch {
-    return 0;
-  }
-}
-
-/** utime and stime of a process separately, in ms. */
+/** utime and stime of a process (all its threads), in ms. */
 function cpuSplitMs(pid: number): { user: number; system: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -79,26 +70,71 @@ function cpuSplitMs(pid: number): { user: number; system: number } {
     return { user: 0, system: 0 };
   }
 }
+const cpuMs = (pid: number) => {
+  const c = cpuSplitMs(pid);
+  return c.user + c.system;
+};
 
-/** CPU time of the whole machine (all cores, every process), busy ms. */
+/** CPU ms of each thread of a process, summed by thread name (`node` is the main thread, V8's helpers are `V8 DefaultWorke`, libuv's pool `libuv-worker`). */
+function threadCpuMs(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const label = tid === String(pid) ? `${name} (main thread)` : name;
+      byName.set(label, (byName.get(label) ?? 0) + (Number(fields[11]) + Number(fields[12])) * TICK_MS);
+    } catch {
+      /* thread ended */
+    }
+  }
+  return byName;
+}
+
+/** Busy CPU time of the whole machine (all cores, every process), ms. */
 function machineBusyMs(): number {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
-  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const v = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal
   return ((v[0] ?? 0) + (v[1] ?? 0) + (v[2] ?? 0) + (v[5] ?? 0) + (v[6] ?? 0) + (v[7] ?? 0)) * TICK_MS;
 }
 
-function memKb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
-  return m ? Number(m[1]) : NaN;
+function memMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 function pin(pid: number, core: string) {
   execFileSync('taskset', ['-a', '-p', '-c', core, String(pid)], { stdio: 'ignore' });
 }
 
-// ---------------------------------------------------------------- processes
+/** Files under src/, config/, bin/ modified after `since` (ms): the gateway code must not change during a run. */
+function changedSince(since: number): string[] {
+  return sourceFiles()
+    .filter((f) => f.mtimeMs > since)
+    .map((f) => f.path);
+}
+
+function sourceFiles(): Array<{ path: string; mtimeMs: number }> {
+  const files: Array<{ path: string; mtimeMs: number }> = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+      const rel = join(dir, entry.name);
+      if (entry.isDirectory()) walk(rel);
+      else files.push({ path: rel, mtimeMs: statSync(join(ROOT, rel)).mtimeMs });
+    }
+  };
+  for (const dir of ['src', 'config', 'bin']) walk(dir);
+  return files;
+}
+
+// ---------------------------------------------------------------- child processes
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -110,16 +146,17 @@ async function freePort(): Promise<number> {
 
 const children = new Set<ChildProcess>();
 
-/** Spawns `taskset -c core <cmd>` and resolves once a stdout line matches `ready`. */
+/** Spawns `taskset -c core <args>` (output to OUT/<name>.log) and resolves once stdout matches `ready`. */
 async function start(name: string, core: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
   const child = spawn('taskset', ['-c', core, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.on('exit', () => children.delete(child));
-  const logFile = createWriteStream(join(OUT, `${name}.log`), { flags: 'a' });
+  const logPath = join(OUT, `${name}.log`);
+  const logFile = createWriteStream(logPath, { flags: 'a' });
   child.stderr!.pipe(logFile);
   let seen = '';
   await new Promise<void>((resolveReady, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start in 90 s; see ${join(OUT, `${name}.log`)}`)), 90_000);
+    const timer = setTimeout(() => reject(new Error(`${name} did not start in 90 s; see ${logPath}`)), 90_000);
     child.stdout!.on('data', (chunk: Buffer) => {
       logFile.write(chunk);
       seen += chunk.toString();
@@ -130,7 +167,7 @@ async function start(name: string, core: string, args: string[], env: NodeJS.Pro
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`${name} exited with ${code} before it was ready; see ${join(OUT, `${name}.log`)}`));
+      reject(new Error(`${name} exited with ${code} before it was ready; see ${logPath}`));
     });
   });
   child.stdout!.removeAllListeners('data');
@@ -147,7 +184,7 @@ async function stop(child: ChildProcess, timeoutMs = 30_000): Promise<void> {
   clearTimeout(timer);
 }
 
-// ---------------------------------------------------------------- gateway admin API
+// ---------------------------------------------------------------- admin API
 
 async function admin<T>(base: string, method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${base}/admin/v1${path}`, {
@@ -172,46 +209,78 @@ async function newAccountKey(base: string, name: string): Promise<{ accountId: s
 type Mode = 'nonstream' | 'stream';
 type Side = 'direct' | 'gateway';
 interface Load {
+  /** c1, c50, c200, r500, or a diagnostic variant such as c50-50accounts */
   readonly name: string;
+  /** the load of the main suite this one is compared with (its direct baseline) */
+  readonly base: string;
   readonly connections?: number;
   readonly rate?: number;
 }
-const LOADS: Load[] = [{ name: 'c1', connections: 1 }, { name: 'c50', connections: 50 }, { name: 'c200', connections: 200 }, { name: `r${RATE}`, rate: RATE }];
+const LOADS: Load[] = [
+  { name: 'c1', base: 'c1', connections: 1 },
+  { name: 'c50', base: 'c50', connections: 50 },
+  { name: 'c200', base: 'c200', connections: 200 },
+  { name: `r${RATE}`, base: `r${RATE}`, rate: RATE },
+];
 
-interface Measurement {
+export interface Measurement {
   readonly name: string;
   readonly mode: Mode;
   readonly load: string;
+  readonly base: string;
   readonly side: Side;
-  readonly loadavgBefore: number[];
   readonly result: RunResult;
-  /** gateway process CPU during the timed run, ms per successful request */
+  /** gateway process CPU (utime + stime, all threads) during the timed run, ms per successful request */
   readonly gatewayCpuMsPerReq: number;
-  /** the same including the projection catch-up after the run (gateway runs) */
-  readonly gatewayCpuMsPerReqWithCatchUp: number | null;
-  /** seconds the projections needed after the run to apply everything it wrote */
-  readonly projectionLagS: number | null;
-  /** CPU of the simulator, of this process (load generator) and of the database's Postgres backends, ms per request */
-  readonly simulatorCpuMsPerReq: number;
-  readonly loadgenCpuMsPerReq: number;
-  readonly postgresCpuMsPerReq: number;
-  /** gateway process: utilisation of its core during the run (0..1) */
-  readonly gatewayCoreBusy: number;
-  /** core 0 (simulator + load generator + Postgres): utilisation during the run (0..1) */
-  readonly loadCoreBusy: number;
-  /** CPU used by processes that are not part of the benchmark during the run, in cores (0..2): noise */
-  readonly otherCores: number;
-  /** seconds waited for other processes to quiet down before the run */
-  readonly quietWaitS: number;
-  /** gateway CPU split: user / system ms per request */
   readonly gatewayUserMsPerReq: number;
   readonly gatewaySystemMsPerReq: number;
+  /** gateway CPU ms per request by thread name */
+  readonly gatewayThreadsMsPerReq: Record<string, number>;
+  /** the same including the projection catch-up after the run (gateway runs) */
+  readonly gatewayCpuMsPerReqWithCatchUp: number | null;
+  /** seconds after the run until the projections had applied everything it wrote (gateway runs) */
+  readonly projectionLagS: number | null;
+  /** CPU of the bench database's Postgres backends, the simulator and this process (the load generator), ms per request */
+  readonly postgresCpuMsPerReq: number;
+  readonly simulatorCpuMsPerReq: number;
+  readonly loadgenCpuMsPerReq: number;
+  /** share of its core the gateway used during the run (0..1) */
+  readonly gatewayCoreBusy: number;
+  /** share of core 0 used by the simulator + load generator + Postgres backends (0..1) */
+  readonly loadCoreBusy: number;
+  /** CPU used during the run by processes outside the benchmark, in cores (0..2): noise */
+  readonly otherCores: number;
+  readonly quietWaitS: number;
+  readonly loadavgBefore: number[];
   readonly gatewayVmHwmMb: number;
   readonly gatewayVmRssMb: number;
   /** events appended per successful request (gateway runs) */
   readonly eventsPerReq: number | null;
-  /** CLOCK_MONOTONIC µs at the start and end of the timed run (the clock of V8's .cpuprofile timestamps) */
+  /** CLOCK_MONOTONIC µs at the start and end of the timed run (the clock of the .cpuprofile timestamps) */
   readonly monotonicUs: [number, number];
+}
+
+export interface QueryCount {
+  readonly requests: number;
+  /** statements per request by origin (request path, projections, hold sweeper) */
+  readonly byOrigin: Record<string, number>;
+  /** "<origin> | <sql>" -> statements per request */
+  readonly perRequest: Record<string, number>;
+}
+
+export interface Summary {
+  readonly startedAt: string;
+  readonly machine: Record<string, string | number>;
+  readonly settings: Record<string, unknown>;
+  readonly gatewayIdleCpu: number;
+  readonly gatewayRssAfterStartMb: number;
+  readonly peakRssMb: number;
+  readonly measurements: Measurement[];
+  readonly queryCounts: Record<string, QueryCount> | null;
+  /** the newest modification time of the gateway's sources when the run started: which code was measured */
+  readonly sourceNewestMtime: string;
+  /** gateway source files modified while the benchmark ran (the numbers then mix two versions) */
+  readonly sourceChangedDuringRun: string[];
 }
 
 async function main() {
@@ -219,8 +288,10 @@ async function main() {
   if (cpus().length < 2) throw new Error('needs at least 2 cores (gateway on core 1, everything else on core 0)');
   pin(process.pid, LOAD_CORE);
   log(`output: ${OUT}`);
+  const startedAt = new Date().toISOString();
+  const startedMs = Date.now();
+  const sourceNewestMtime = new Date(Math.max(...sourceFiles().map((f) => f.mtimeMs))).toISOString();
 
-  // -------- database
   const adminDb = new pg.Client({ connectionString: PG_ADMIN_URL });
   await adminDb.connect();
   await adminDb.query(`CREATE DATABASE ${dbName}`);
@@ -230,60 +301,65 @@ async function main() {
   log(`database ${dbName} created`);
 
   const work = mkdtempSync(join(tmpdir(), 'chat-overhead-'));
-  let gateway: ChildProcess | null = null;
+  const gateways = new Set<ChildProcess>();
   let simulator: ChildProcess | null = null;
   let db: pg.Client | null = null;
   try {
     // -------- simulator (core 0)
     const simPort = await freePort();
     simulator = await start('simulator', LOAD_CORE, [process.execPath, '--import', 'tsx', 'bench/chat-overhead/simulator.ts', '--port', String(simPort)], { ...process.env }, /listening on/);
+    const sim = simulator;
     const simUrl = `http://127.0.0.1:${simPort}`;
-    log(`simulator ${simUrl} (pid ${simulator.pid}, core ${LOAD_CORE})`);
+    log(`simulator ${simUrl} (pid ${sim.pid}, core ${LOAD_CORE})`);
 
-    // -------- gateway config + gateway (core 1)
+    // -------- config + gateway (core 1)
     const configPath = join(work, 'gateway-config.json');
     writeFileSync(
       configPath,
       JSON.stringify(
         {
           channels: [{ id: 'sim', protocol: 'chat-completions', base_url: simUrl, api_key: 'sim-key', models: [MODEL] }],
-          models: [
-            {
-              id: MODEL,
-              owned_by: 'bench',
-              kind: 'text',
-              default_max_tokens: 1024,
-              context_window: 128000,
-              price: { input: '0.15', cached_input: '0.075', output: '0.60' },
-            },
-          ],
+          models: [{ id: MODEL, owned_by: 'bench', kind: 'text', default_max_tokens: 1024, context_window: 128000, price: { input: '0.15', cached_input: '0.075', output: '0.60' } }],
         },
         null,
         2,
       ),
     );
-    const gwPort = await freePort();
-    const gatewayEnv = (dataDir: string): NodeJS.ProcessEnv => ({
-      ...process.env,
-      PORT: String(gwPort),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      DATABASE_URL,
-      REDIS_URL,
-      GATEWAY_CONFIG: configPath,
-      ADMIN_TOKEN,
-      LOG_LEVEL: 'warn',
-    });
-    const nodeFlags = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(OUT, 'cpu-prof')}`] : [];
-    gateway = await start('gateway', GATEWAY_CORE, [process.execPath, ...nodeFlags, 'bin/gateway.mjs', 'serve'], gatewayEnv(join(work, 'data')), /gateway listening on/);
-    const gwUrl = `http://127.0.0.1:${gwPort}`;
-    const gwPid = gateway.pid!;
-    log(`gateway ${gwUrl} (pid ${gwPid}, core ${GATEWAY_CORE})${CPU_PROF ? ' with --cpu-prof' : ''}`);
+    interface Gw {
+      readonly name: string;
+      readonly child: ChildProcess;
+      readonly pid: number;
+      readonly url: string;
+    }
+    const startGateway = async (name: string, nodeFlags: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Gw> => {
+      const port = await freePort();
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: join(work, 'data'),
+        DATABASE_URL,
+        REDIS_URL,
+        GATEWAY_CONFIG: configPath,
+        ADMIN_TOKEN,
+        LOG_LEVEL: 'warn',
+        ...extraEnv,
+      };
+      const child = await start(name, GATEWAY_CORE, [process.execPath, ...nodeFlags, 'bin/gateway.mjs', 'serve'], env, /gateway listening on/);
+      gateways.add(child);
+      child.once('exit', () => gateways.delete(child));
+      const url = `http://127.0.0.1:${port}`;
+      log(`${name} ${url} (pid ${child.pid}, core ${GATEWAY_CORE})${nodeFlags.length ? ` node ${nodeFlags.join(' ')}` : ''}${extraEnv.DATABASE_URL ? ` DATABASE_URL ${extraEnv.DATABASE_URL}` : ''}`);
+      return { name, child, pid: child.pid!, url };
+    };
+    const primary = await startGateway('gateway', CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(OUT, 'cpu-prof')}`] : []);
+    const gatewayRssAfterStartMb = memMb(primary.pid, 'VmRSS');
 
     db = new pg.Client({ connectionString: DATABASE_URL });
     await db.connect();
     const dbc = db;
 
+    // -------- Postgres helpers
     const pgBackends = async (): Promise<number[]> =>
       (await dbc.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [dbName])).rows.map((r) => r.pid);
     const pinBackends = async () => {
@@ -296,12 +372,13 @@ async function main() {
       }
     };
     const backendCpu = async (): Promise<Map<number, number>> => new Map((await pgBackends()).map((pid) => [pid, cpuMs(pid)]));
-    /** Our own processes' CPU right now (gateway, simulator, this process, the database's backends). */
     const oursMs = async () => {
       let pgMs = 0;
       for (const ms of (await backendCpu()).values()) pgMs += ms;
       const self = process.cpuUsage();
-      return cpuMs(gateway!.pid!) + cpuMs(simulator!.pid!) + (self.user + self.system) / 1000 + pgMs;
+      let gwMs = 0;
+      for (const child of gateways) gwMs += cpuMs(child.pid!);
+      return gwMs + cpuMs(sim.pid!) + (self.user + self.system) / 1000 + pgMs;
     };
     /** Waits until processes outside the benchmark use less than QUIET_CORES (sampled over 1 s). */
     const waitQuiet = async (): Promise<number> => {
@@ -325,31 +402,34 @@ async function main() {
       );
       return rows[0] ? { t: BigInt(rows[0].t), g: BigInt(rows[0].g) } : null;
     };
-    /** Waits until every projection has applied the last event; returns the seconds it took. */
-    const catchUp = async (): Promise<number> => {
+    /** Waits until the gateway has stopped appending (settles of the last answers) and every projection has applied the last event. */
+    const catchUp = async (): Promise<void> => {
       const t0 = performance.now();
-      const last = await lastEvent();
-      if (!last) return 0;
+      let last = await lastEvent();
+      for (;;) {
+        await sleep(100);
+        const now = await lastEvent();
+        if (now?.g === last?.g) break;
+        last = now;
+      }
+      if (!last) return;
       for (;;) {
         const { rows } = await dbc.query<{ behind: string }>(
-          `SELECT count(*)::text AS behind FROM projection_checkpoints
-            WHERE (commit_position, prepare_position) < ($1::bigint, $2::bigint)`,
+          'SELECT count(*)::text AS behind FROM projection_checkpoints WHERE (commit_position, prepare_position) < ($1::bigint, $2::bigint)',
           [String(last.t), String(last.g)],
         );
-        if (rows[0]!.behind === '0') return (performance.now() - t0) / 1000;
+        if (rows[0]!.behind === '0') return;
         if (performance.now() - t0 > 300_000) throw new Error('projections did not catch up in 300 s');
         await sleep(50);
       }
     };
 
     // -------- account + key through the admin API
-    const acct = await newAccountKey(gwUrl, 'bench');
+    const acct = await newAccountKey(primary.url, 'bench');
     log(`account ${acct.accountId}, key ${acct.key.slice(0, 12)}…`);
-
-    const bodyOf = (stream: boolean) =>
-      JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: USER_TEXT }], ...(stream ? { stream: true } : {}) });
-    const targetOf = (side: Side, mode: Mode, keys: string[] = [acct.key]): Target => ({
-      origin: side === 'gateway' ? gwUrl : simUrl,
+    const bodyOf = (stream: boolean) => JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: USER_TEXT }], ...(stream ? { stream: true } : {}) });
+    const targetOf = (side: Side, mode: Mode, keys: string[] = [acct.key], gateway: Gw = primary): Target => ({
+      origin: side === 'gateway' ? gateway.url : simUrl,
       path: '/v1/chat/completions',
       headers:
         side === 'gateway'
@@ -359,175 +439,235 @@ async function main() {
       stream: mode === 'stream',
     });
 
-    // -------- sanity: one call of each kind, billed, with a call-log row
-    const balanceOf = async () => (await admin<{ balance_usd: string }>(gwUrl, 'GET', `/accounts/${acct.accountId}`)).balance_usd;
-    const before = await balanceOf();
-    const sanity: Record<string, string> = {};
+    // -------- sanity: one call of each kind; the gateway's are billed and logged
+    const balanceOf = async () => (await admin<{ balance_usd: string }>(primary.url, 'GET', `/accounts/${acct.accountId}`)).balance_usd;
+    const balanceBefore = await balanceOf();
+    const responses: Record<string, string> = {};
     for (const [side, mode] of [['direct', 'nonstream'], ['gateway', 'nonstream'], ['direct', 'stream'], ['gateway', 'stream']] as const) {
       const t = targetOf(side, mode);
       const res = await fetch(`${t.origin}${t.path}`, { method: 'POST', headers: t.headers(0), body: t.body });
       const text = await res.text();
       if (res.status !== 200) throw new Error(`sanity ${side} ${mode}: HTTP ${res.status} ${text}`);
-      sanity[`${side} ${mode}`] = text.length > 1200 ? `${text.slice(0, 1200)}…` : text;
+      responses[`${side} ${mode}`] = text.length > 1500 ? `${text.slice(0, 1500)}…` : text;
     }
     await catchUp();
-    const after = await balanceOf();
+    const balanceAfter = await balanceOf();
     const callLogRows = await dbc.query<{ n: string }>('SELECT count(*)::text AS n FROM call_log').then(
       (r) => r.rows[0]!.n,
       () => 'n/a (no call_log table)',
     );
-    log(`sanity: balance ${before} -> ${after}; call_log rows: ${callLogRows}`);
-    writeFileSync(join(OUT, 'sanity.json'), JSON.stringify({ balanceBefore: before, balanceAfter: after, callLogRows, responses: sanity }, null, 2));
+    log(`sanity: balance ${balanceBefore} -> ${balanceAfter} after 2 gateway calls; call_log rows: ${callLogRows}`);
+    writeFileSync(join(OUT, 'sanity.json'), JSON.stringify({ balanceBefore, balanceAfter, callLogRows, responses }, null, 2));
 
-    // -------- the measured runs
+    // -------- one timed run
     const measurements: Measurement[] = [];
-    const runOne = async (name: string, mode: Mode, load: Load, side: Side, target: Target): Promise<void> => {
-      if (ONLY && !ONLY.test(name)) return;
+    let summary: Summary | null = null;
+    const save = () => writeFileSync(join(OUT, 'results.json'), JSON.stringify(summary ?? { measurements }, null, 2));
+    /**
+     * Holds every projection checkpoint row locked (FOR UPDATE) from a connection of our own: the
+     * gateway's projection runner blocks at its next batch, so the timed run measures the request
+     * path alone. Released by the returned function.
+     */
+    const pauseProjections = async (): Promise<() => Promise<void>> => {
+      const locker = new pg.Client({ connectionString: DATABASE_URL });
+      await locker.connect();
+      await locker.query('BEGIN');
+      await locker.query('SELECT name FROM projection_checkpoints FOR UPDATE');
+      return async () => {
+        await locker.query('COMMIT');
+        await locker.end();
+      };
+    };
+    const runOne = async (mode: Mode, load: Load, side: Side, target: Target, gateway: Gw = primary, options: { pauseProjections?: boolean } = {}): Promise<void> => {
+      const name = `${mode}/${load.name}/${side}`;
+      if (!selected(name)) return;
+      const pid = gateway.pid;
       log(`${name}: warm-up ${WARMUP_MS / 1000} s`);
       if (load.rate) await openLoop(target, load.rate, WARMUP_MS, 512, false);
       else await closedLoop(target, load.connections!, WARMUP_MS, false);
       if (side === 'gateway') await catchUp();
-      await pinBackends();
+      const resume = options.pauseProjections ? await pauseProjections() : null;
+      await pinBackends(); // connections opened during the warm-up
       const quietWaitS = await waitQuiet();
       const loadavgBefore = loadavg().map((v) => Math.round(v * 100) / 100);
       const events0 = side === 'gateway' ? await lastEvent() : null;
-      const gw0 = cpuMs(gwPid);
-      const gwSplit0 = cpuSplitMs(gwPid);
-      const sim0 = cpuMs(simulator!.pid!);
+      const gw0 = cpuSplitMs(pid);
+      const threads0 = threadCpuMs(pid);
+      const sim0 = cpuMs(sim.pid!);
       const pg0 = await backendCpu();
       const self0 = process.cpuUsage();
       const machine0 = machineBusyMs();
       const t0 = performance.now();
       const mono0 = Number(process.hrtime.bigint() / 1000n);
-      log(`${name}: ${DURATION_MS / 1000} s (loadavg ${loadavgBefore.join(' ')})`);
+      log(`${name}: ${DURATION_MS / 1000} s`);
       const result = load.rate ? await openLoop(target, load.rate, DURATION_MS, 512) : await closedLoop(target, load.connections!, DURATION_MS);
       const wall = performance.now() - t0;
       const mono1 = Number(process.hrtime.bigint() / 1000n);
-      const gw1 = cpuMs(gwPid);
-      const gwSplit1 = cpuSplitMs(gwPid);
-      const sim1 = cpuMs(simulator!.pid!);
+      const gw1 = cpuSplitMs(pid);
+      const threads1 = threadCpuMs(pid);
+      const sim1 = cpuMs(sim.pid!);
       const self1 = process.cpuUsage(self0);
       const machine1 = machineBusyMs();
       const pg1 = await backendCpu();
-      const events1 = side === 'gateway' ? await lastEvent() : null;
-      const lag = side === 'gateway' ? await catchUp() : null;
-      const gw2 = cpuMs(gwPid);
-      let pgDelta = 0;
-      for (const [pid, ms] of pg1) pgDelta += ms - (pg0.get(pid) ?? 0);
+      let lag: number | null = null;
+      let events1: Awaited<ReturnType<typeof lastEvent>> = null;
+      if (resume) await resume();
+      if (side === 'gateway') {
+        const c0 = performance.now();
+        await catchUp();
+        lag = (performance.now() - c0) / 1000;
+        events1 = await lastEvent();
+      }
+      const gw2 = cpuMs(pid);
+      let pgMs = 0;
+      for (const [p, ms] of pg1) pgMs += ms - (pg0.get(p) ?? 0);
       const per = (ms: number) => (result.ok > 0 ? ms / result.ok : NaN);
       const selfMs = (self1.user + self1.system) / 1000;
+      const gwMs = gw1.user + gw1.system - gw0.user - gw0.system;
       const m: Measurement = {
         name,
         mode,
         load: load.name,
+        base: load.base,
         side,
-        loadavgBefore,
         result,
-        gatewayCpuMsPerReq: per(gw1 - gw0),
-        gatewayCpuMsPerReqWithCatchUp: side === 'gateway' ? per(gw2 - gw0) : null,
+        gatewayCpuMsPerReq: per(gwMs),
+        gatewayUserMsPerReq: per(gw1.user - gw0.user),
+        gatewaySystemMsPerReq: per(gw1.system - gw0.system),
+        gatewayThreadsMsPerReq: Object.fromEntries(
+          [...threads1].map(([name, ms]) => [name, Math.round(per(ms - (threads0.get(name) ?? 0)) * 1000) / 1000] as const).filter(([, v]) => v > 0),
+        ),
+        gatewayCpuMsPerReqWithCatchUp: side === 'gateway' ? per(gw2 - gw0.user - gw0.system) : null,
         projectionLagS: lag,
+        postgresCpuMsPerReq: per(pgMs),
         simulatorCpuMsPerReq: per(sim1 - sim0),
         loadgenCpuMsPerReq: per(selfMs),
-        postgresCpuMsPerReq: per(pgDelta),
-        gatewayCoreBusy: (gw1 - gw0) / wall,
-        loadCoreBusy: (sim1 - sim0 + selfMs + pgDelta) / wall,
-        otherCores: Math.max(0, machine1 - machine0 - (gw1 - gw0) - (sim1 - sim0) - selfMs - pgDelta) / wall,
+        gatewayCoreBusy: gwMs / wall,
+        loadCoreBusy: (sim1 - sim0 + selfMs + pgMs) / wall,
+        otherCores: Math.max(0, machine1 - machine0 - gwMs - (sim1 - sim0) - selfMs - pgMs) / wall,
         quietWaitS,
-        gatewayUserMsPerReq: per(gwSplit1.user - gwSplit0.user),
-        gatewaySystemMsPerReq: per(gwSplit1.system - gwSplit0.system),
-        gatewayVmHwmMb: memKb(gwPid, 'VmHWM') / 1024,
-        gatewayVmRssMb: memKb(gwPid, 'VmRSS') / 1024,
-        monotonicUs: [mono0, mono1],
+        loadavgBefore,
+        gatewayVmHwmMb: memMb(pid, 'VmHWM'),
+        gatewayVmRssMb: memMb(pid, 'VmRSS'),
         eventsPerReq: events0 && events1 && result.ok > 0 ? Number(events1.g - events0.g) / result.ok : null,
+        monotonicUs: [mono0, mono1],
       };
       measurements.push(m);
       const r = result;
       log(
         `${name}: ${r.rps.toFixed(0)} req/s, p50 ${r.latency.p50.toFixed(3)} ms, p99 ${r.latency.p99.toFixed(3)} ms` +
-          (mode === 'stream' ? `, ttfb p50 ${r.ttfb.p50.toFixed(3)} ms` : '') +
-          `, errors ${r.errors}, gw cpu ${m.gatewayCpuMsPerReq.toFixed(3)} ms/req, core0 ${(m.loadCoreBusy * 100).toFixed(0)}%, other processes ${m.otherCores.toFixed(2)} cores` +
-          (lag !== null ? `, projection lag ${lag.toFixed(1)} s` : ''),
+          (mode === 'stream' ? `, TTFB p50 ${r.ttfb.p50.toFixed(3)} ms` : '') +
+          `, errors ${r.errors}, gateway CPU ${m.gatewayCpuMsPerReq.toFixed(3)} ms/req, core 0 ${(m.loadCoreBusy * 100).toFixed(0)}%, other processes ${m.otherCores.toFixed(2)} cores` +
+          (lag !== null ? `, projections caught up ${lag.toFixed(1)} s after the run` : ''),
       );
       if (r.errors > 0) log(`${name}: error samples: ${r.errorSamples.join(' | ')}`);
-      writeFileSync(join(OUT, 'results.json'), JSON.stringify({ measurements }, null, 2));
+      save();
     };
 
     await waitQuiet();
-    const idleCpu0 = cpuMs(gwPid);
+    const idle0 = cpuMs(primary.pid);
     const idleT0 = performance.now();
     await sleep(3000);
-    const gatewayIdleCpu = (cpuMs(gwPid) - idleCpu0) / (performance.now() - idleT0);
-    log(`gateway idle CPU: ${(gatewayIdleCpu * 100).toFixed(1)}% of a core`);
+    const gatewayIdleCpu = (cpuMs(primary.pid) - idle0) / (performance.now() - idleT0);
+    log(`gateway idle CPU: ${(gatewayIdleCpu * 100).toFixed(1)}% of a core; RSS after start ${gatewayRssAfterStartMb.toFixed(0)} MB`);
 
-    for (const mode of ['nonstream', 'stream'] as const) {
-      for (const load of LOADS) {
-        for (const side of ['direct', 'gateway'] as const) {
-          await runOne(`${mode}/${load.name}/${side}`, mode, load, side, targetOf(side, mode));
-        }
-      }
-    }
+    // -------- the suite: direct and gateway back to back for every mode and load
+    for (const mode of ['nonstream', 'stream'] as const)
+      for (const load of LOADS) for (const side of ['direct', 'gateway'] as const) await runOne(mode, load, side, targetOf(side, mode));
 
-    // -------- diagnostic: the same 50 connections spread over 50 accounts (one hot wallet or many)
-    if (DIAG && (!ONLY || ONLY.test('nonstream/c50-50accounts/gateway'))) {
+    // -------- diagnostic 1: the same 50 connections spread over 50 accounts (one hot wallet or many)
+    const manyWallets: Load = { name: 'c50-50accounts', base: 'c50', connections: 50 };
+    if (DIAG && selected(`nonstream/${manyWallets.name}/gateway`)) {
       log('creating 50 accounts for the many-wallets diagnostic');
       const keys: string[] = [];
-      for (let i = 0; i < 50; i++) keys.push((await newAccountKey(gwUrl, `bench-${i}`)).key);
-      await runOne('nonstream/c50-50accounts/gateway', 'nonstream', { name: 'c50-50accounts', connections: 50 }, 'gateway', targetOf('gateway', 'nonstream', keys));
+      for (let i = 0; i < 50; i++) keys.push((await newAccountKey(primary.url, `bench-${i}`)).key);
+      await runOne('nonstream', manyWallets, 'gateway', targetOf('gateway', 'nonstream', keys));
     }
 
-    const peakRssMb = memKb(gwPid, 'VmHWM') / 1024;
+    const peakRssMb = memMb(primary.pid, 'VmHWM');
     log(`gateway peak RSS (VmHWM): ${peakRssMb.toFixed(1)} MB`);
-    await stop(gateway);
-    gateway = null;
 
-    // -------- SQL statements per request: a second gateway with a query counter preloaded
-    let queryCounts: Record<string, unknown> | null = null;
-    if (DIAG && !ONLY) {
+    // -------- diagnostic 2: commits that do not wait for the WAL flush. A second gateway (also on
+    // core 1) connects with `options=-c synchronous_commit=off`; each load runs on the main gateway
+    // and then on the second one, back to back, so both see the same database (the projections'
+    // tables grow during the suite and make later runs slower).
+    //
+    // diagnostic 3: the request path alone. The projection runner is held (see pauseProjections)
+    // during the timed run; what it would have done is caught up afterwards.
+    const diagLoads: Array<[Mode, string, number]> = [
+      ['nonstream', 'c1', 1],
+      ['nonstream', 'c50', 50],
+      ['stream', 'c1', 1],
+    ];
+    const diagNames = (mode: Mode, base: string) => [`${mode}/${base}-again/gateway`, `${mode}/${base}-async-commit/gateway`, `${mode}/${base}-projections-paused/gateway`];
+    if (DIAG && diagLoads.some(([mode, base]) => diagNames(mode, base).some(selected))) {
+      const asyncUrl = new URL(DATABASE_URL);
+      asyncUrl.searchParams.set('options', '-c synchronous_commit=off');
+      const asyncGw = await startGateway('gateway-async-commit', [], { DATABASE_URL: asyncUrl.toString() });
+      for (const [mode, base, connections] of diagLoads) {
+        if (!diagNames(mode, base).some(selected)) continue;
+        await runOne(mode, { name: `${base}-again`, base, connections }, 'gateway', targetOf('gateway', mode));
+        await runOne(mode, { name: `${base}-async-commit`, base, connections }, 'gateway', targetOf('gateway', mode, [acct.key], asyncGw), asyncGw);
+        await runOne(mode, { name: `${base}-projections-paused`, base, connections }, 'gateway', targetOf('gateway', mode), primary, { pauseProjections: true });
+      }
+      await stop(asyncGw.child);
+    }
+    await stop(primary.child);
+
+    // -------- diagnostic 4: SQL statements per request, with a query counter preloaded into another gateway
+    let queryCounts: Record<string, QueryCount> | null = null;
+    if (DIAG && selected('query-count')) {
       const countFile = join(work, 'query-counts.json');
-      gateway = await start(
-        'gateway-count-queries',
-        GATEWAY_CORE,
-        [process.execPath, '--import', './bench/chat-overhead/count-queries.mjs', 'bin/gateway.mjs', 'serve'],
-        { ...gatewayEnv(join(work, 'data')), COUNT_QUERIES_FILE: countFile },
-        /gateway listening on/,
-      );
-      const counted = gateway;
+      const counted = await startGateway('gateway-count-queries', ['--import', './bench/chat-overhead/count-queries.mjs'], { COUNT_QUERIES_FILE: countFile });
       const snapshot = async (): Promise<Record<string, number>> => {
-        counted.kill('SIGUSR2');
+        counted.child.kill('SIGUSR2');
         await sleep(300);
         return JSON.parse(readFileSync(countFile, 'utf8')) as Record<string, number>;
       };
       queryCounts = {};
       for (const mode of ['nonstream', 'stream'] as const) {
-        const target = targetOf('gateway', mode);
-        await closedLoop(target, 1, 1000, false); // warm: key and wallet state cached
+        const target = targetOf('gateway', mode, [acct.key], counted);
+        await closedLoop(target, 1, 1000, false); // key and wallet state cached, connections open
         await catchUp();
         const c0 = await snapshot();
-        const t0 = performance.now();
         const r = await closedLoop(target, 1, 3000);
-        const requestSeconds = (performance.now() - t0) / 1000;
         await catchUp();
         const c1 = await snapshot();
         const perRequest: Record<string, number> = {};
-        for (const [sql, n] of Object.entries(c1)) {
-          const d = n - (c0[sql] ?? 0);
-          if (d > 0) perRequest[sql] = Math.round((d / r.ok) * 1000) / 1000;
+        const byOrigin: Record<string, number> = {};
+        for (const [key, n] of Object.entries(c1)) {
+          const d = (n - (c0[key] ?? 0)) / r.ok;
+          if (d <= 0) continue;
+          perRequest[key] = Math.round(d * 1000) / 1000;
+          const origin = key.split(' | ')[0]!;
+          byOrigin[origin] = Math.round(((byOrigin[origin] ?? 0) + d) * 1000) / 1000;
         }
-        queryCounts[mode] = { requests: r.ok, seconds: requestSeconds, perRequest };
-        log(`query count ${mode}: ${Object.values(perRequest).reduce((a, b) => a + b, 0).toFixed(2)} statements per request (incl. projections)`);
+        queryCounts[mode] = { requests: r.ok, byOrigin, perRequest };
+        log(`SQL statements per ${mode} request: ${JSON.stringify(byOrigin)}`);
       }
-      await stop(gateway);
-      gateway = null;
+      await stop(counted.child);
     }
 
-    const summary = { machine: machine(), settings: { durationMs: DURATION_MS, warmupMs: WARMUP_MS, rate: RATE, cpuProf: CPU_PROF }, gatewayIdleCpu, peakRssMb, measurements, queryCounts };
-    writeFileSync(join(OUT, 'results.json'), JSON.stringify(summary, null, 2));
+    summary = {
+      startedAt,
+      machine: machine(),
+      settings: { durationS: DURATION_MS / 1000, warmupS: WARMUP_MS / 1000, rate: RATE, cpuProf: CPU_PROF, quietCores: QUIET_CORES, quietWaitS: QUIET_WAIT_MS / 1000, only: ONLY?.source ?? null },
+      gatewayIdleCpu,
+      gatewayRssAfterStartMb,
+      peakRssMb,
+      measurements,
+      queryCounts,
+      sourceNewestMtime,
+      sourceChangedDuringRun: changedSince(startedMs),
+    };
+    if (summary.sourceChangedDuringRun.length > 0) log(`WARNING: gateway sources changed during the run: ${summary.sourceChangedDuringRun.join(', ')}`);
+    save();
     const md = report(summary);
     writeFileSync(join(OUT, 'results.md'), md);
     process.stdout.write(`\n${md}\n`);
     log(`results: ${join(OUT, 'results.json')}, ${join(OUT, 'results.md')}`);
   } finally {
-    if (gateway) await stop(gateway);
+    for (const child of gateways) await stop(child);
     if (simulator) await stop(simulator);
     if (db) await db.end().catch(() => {});
     if (!KEEP_DB) {
@@ -539,14 +679,15 @@ async function main() {
   }
 }
 
-function machine() {
+function machine(): Record<string, string | number> {
   const cpu = cpus();
-  let pgVersion = '';
-  try {
-    pgVersion = execFileSync('psql', ['--version']).toString().trim();
-  } catch {
-    /* psql not installed */
-  }
+  const pgVersion = (() => {
+    try {
+      return execFileSync('psql', ['--version']).toString().trim();
+    } catch {
+      return '?';
+    }
+  })();
   return {
     cpu: `${cpu.length} × ${cpu[0]?.model ?? '?'}`,
     memMb: Math.round(Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0) / 1024),
@@ -558,61 +699,96 @@ function machine() {
 
 // ---------------------------------------------------------------- report
 
-type Summary = { measurements: Measurement[]; peakRssMb: number; gatewayIdleCpu: number };
 const f = (v: number | null | undefined, d = 2) => (v === null || v === undefined || Number.isNaN(v) ? '–' : v.toFixed(d));
 
 export function report(s: Summary): string {
-  const get = (mode: string, load: string, side: Side) => s.measurements.find((m) => m.mode === mode && m.load === load && m.side === side);
+  const direct = (mode: string, base: string) => s.measurements.find((m) => m.mode === mode && m.load === base && m.side === 'direct');
+  const gatewayRuns = (mode: string) => s.measurements.filter((m) => m.mode === mode && m.side === 'gateway');
   const lines: string[] = [];
-  const loads = [...new Set(s.measurements.map((m) => m.load))];
+  const pct = (v: number) => `${f(v * 100, 0)}%`;
+  if (s.sourceChangedDuringRun.length > 0)
+    lines.push(`> **Warning**: gateway sources changed while the benchmark ran (${s.sourceChangedDuringRun.join(', ')}); runs after the change may mix two versions.`, '');
+
   lines.push('### Non-streaming', '');
-  lines.push('| load | direct req/s | gateway req/s | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 ms | added p99 ms | gateway CPU ms/req (incl. projections) | gateway core busy | core 0 busy | projection lag s | errors (direct / gateway) |');
+  lines.push('| load | direct req/s | gateway req/s | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 ms | added p99 ms | gateway CPU ms/req (incl. projection catch-up) | gateway core busy | core 0 busy | other processes (cores) | errors (direct / gateway) |');
   lines.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
-  for (const load of loads) {
-    const d = get('nonstream', load, 'direct');
-    const g = get('nonstream', load, 'gateway');
-    if (!g && !d) continue;
+  for (const g of gatewayRuns('nonstream')) {
+    const d = direct('nonstream', g.base);
     lines.push(
-      `| ${load} | ${f(d?.result.rps, 0)} | ${f(g?.result.rps, 0)} | ${f(d?.result.latency.p50, 3)} / ${f(d?.result.latency.p99, 3)} | ${f(g?.result.latency.p50, 3)} / ${f(g?.result.latency.p99, 3)} | ` +
-        `${d && g ? f(g.result.latency.p50 - d.result.latency.p50, 3) : '–'} | ${d && g ? f(g.result.latency.p99 - d.result.latency.p99, 3) : '–'} | ` +
-        `${f(g?.gatewayCpuMsPerReq, 3)} (${f(g?.gatewayCpuMsPerReqWithCatchUp, 3)}) | ${g ? `${f(g.gatewayCoreBusy * 100, 0)}%` : '–'} | ${g ? `${f(g.loadCoreBusy * 100, 0)}%` : '–'} | ${f(g?.projectionLagS, 1)} | ${d?.result.errors ?? '–'} / ${g?.result.errors ?? '–'} |`,
+      `| ${g.load} | ${f(d?.result.rps, 0)} | ${f(g.result.rps, 0)} | ${f(d?.result.latency.p50, 3)} / ${f(d?.result.latency.p99, 3)} | ${f(g.result.latency.p50, 3)} / ${f(g.result.latency.p99, 3)} | ` +
+        `${d ? f(g.result.latency.p50 - d.result.latency.p50, 3) : '–'} | ${d ? f(g.result.latency.p99 - d.result.latency.p99, 3) : '–'} | ` +
+        `${f(g.gatewayCpuMsPerReq, 3)} (${f(g.gatewayCpuMsPerReqWithCatchUp, 3)}) | ${pct(g.gatewayCoreBusy)} | ${pct(g.loadCoreBusy)} | ${f(g.otherCores, 2)} | ${d?.result.errors ?? '–'} / ${g.result.errors} |`,
     );
   }
-  lines.push('', '### Streaming (`stream: true`)', '');
-  lines.push('| load | direct req/s | gateway req/s | direct TTFB p50 / p99 ms | gateway TTFB p50 / p99 ms | added TTFB p50 / p99 ms | direct total p50 / p99 ms | gateway total p50 / p99 ms | added total p50 / p99 ms | gateway CPU ms/req (incl. projections) | gateway core busy | core 0 busy | projection lag s | errors (direct / gateway) |');
+  lines.push('', '### Streaming (`stream: true`; TTFB = first body byte, total = `data: [DONE]` read)', '');
+  lines.push('| load | direct req/s | gateway req/s | direct TTFB p50 / p99 ms | gateway TTFB p50 / p99 ms | added TTFB p50 / p99 ms | direct total p50 / p99 ms | gateway total p50 / p99 ms | added total p50 / p99 ms | gateway CPU ms/req (incl. projection catch-up) | gateway core busy | core 0 busy | other processes (cores) | errors (direct / gateway) |');
   lines.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
-  for (const load of loads) {
-    const d = get('stream', load, 'direct');
-    const g = get('stream', load, 'gateway');
-    if (!g && !d) continue;
-    const diff = (a?: number, b?: number) => (a === undefined || b === undefined ? '–' : f(a - b, 3));
+  for (const g of gatewayRuns('stream')) {
+    const d = direct('stream', g.base);
+    const diff = (a: number, b?: number) => (b === undefined ? '–' : f(a - b, 3));
     lines.push(
-      `| ${load} | ${f(d?.result.rps, 0)} | ${f(g?.result.rps, 0)} | ${f(d?.result.ttfb.p50, 3)} / ${f(d?.result.ttfb.p99, 3)} | ${f(g?.result.ttfb.p50, 3)} / ${f(g?.result.ttfb.p99, 3)} | ` +
-        `${diff(g?.result.ttfb.p50, d?.result.ttfb.p50)} / ${diff(g?.result.ttfb.p99, d?.result.ttfb.p99)} | ` +
-        `${f(d?.result.latency.p50, 3)} / ${f(d?.result.latency.p99, 3)} | ${f(g?.result.latency.p50, 3)} / ${f(g?.result.latency.p99, 3)} | ` +
-        `${diff(g?.result.latency.p50, d?.result.latency.p50)} / ${diff(g?.result.latency.p99, d?.result.latency.p99)} | ` +
-        `${f(g?.gatewayCpuMsPerReq, 3)} (${f(g?.gatewayCpuMsPerReqWithCatchUp, 3)}) | ${g ? `${f(g.gatewayCoreBusy * 100, 0)}%` : '–'} | ${g ? `${f(g.loadCoreBusy * 100, 0)}%` : '–'} | ${f(g?.projectionLagS, 1)} | ${d?.result.errors ?? '–'} / ${g?.result.errors ?? '–'} |`,
+      `| ${g.load} | ${f(d?.result.rps, 0)} | ${f(g.result.rps, 0)} | ${f(d?.result.ttfb.p50, 3)} / ${f(d?.result.ttfb.p99, 3)} | ${f(g.result.ttfb.p50, 3)} / ${f(g.result.ttfb.p99, 3)} | ` +
+        `${diff(g.result.ttfb.p50, d?.result.ttfb.p50)} / ${diff(g.result.ttfb.p99, d?.result.ttfb.p99)} | ` +
+        `${f(d?.result.latency.p50, 3)} / ${f(d?.result.latency.p99, 3)} | ${f(g.result.latency.p50, 3)} / ${f(g.result.latency.p99, 3)} | ` +
+        `${diff(g.result.latency.p50, d?.result.latency.p50)} / ${diff(g.result.latency.p99, d?.result.latency.p99)} | ` +
+        `${f(g.gatewayCpuMsPerReq, 3)} (${f(g.gatewayCpuMsPerReqWithCatchUp, 3)}) | ${pct(g.gatewayCoreBusy)} | ${pct(g.loadCoreBusy)} | ${f(g.otherCores, 2)} | ${d?.result.errors ?? '–'} / ${g.result.errors} |`,
     );
   }
-  lines.push('', '### Per run', '');
-  lines.push('| run | req/s | ok | errors | p50 ms | p99 ms | max ms | TTFB p50 ms | gateway CPU ms/req (user + sys) | Postgres CPU ms/req | simulator CPU ms/req | load generator CPU ms/req | events/req | gateway RSS / peak MB | other processes, cores |');
-  lines.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+
+  const nc1 = s.measurements.find((m) => m.name === 'nonstream/c1/gateway');
+  const nc1d = direct('nonstream', 'c1');
+  const sc1 = s.measurements.find((m) => m.name === 'stream/c1/gateway');
+  const sc1d = direct('stream', 'c1');
+  const nc50 = s.measurements.find((m) => m.name === 'nonstream/c50/gateway');
+  const check = (label: string, target: string, value: number | undefined, ok: (v: number) => boolean, unit: string) =>
+    `| ${label} | ${target} | ${value === undefined ? '–' : `${f(value, value > 100 ? 0 : 3)} ${unit}`} | ${value === undefined ? 'not measured' : ok(value) ? '**met**' : '**missed**'} |`;
+  lines.push('', '### Targets (issue 3, item 8)', '', '| target | goal | measured | |', '|---|---|--:|---|');
+  lines.push(check('added p50, non-streaming, 1 connection', '≤ 0.6 ms', nc1 && nc1d ? nc1.result.latency.p50 - nc1d.result.latency.p50 : undefined, (v) => v <= 0.6, 'ms'));
+  lines.push(check('added p99, non-streaming, 1 connection', '≤ 2 ms', nc1 && nc1d ? nc1.result.latency.p99 - nc1d.result.latency.p99 : undefined, (v) => v <= 2, 'ms'));
+  lines.push(check('added p50, streaming (TTFB), 1 connection', '≤ 1 ms', sc1 && sc1d ? sc1.result.ttfb.p50 - sc1d.result.ttfb.p50 : undefined, (v) => v <= 1, 'ms'));
+  lines.push(check('added p50, streaming (whole stream), 1 connection', '≤ 1 ms', sc1 && sc1d ? sc1.result.latency.p50 - sc1d.result.latency.p50 : undefined, (v) => v <= 1, 'ms'));
+  lines.push(check('requests/s, non-streaming, 50 connections', '≥ 3,000', nc50?.result.rps, (v) => v >= 3000, 'req/s'));
+  lines.push(check('gateway peak RSS (VmHWM)', '≤ 160 MB', s.peakRssMb, (v) => v <= 160, 'MB'));
+
+  lines.push('', '### Every run', '');
+  lines.push('| run | req/s | ok | errors | p50 ms | p99 ms | max ms | TTFB p50 ms | gateway CPU ms/req (user + sys) | of which main thread | Postgres CPU ms/req | simulator CPU ms/req | load generator CPU ms/req | events/req | projections caught up after (s) | gateway RSS / peak MB | other processes (cores) |');
+  lines.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
   for (const m of s.measurements) {
+    const mainThread = Object.entries(m.gatewayThreadsMsPerReq).find(([name]) => name.endsWith('(main thread)'))?.[1];
     const r = m.result;
     lines.push(
       `| ${m.name} | ${f(r.rps, 0)} | ${r.ok} | ${r.errors} | ${f(r.latency.p50, 3)} | ${f(r.latency.p99, 3)} | ${f(r.latency.max, 1)} | ${m.mode === 'stream' ? f(r.ttfb.p50, 3) : '–'} | ` +
-        `${m.side === 'gateway' ? `${f(m.gatewayCpuMsPerReq, 3)} (${f(m.gatewayUserMsPerReq, 2)} + ${f(m.gatewaySystemMsPerReq, 2)})` : '–'} | ${f(m.postgresCpuMsPerReq, 3)} | ${f(m.simulatorCpuMsPerReq, 3)} | ${f(m.loadgenCpuMsPerReq, 3)} | ${f(m.eventsPerReq, 2)} | ${f(m.gatewayVmRssMb, 0)} / ${f(m.gatewayVmHwmMb, 0)} | ${f(m.otherCores, 2)} |`,
+        `${m.side === 'gateway' ? `${f(m.gatewayCpuMsPerReq, 3)} (${f(m.gatewayUserMsPerReq, 2)} + ${f(m.gatewaySystemMsPerReq, 2)})` : '–'} | ${m.side === 'gateway' ? f(mainThread, 3) : '–'} | ${f(m.postgresCpuMsPerReq, 3)} | ${f(m.simulatorCpuMsPerReq, 3)} | ${f(m.loadgenCpuMsPerReq, 3)} | ` +
+        `${f(m.eventsPerReq, 2)} | ${f(m.projectionLagS, 1)} | ${f(m.gatewayVmRssMb, 0)} / ${f(m.gatewayVmHwmMb, 0)} | ${f(m.otherCores, 2)} |`,
     );
   }
-  lines.push('', `Gateway peak RSS (VmHWM over the whole run): **${f(s.peakRssMb, 1)} MB**; gateway CPU while idle: ${f(s.gatewayIdleCpu * 100, 1)}% of a core.`);
+  lines.push(
+    '',
+    `Gateway RSS right after start: ${f(s.gatewayRssAfterStartMb, 0)} MB; peak RSS (VmHWM, main gateway, whole suite): **${f(s.peakRssMb, 1)} MB**; gateway CPU while idle: ${f(s.gatewayIdleCpu * 100, 1)}% of a core.`,
+  );
+
+  if (s.queryCounts) {
+    lines.push('', '### SQL statements per request (1 connection, counted in the `pg` driver)', '');
+    for (const [mode, q] of Object.entries(s.queryCounts)) {
+      lines.push(`**${mode}** (${q.requests} requests): ${Object.entries(q.byOrigin).map(([o, n]) => `${o} ${f(n, 2)}`).join(', ')}`, '');
+      lines.push('| per request | origin | statement |', '|--:|---|---|');
+      for (const [key, n] of Object.entries(q.perRequest).sort((a, b) => b[1] - a[1])) {
+        const [origin, sql] = [key.split(' | ')[0]!, key.split(' | ').slice(1).join(' | ')];
+        lines.push(`| ${f(n, 2)} | ${origin} | \`${sql.slice(0, 200).replaceAll('|', '\\|')}${sql.length > 200 ? '…' : ''}\` |`);
+      }
+      lines.push('');
+    }
+  }
   return lines.join('\n');
 }
 
-const stopAll = () => {
+// ---------------------------------------------------------------- entry
+
+const killChildren = () => {
   for (const child of children) child.kill('SIGKILL');
 };
 process.on('SIGINT', () => {
-  stopAll();
+  killChildren();
   if (KEEP_DB) process.exit(130);
   const c = new pg.Client({ connectionString: PG_ADMIN_URL });
   void c
@@ -625,6 +801,6 @@ process.on('SIGINT', () => {
 
 main().catch((error: unknown) => {
   log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  stopAll();
+  killChildren();
   process.exitCode = 1;
 });
