@@ -238,7 +238,7 @@ export async function main(argv: string[]): Promise<void> {
 
     case 'ledger verify':
       return withRunner(settings, async (runner, storage) => {
-        await runner.catchUp();
+        await runner.catchUpToHead();
         const differences = await verifyLedger(storage.store, storage.sql, values.account ? { accountId: values.account } : {});
         for (const d of differences) process.stdout.write(`DIFF ${d.subject} ${d.field}: events say ${d.expected}, projection has ${d.actual}\n`);
         process.stdout.write(differences.length === 0 ? 'ledger verified: projections match the events\n' : `${differences.length} difference(s)\n`);

@@ -31,7 +31,7 @@ describe('a raw API key', () => {
     await t.gateway.app.inject({ method: 'GET', url: '/v1/key/balance', headers: { 'x-goog-api-key': key } });
     await t.admin('GET', `/keys/${keyId}/reveal`);
     await t.admin('PATCH', `/keys/${keyId}`, { name: 'renamed' });
-    await t.gateway.runner.catchUp();
+    await t.gateway.runner.catchUpToHead();
 
     const stored = await everyStoredText();
     const logs = t.logs.join('');

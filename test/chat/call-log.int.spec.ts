@@ -23,7 +23,7 @@ beforeAll(async () => {
   await ask('all down');
   await ask('too big', { max_tokens: 30_000_000 });
   await openai.chat.completions.create({ model: 'nope', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
-  await h.t.gateway.runner.catchUp();
+  await h.t.gateway.runner.catchUpToHead();
 });
 afterAll(() => h.close());
 

@@ -59,7 +59,7 @@ describe('knowledge projection', () => {
     expect((await t.admin('DELETE', `/accounts/${b.accountId}/kbs/default/pages/p-0`)).statusCode).toBe(200);
     await putPage(t, b.accountId, 'default', 'p-0', { title: 'Page 0 is back', body: '[[p-12]]' });
 
-    await t.gateway.runner.catchUp();
+    await t.gateway.runner.catchUpToHead();
     const live = await snapshot();
     expect(live.knowledge_bases).toHaveLength(2);
     expect(live.kb_readers!.length).toBe(2);

@@ -20,11 +20,11 @@ describe('hold sweeper', () => {
     expect((await reserve('lives', 1000)).ok).toBe(true);
     expect((await reserve('settled', 10)).ok).toBe(true);
     expect((await ledger.settle(accountId, 'settled', parseUsd('0.5'))).ok).toBe(true);
-    await t.gateway.runner.catchUp();
+    await t.gateway.runner.catchUpToHead();
 
     clock += 11;
     expect(await sweepExpiredHolds(t.db.sql, ledger, clock)).toBe(1);
-    await t.gateway.runner.catchUp();
+    await t.gateway.runner.catchUpToHead();
     expect(await sweepExpiredHolds(t.db.sql, ledger, clock)).toBe(0);
 
     const wallet = await ledger.wallet(accountId);

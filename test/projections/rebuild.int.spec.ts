@@ -108,7 +108,7 @@ describe('projections', () => {
           break;
       }
     }
-    await t.gateway.runner.catchUp();
+    await t.gateway.runner.catchUpToHead();
     expect(holds.length).toBeGreaterThan(5);
     const live = await snapshot();
     expect(live.ledger_entries!.length).toBeGreaterThan(20);

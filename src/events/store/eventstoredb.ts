@@ -361,6 +361,14 @@ export function createEventStoreDbStore(connectionString: string): EventStore {
       return out.slice(0, limit);
     },
 
+    async headPosition() {
+      for await (const resolved of client.readAll({ fromPosition: END, maxCount: 50, direction: BACKWARDS })) {
+        const recorded = resolved.event ? toRecorded(resolved) : null;
+        if (recorded) return recorded.position;
+      }
+      return START;
+    },
+
     async *follow(options: FollowOptions = {}) {
       const signal = options.signal;
       let last: Position = options.after ?? START;

@@ -98,6 +98,9 @@ export interface EventStore {
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** The global log in commit order, only events every reader can already see. */
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** Position of the newest committed event (START for an empty log). An event may be
+   * committed and not yet readable by readAll while an older transaction is in flight. */
+  headPosition(): Promise<Position>;
   /** Follows the global log: every event exactly once, in order, until the signal aborts. */
   follow(options?: FollowOptions): AsyncIterable<RecordedEvent>;
   close(): Promise<void>;

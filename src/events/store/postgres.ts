@@ -202,6 +202,14 @@ export function createPostgresEventStore(sql: Sql): EventStore {
       return rows.map(toRecorded);
     },
 
+    async headPosition() {
+      const [row] = await sql.query<{ c: string; p: string }>(
+        `SELECT transaction_id::text AS c, global_position::text AS p FROM events
+          ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1`,
+      );
+      return row ? { commit: BigInt(row.c), prepare: BigInt(row.p) } : START;
+    },
+
     async *follow(options: FollowOptions = {}) {
       let after: Position = options.after ?? START;
       const signal = options.signal;

@@ -142,6 +142,19 @@ export class ProjectionRunner {
     );
   }
 
+  /** Catches up until every projection has applied the log's current head, waiting for
+   * events that older in-flight transactions still hide (operator commands, tests). */
+  async catchUpToHead(timeoutMs = 30_000): Promise<void> {
+    const head = await this.store.headPosition();
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      await this.catchUp();
+      if (this.reached(head)) return;
+      if (Date.now() > deadline) throw new Error('projections did not reach the head of the log in time');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
   /** Empties a projection's tables and replays the whole log into them. */
   async rebuild(name: string): Promise<void> {
     const projection = this.byName(name);
@@ -152,8 +165,15 @@ export class ProjectionRunner {
       await tx.query('UPDATE projection_checkpoints SET commit_position = -1, prepare_position = -1, updated_at = now() WHERE name = $1', [name]);
     });
     this.positions.delete(name);
-    while (await this.step(projection)) {
-      /* replay */
+    const head = await this.store.headPosition();
+    for (;;) {
+      while (await this.step(projection)) {
+        /* replay */
+      }
+      const at = this.positions.get(name);
+      if (at !== undefined && comparePositions(at, head) >= 0) return;
+      // The head is committed but hidden behind an older transaction still in flight.
+      await new Promise((r) => setTimeout(r, 20));
     }
   }
 
