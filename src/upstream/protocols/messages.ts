@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ProtocolAdapter, StreamObserver, Usage } from '../contract';
 import { tokensFromChars } from '../pricing';
-import { zodMessage } from './chat-completions';
+import { openAiErrorMessage, zodMessage } from './chat-completions';
 
 /** The version sent upstream when the client sent none (what direct callers are told to send). */
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -59,10 +59,6 @@ export function anthropicUsage(usage: AnthropicUsage | null | undefined): Usage 
   };
 }
 
-export const anthropicErrorMessage = (body: unknown): string | null => {
-  const message = (body as { error?: { message?: unknown } } | null)?.error?.message;
-  return typeof message === 'string' ? message : null;
-};
 
 type StreamPayload = {
   type?: string;
@@ -102,7 +98,8 @@ export const messages: ProtocolAdapter = {
   // `anthropic-version` (forwarded headers are applied after these).
   authHeaders: (apiKey) => ({ 'x-api-key': apiKey, 'anthropic-version': DEFAULT_ANTHROPIC_VERSION }),
   usageOf: (response) => anthropicUsage((response as { usage?: AnthropicUsage } | null)?.usage),
-  errorMessage: anthropicErrorMessage,
+  // Anthropic's `{type: error, error: {type, message}}` keeps the message where OpenAI does.
+  errorMessage: openAiErrorMessage,
 
   observe(): StreamObserver {
     let fields: AnthropicUsage | null = null;
