@@ -20,7 +20,9 @@ CREATE TABLE IF NOT EXISTS ledger_entries (
   reference text,
   at bigint NOT NULL,
   PRIMARY KEY (account_id, seq)
-);`,
+);
+-- A capture or release looks up its hold's row: without this a hot account's settlement scans its whole ledger.
+CREATE INDEX IF NOT EXISTS ledger_entries_by_hold ON ledger_entries (account_id, hold_id) WHERE hold_id IS NOT NULL;`,
 
   async apply(tx, event, recorded) {
     const accountId = recorded.streamId.slice('wallet-'.length);
