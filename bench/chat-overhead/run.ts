@@ -258,6 +258,8 @@ export interface Measurement {
   readonly eventsPerReq: number | null;
   /** CLOCK_MONOTONIC µs at the start and end of the timed run (the clock of the .cpuprofile timestamps) */
   readonly monotonicUs: [number, number];
+  /** what is special about this run (diagnostics) */
+  readonly note?: string;
 }
 
 export interface QueryCount {
@@ -478,9 +480,24 @@ async function main() {
         await locker.end();
       };
     };
-    const runOne = async (mode: Mode, load: Load, side: Side, target: Target, gateway: Gw = primary, options: { pauseProjections?: boolean } = {}): Promise<void> => {
+    /** key of each gateway run's account, and how many calls it made */
+    const runAccounts = new Map<string, { key: string; calls: number }>();
+    /** A fresh account + key for one run, so that every run starts with an empty wallet history. */
+    const freshTarget = (mode: Mode, label: string, gateway: Gw = primary) => async (): Promise<Target> => {
+      const fresh = await newAccountKey(primary.url, label);
+      return targetOf('gateway', mode, [fresh.key], gateway);
+    };
+    const runOne = async (
+      mode: Mode,
+      load: Load,
+      side: Side,
+      targetOrFactory: Target | (() => Promise<Target>),
+      gateway: Gw = primary,
+      options: { pauseProjections?: boolean; note?: string } = {},
+    ): Promise<void> => {
       const name = `${mode}/${load.name}/${side}`;
       if (!selected(name)) return;
+      const target = typeof targetOrFactory === 'function' ? await targetOrFactory() : targetOrFactory;
       const pid = gateway.pid;
       log(`${name}: warm-up ${WARMUP_MS / 1000} s`);
       if (load.rate) await openLoop(target, load.rate, WARMUP_MS, 512, false);
@@ -551,8 +568,13 @@ async function main() {
         gatewayVmRssMb: memMb(pid, 'VmRSS'),
         eventsPerReq: events0 && events1 && result.ok > 0 ? Number(events1.g - events0.g) / result.ok : null,
         monotonicUs: [mono0, mono1],
+        ...(options.note ? { note: options.note } : {}),
       };
       measurements.push(m);
+      if (side === 'gateway') {
+        const key = /Bearer (\S+)/.exec(target.headers(0).authorization ?? '')?.[1];
+        if (key) runAccounts.set(name, { key, calls: result.ok });
+      }
       const r = result;
       log(
         `${name}: ${r.rps.toFixed(0)} req/s, p50 ${r.latency.p50.toFixed(3)} ms, p99 ${r.latency.p99.toFixed(3)} ms` +
@@ -572,8 +594,13 @@ async function main() {
     log(`gateway idle CPU: ${(gatewayIdleCpu * 100).toFixed(1)}% of a core; RSS after start ${gatewayRssAfterStartMb.toFixed(0)} MB`);
 
     // -------- the suite: direct and gateway back to back for every mode and load
+    // (each gateway run on an account of its own, created just before its warm-up: see the analysis
+    // in docs/benchmarks.md for why a wallet's history matters; `c1-busy-account` below measures it)
     for (const mode of ['nonstream', 'stream'] as const)
-      for (const load of LOADS) for (const side of ['direct', 'gateway'] as const) await runOne(mode, load, side, targetOf(side, mode));
+      for (const load of LOADS) {
+        await runOne(mode, load, 'direct', targetOf('direct', mode));
+        await runOne(mode, load, 'gateway', freshTarget(mode, `bench ${mode} ${load.name}`));
+      }
 
     // -------- diagnostic 1: the same 50 connections spread over 50 accounts (one hot wallet or many)
     const manyWallets: Load = { name: 'c50-50accounts', base: 'c50', connections: 50 };
@@ -606,15 +633,31 @@ async function main() {
       const asyncGw = await startGateway('gateway-async-commit', [], { DATABASE_URL: asyncUrl.toString() });
       for (const [mode, base, connections] of diagLoads) {
         if (!diagNames(mode, base).some(selected)) continue;
-        await runOne(mode, { name: `${base}-again`, base, connections }, 'gateway', targetOf('gateway', mode));
-        await runOne(mode, { name: `${base}-async-commit`, base, connections }, 'gateway', targetOf('gateway', mode, [acct.key], asyncGw), asyncGw);
-        await runOne(mode, { name: `${base}-projections-paused`, base, connections }, 'gateway', targetOf('gateway', mode), primary, { pauseProjections: true });
+        await runOne(mode, { name: `${base}-again`, base, connections }, 'gateway', freshTarget(mode, `bench ${mode} ${base} again`));
+        await runOne(mode, { name: `${base}-async-commit`, base, connections }, 'gateway', freshTarget(mode, `bench ${mode} ${base} async`, asyncGw), asyncGw, {
+          note: 'gateway connected with synchronous_commit=off',
+        });
+        await runOne(mode, { name: `${base}-projections-paused`, base, connections }, 'gateway', freshTarget(mode, `bench ${mode} ${base} paused`), primary, {
+          pauseProjections: true,
+          note: 'projection runner held during the timed run',
+        });
       }
       await stop(asyncGw.child);
     }
+
+    // -------- diagnostic 4: one connection on the account with the longest history so far
+    if (DIAG && selected('nonstream/c1-busy-account/gateway')) {
+      const busiest = [...runAccounts.entries()].filter(([name]) => !name.includes('50accounts')).sort((a, b) => b[1].calls - a[1].calls)[0];
+      if (busiest) {
+        const [from, { key, calls }] = busiest;
+        await runOne('nonstream', { name: 'c1-busy-account', base: 'c1', connections: 1 }, 'gateway', targetOf('gateway', 'nonstream', [key]), primary, {
+          note: `the account of ${from}, after its ${calls} calls (+ warm-up calls)`,
+        });
+      }
+    }
     await stop(primary.child);
 
-    // -------- diagnostic 4: SQL statements per request, with a query counter preloaded into another gateway
+    // -------- diagnostic 5: SQL statements per request, with a query counter preloaded into another gateway
     let queryCounts: Record<string, QueryCount> | null = null;
     if (DIAG && selected('query-count')) {
       const countFile = join(work, 'query-counts.json');
@@ -762,6 +805,8 @@ export function report(s: Summary): string {
         `${f(m.eventsPerReq, 2)} | ${f(m.projectionLagS, 1)} | ${f(m.gatewayVmRssMb, 0)} / ${f(m.gatewayVmHwmMb, 0)} | ${f(m.otherCores, 2)} |`,
     );
   }
+  const notes = s.measurements.filter((m) => m.note);
+  if (notes.length > 0) lines.push('', ...notes.map((m) => `- \`${m.name}\`: ${m.note}`));
   lines.push(
     '',
     `Gateway RSS right after start: ${f(s.gatewayRssAfterStartMb, 0)} MB; peak RSS (VmHWM, main gateway, whole suite): **${f(s.peakRssMb, 1)} MB**; gateway CPU while idle: ${f(s.gatewayIdleCpu * 100, 1)}% of a core.`,
