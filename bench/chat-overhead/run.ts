@@ -354,7 +354,7 @@ async function main() {
       log(`${name} ${url} (pid ${child.pid}, core ${GATEWAY_CORE})${nodeFlags.length ? ` node ${nodeFlags.join(' ')}` : ''}${extraEnv.DATABASE_URL ? ` DATABASE_URL ${extraEnv.DATABASE_URL}` : ''}`);
       return { name, child, pid: child.pid!, url };
     };
-    const primary = await startGateway('gateway', CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(OUT, 'cpu-prof')}`] : []);
+    let primary = await startGateway('gateway', CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(OUT, 'cpu-prof')}`] : []);
     const gatewayRssAfterStartMb = memMb(primary.pid, 'VmRSS');
 
     db = new pg.Client({ connectionString: DATABASE_URL });
@@ -484,7 +484,7 @@ async function main() {
     const runAccounts = new Map<string, { key: string; calls: number }>();
     /** A fresh account + key for one run, so that every run starts with an empty wallet history. */
     const freshTarget = (mode: Mode, label: string, gateway: Gw = primary) => async (): Promise<Target> => {
-      const fresh = await newAccountKey(primary.url, label);
+      const fresh = await newAccountKey(gateway.url, label);
       return targetOf('gateway', mode, [fresh.key], gateway);
     };
     const runOne = async (
@@ -614,35 +614,35 @@ async function main() {
     const peakRssMb = memMb(primary.pid, 'VmHWM');
     log(`gateway peak RSS (VmHWM): ${peakRssMb.toFixed(1)} MB`);
 
-    // -------- diagnostic 2: commits that do not wait for the WAL flush. A second gateway (also on
-    // core 1) connects with `options=-c synchronous_commit=off`; each load runs on the main gateway
-    // and then on the second one, back to back, so both see the same database (the projections'
-    // tables grow during the suite and make later runs slower).
-    //
-    // diagnostic 3: the request path alone. The projection runner is held (see pauseProjections)
-    // during the timed run; what it would have done is caught up afterwards.
+    // -------- diagnostics 2 and 3, for non-streaming c1 and c50 and streaming c1, back to back:
+    //  - `-again`: the main gateway once more (later runs differ from the first ones: the tables grow);
+    //  - `-projections-paused`: the request path alone; the projection runner is held (see
+    //    pauseProjections) during the timed run, and catches up afterwards;
+    //  - `-async-commit`: commits that do not wait for the WAL flush: the main gateway is stopped and
+    //    another one started whose connections use `options=-c synchronous_commit=off` (never two
+    //    gateways at once: their projection runners would compete for the same batches), then the
+    //    main configuration is started again.
     const diagLoads: Array<[Mode, string, number]> = [
       ['nonstream', 'c1', 1],
       ['nonstream', 'c50', 50],
       ['stream', 'c1', 1],
     ];
-    const diagNames = (mode: Mode, base: string) => [`${mode}/${base}-again/gateway`, `${mode}/${base}-async-commit/gateway`, `${mode}/${base}-projections-paused/gateway`];
-    if (DIAG && diagLoads.some(([mode, base]) => diagNames(mode, base).some(selected))) {
-      const asyncUrl = new URL(DATABASE_URL);
-      asyncUrl.searchParams.set('options', '-c synchronous_commit=off');
+    const asyncUrl = new URL(DATABASE_URL);
+    asyncUrl.searchParams.set('options', '-c synchronous_commit=off');
+    for (const [mode, base, connections] of DIAG ? diagLoads : []) {
+      await runOne(mode, { name: `${base}-again`, base, connections }, 'gateway', freshTarget(mode, `bench ${mode} ${base} again`));
+      await runOne(mode, { name: `${base}-projections-paused`, base, connections }, 'gateway', freshTarget(mode, `bench ${mode} ${base} paused`), primary, {
+        pauseProjections: true,
+        note: 'projection runner held during the timed run',
+      });
+      if (!selected(`${mode}/${base}-async-commit/gateway`)) continue;
+      await stop(primary.child);
       const asyncGw = await startGateway('gateway-async-commit', [], { DATABASE_URL: asyncUrl.toString() });
-      for (const [mode, base, connections] of diagLoads) {
-        if (!diagNames(mode, base).some(selected)) continue;
-        await runOne(mode, { name: `${base}-again`, base, connections }, 'gateway', freshTarget(mode, `bench ${mode} ${base} again`));
-        await runOne(mode, { name: `${base}-async-commit`, base, connections }, 'gateway', freshTarget(mode, `bench ${mode} ${base} async`, asyncGw), asyncGw, {
-          note: 'gateway connected with synchronous_commit=off',
-        });
-        await runOne(mode, { name: `${base}-projections-paused`, base, connections }, 'gateway', freshTarget(mode, `bench ${mode} ${base} paused`), primary, {
-          pauseProjections: true,
-          note: 'projection runner held during the timed run',
-        });
-      }
+      await runOne(mode, { name: `${base}-async-commit`, base, connections }, 'gateway', freshTarget(mode, `bench ${mode} ${base} async`, asyncGw), asyncGw, {
+        note: 'a gateway whose connections use synchronous_commit=off',
+      });
       await stop(asyncGw.child);
+      primary = await startGateway('gateway', []);
     }
 
     // -------- diagnostic 4: one connection on the account with the longest history so far

@@ -193,8 +193,7 @@ export function createPostgresEventStore(sql: Sql): EventStore {
       const rows = await sql.query<EventRow>(
         `SELECT ${COLUMNS} FROM events
           WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-            AND (transaction_id > $1::text::xid8
-                 OR (transaction_id = $1::text::xid8 AND global_position > $2::bigint))
+            AND (transaction_id, global_position) > ($1::text::xid8, $2::bigint)
           ORDER BY events.transaction_id, events.global_position
           LIMIT $3`,
         [after.commit < 0n ? '0' : String(after.commit), String(after.prepare), options.maxCount ?? 1000],
