@@ -1,4 +1,5 @@
-# The gateway: TypeScript sources run through tsx (bin/gateway.mjs), no build step.
+# The gateway: compiled JavaScript, an esbuild bundle of src/ (dist/, built below by bin/build.mjs)
+# that bin/gateway.mjs runs.
 FROM node:20-slim
 
 WORKDIR /app
@@ -8,6 +9,10 @@ COPY package.json package-lock.json ./
 RUN npm ci && npm cache clean --force
 
 COPY . .
+# Built at image build time: the node user cannot write /app, and a bundle built from the image's
+# own sources is up to date, so bin/gateway.mjs does not rebuild at start. A dist/ that came with
+# the build context is discarded first.
+RUN rm -rf dist && npm run build
 
 # DATA_DIR holds the embedded store (when no DATABASE_URL / EVENTSTORE_URL is set) and the
 # generated KEY_ENCRYPTION_SECRET, so it is a volume owned by the unprivileged node user.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { v5 as uuidv5 } from 'uuid';
 import { decodeRecorded, schemaVersion, type DomainEvent } from '../events/catalog';
-import { ConcurrencyError, type EventStore, type Position } from '../events/store/port';
+import { ConcurrencyError, type EventStore, type NewEvent, type Position } from '../events/store/port';
 import type { Decider, DomainError } from './decision';
 
 const EVENT_ID_NAMESPACE = '6f1d3c1e-2b7a-4c55-9d0e-3f6a8b9c0d21';
@@ -23,37 +23,159 @@ export interface HandleOptions {
   /** Makes the command idempotent; a random id is used when absent. */
   readonly commandId?: string;
   readonly metadata?: Record<string, unknown>;
+  /** false: the append may return before the database has flushed it (see AppendOptions). */
+  readonly durable?: boolean;
+  /** Nobody waits for this command (a settlement after the answer was sent): it may wait
+   * up to LINGER_MS for other commands of its stream, to share their append. */
+  readonly deferrable?: boolean;
 }
 
 const MAX_CONFLICT_RETRIES = 25;
 const CACHE_LIMIT = 10_000;
+/** Commands decided and appended together at most. */
+const MAX_BATCH = 256;
+/** How long a deferrable command waits for company before it is appended alone. */
+const LINGER_MS = 2;
+
+interface CommandJob<C, S> {
+  readonly kind: 'command';
+  readonly command: C;
+  readonly options: HandleOptions;
+  readonly commandId: string;
+  resolve(handled: Handled<S>): void;
+  reject(error: unknown): void;
+}
+
+interface LoadJob<S> {
+  readonly kind: 'load';
+  resolve(loaded: Loaded<S>): void;
+  reject(error: unknown): void;
+}
+
+type Job<C, S> = CommandJob<C, S> | LoadJob<S>;
+
+/** The commands and reads waiting for one stream, run in arrival order. */
+interface Lane<C, S> {
+  readonly jobs: Job<C, S>[];
+  busy: boolean;
+  linger: NodeJS.Timeout | null;
+}
+
+type Outcome<S> = { ok: true; state: S; revision: bigint; events: readonly DomainEvent[] } | { ok: false; error: DomainError; commandId: string | undefined };
 
 /**
  * Loads an aggregate, decides, appends with the expected revision, and retries on a
- * conflict. Commands for one stream run one at a time in this process (a queue per
- * stream) and the folded state is cached with its revision, so a hot wallet is read
+ * conflict. Commands for one stream run in arrival order in this process (a lane per
+ * stream), and the folded state is cached with its revision, so a hot wallet is read
  * forward from where it was, not replayed, and rarely conflicts with itself.
+ *
+ * Group commit: while one append of a stream is in flight, the commands that arrive
+ * queue up; the next round decides all of them on the cached state, one after the
+ * other, and appends their events in one statement. One database round trip (and at
+ * most one WAL flush) then serves many calls of a busy wallet.
  */
 export class CommandHandler<C, S, E extends DomainEvent> {
   private readonly cache = new Map<string, Loaded<S>>();
-  private readonly queues = new Map<string, Promise<unknown>>();
+  /** When each cached state was last known to match the store (ms, performance.now()). */
+  private readonly checkedAt = new Map<string, number>();
+  private readonly lanes = new Map<string, Lane<C, S>>();
+  private idleWaiters: Array<() => void> = [];
 
   constructor(
     private readonly store: EventStore,
     private readonly decider: Decider<C, S, E>,
   ) {}
 
-  /** Current state, read forward from the cached revision: real time, never a projection. */
+  /** Current state, read forward from the cached revision after every command queued
+   * before it: real time, never a projection. */
   load(streamId: string): Promise<Loaded<S>> {
-    return this.serial(streamId, () => this.refresh(streamId));
+    return new Promise((resolve, reject) => this.enqueue(streamId, { kind: 'load', resolve, reject }, false));
+  }
+
+  /**
+   * The cached state when it was checked against the store less than `maxAgeMs` ago,
+   * without waiting for queued commands; else a real `load`. For checks that a later
+   * decision repeats on fresh state anyway (authentication before a reservation).
+   */
+  recent(streamId: string, maxAgeMs: number): Promise<Loaded<S>> | Loaded<S> {
+    const cached = this.cache.get(streamId);
+    const at = this.checkedAt.get(streamId);
+    if (cached && at !== undefined && performance.now() - at <= maxAgeMs) return cached;
+    return this.load(streamId);
   }
 
   handle(streamId: string, command: C, options: HandleOptions = {}): Promise<Handled<S>> {
-    return this.serial(streamId, () => this.run(streamId, command, options));
+    const commandId = options.commandId ?? randomUUID();
+    return new Promise((resolve, reject) =>
+      this.enqueue(streamId, { kind: 'command', command, options, commandId, resolve, reject }, options.deferrable === true),
+    );
   }
 
-  private async run(streamId: string, command: C, options: HandleOptions): Promise<Handled<S>> {
-    const commandId = options.commandId ?? randomUUID();
+  /** Resolves when no command or read is queued or running for any stream. */
+  idle(): Promise<void> {
+    if (this.lanes.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private enqueue(streamId: string, job: Job<C, S>, deferrable: boolean) {
+    let lane = this.lanes.get(streamId);
+    if (!lane) {
+      lane = { jobs: [], busy: false, linger: null };
+      this.lanes.set(streamId, lane);
+    }
+    lane.jobs.push(job);
+    if (lane.busy) return;
+    if (deferrable) {
+      if (!lane.linger) {
+        const waiting = lane;
+        lane.linger = setTimeout(() => this.drain(streamId, waiting), LINGER_MS);
+      }
+      return;
+    }
+    this.drain(streamId, lane);
+  }
+
+  private drain(streamId: string, lane: Lane<C, S>) {
+    if (lane.linger) clearTimeout(lane.linger);
+    lane.linger = null;
+    if (lane.busy) return;
+    lane.busy = true;
+    void (async () => {
+      while (lane.jobs.length > 0) {
+        const first = lane.jobs[0]!;
+        if (first.kind === 'load') {
+          lane.jobs.shift();
+          await this.refresh(streamId).then(first.resolve, first.reject);
+          continue;
+        }
+        let n = 1;
+        while (n < lane.jobs.length && n < MAX_BATCH && lane.jobs[n]!.kind === 'command') n++;
+        const batch = lane.jobs.splice(0, n) as CommandJob<C, S>[];
+        if (batch.length === 1) await this.run(streamId, batch[0]!).then(batch[0]!.resolve, batch[0]!.reject);
+        // A bug in a decider must fail its callers, not leave the lane busy for ever.
+        else await this.runBatch(streamId, batch).catch((error: unknown) => batch.forEach((job) => job.reject(error)));
+      }
+      lane.busy = false;
+      this.lanes.delete(streamId);
+      if (this.lanes.size === 0) {
+        const waiters = this.idleWaiters;
+        this.idleWaiters = [];
+        for (const w of waiters) w();
+      }
+    })();
+  }
+
+  private newEvents(job: CommandJob<C, S>, events: readonly DomainEvent[]): NewEvent[] {
+    return events.map((event, i) => ({
+      id: eventIdFor(job.commandId, i),
+      type: event.type,
+      data: event.data,
+      metadata: { ...job.options.metadata, command_id: job.commandId, schema_version: schemaVersion(event.type) },
+    }));
+  }
+
+  private async run(streamId: string, job: CommandJob<C, S>): Promise<Handled<S>> {
+    const { command, options, commandId } = job;
     // Optimistic: decide on the cached state and let the expected revision catch a
     // stale cache (another instance wrote); read forward only then, or before a refusal.
     const cached = this.cache.get(streamId);
@@ -78,35 +200,129 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       try {
         const result = await this.store.append(
           streamId,
-          decision.events.map((event, i) => ({
-            id: eventIdFor(commandId, i),
-            type: event.type,
-            data: event.data,
-            metadata: { ...options.metadata, command_id: commandId, schema_version: schemaVersion(event.type) },
-          })),
+          this.newEvents(job, decision.events),
           loaded.revision === -1n ? 'no_stream' : loaded.revision,
+          { durable: options.durable !== false },
         );
         if (result.duplicate) {
           this.cache.delete(streamId);
           const reloaded = await this.refresh(streamId);
           return { ok: true, state: reloaded.state, revision: reloaded.revision, position: result.position, events: [], duplicate: true };
         }
-        const state = decision.events.reduce((s, e) => this.decider.evolve(s, e), loaded.state);
+        const state = decision.events.reduce((s, e) => this.decider.evolve(s, e as E), loaded.state);
         this.remember(streamId, { revision: result.nextRevision, state });
         return { ok: true, state, revision: result.nextRevision, position: result.position, events: decision.events, duplicate: false };
       } catch (error) {
         if (!(error instanceof ConcurrencyError) || attempt >= MAX_CONFLICT_RETRIES) throw error;
         // Another process wrote to the stream: read forward and decide again.
-        loaded = await this.refresh(streamId);
+        loaded = await this.afterConflict(streamId, error);
         fresh = true;
       }
     }
   }
 
+  /**
+   * Decides a batch in order on the cached state and appends all its events at once.
+   * A refusal on a state that may be stale, a conflict, or anything unusual sends the
+   * batch back through a read forward; a duplicate append falls back to one command
+   * at a time, where the single path tells which command was the retry.
+   */
+  private async runBatch(streamId: string, batch: readonly CommandJob<C, S>[]): Promise<void> {
+    const cached = this.cache.get(streamId);
+    let loaded: Loaded<S>;
+    try {
+      loaded = cached ?? (await this.refresh(streamId));
+    } catch (error) {
+      for (const job of batch) job.reject(error);
+      return;
+    }
+    let fresh = cached === undefined;
+    for (let attempt = 0; ; attempt++) {
+      let state = loaded.state;
+      let revision = loaded.revision;
+      const outcomes: Outcome<S>[] = [];
+      const events: NewEvent[] = [];
+      let stale = false;
+      for (const job of batch) {
+        const decision = this.decider.decide(job.command, state);
+        if (!decision.ok) {
+          if (!fresh) {
+            stale = true;
+            break;
+          }
+          outcomes.push({ ok: false, error: decision.error, commandId: job.options.commandId });
+          continue;
+        }
+        events.push(...this.newEvents(job, decision.events));
+        for (const event of decision.events) state = this.decider.evolve(state, event as E);
+        revision += BigInt(decision.events.length);
+        outcomes.push({ ok: true, state, revision, events: decision.events });
+      }
+      try {
+        if (stale) {
+          loaded = await this.refresh(streamId);
+          fresh = true;
+          continue;
+        }
+        let position: Position | null = null;
+        if (events.length > 0) {
+          const result = await this.store.append(streamId, events, loaded.revision === -1n ? 'no_stream' : loaded.revision, {
+            durable: batch.some((job) => job.options.durable !== false),
+          });
+          if (result.duplicate) return await this.oneByOne(streamId, batch);
+          this.remember(streamId, { revision: result.nextRevision, state });
+          position = result.position;
+        }
+        for (let i = 0; i < batch.length; i++) {
+          const job = batch[i]!;
+          const outcome = outcomes[i]!;
+          if (outcome.ok) job.resolve({ ...outcome, position: outcome.events.length > 0 ? position : null, duplicate: false });
+          else if (outcome.commandId && (await this.alreadyApplied(streamId, outcome.commandId)))
+            job.resolve({ ok: true, state, revision: this.cache.get(streamId)?.revision ?? revision, position: null, events: [], duplicate: true });
+          else job.resolve({ ok: false, error: outcome.error });
+        }
+        return;
+      } catch (error) {
+        if (error instanceof ConcurrencyError && attempt < MAX_CONFLICT_RETRIES) {
+          try {
+            loaded = await this.afterConflict(streamId, error);
+          } catch (readError) {
+            for (const job of batch) job.reject(readError);
+            return;
+          }
+          fresh = true;
+          continue;
+        }
+        if (error instanceof ConcurrencyError) {
+          for (const job of batch) job.reject(error);
+          return;
+        }
+        return await this.oneByOne(streamId, batch);
+      }
+    }
+  }
+
+  private async oneByOne(streamId: string, batch: readonly CommandJob<C, S>[]) {
+    this.cache.delete(streamId);
+    for (const job of batch) await this.run(streamId, job).then(job.resolve, job.reject);
+  }
+
+  /** A conflict whose stream is behind the cache (the database lost its newest commits
+   * in a crash) must not be read forward from the cache: start again from the stream. */
+  private async afterConflict(streamId: string, error: ConcurrencyError): Promise<Loaded<S>> {
+    const cached = this.cache.get(streamId);
+    if (cached && (error.actual === 'no_stream' || error.actual < cached.revision)) this.cache.delete(streamId);
+    return this.refresh(streamId);
+  }
+
   private async refresh(streamId: string): Promise<Loaded<S>> {
     const cached = this.cache.get(streamId) ?? { revision: -1n, state: this.decider.initialState };
+    const checked = performance.now();
     const newer = await this.store.readStream(streamId, { fromRevision: cached.revision + 1n });
-    if (newer.length === 0) return cached;
+    if (newer.length === 0) {
+      if (this.cache.has(streamId)) this.checkedAt.set(streamId, checked);
+      return cached;
+    }
     let state = cached.state;
     let revision = cached.revision;
     for (const recorded of newer) {
@@ -114,7 +330,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       revision = recorded.revision;
     }
     const loaded = { revision, state };
-    this.remember(streamId, loaded);
+    this.remember(streamId, loaded, checked);
     return loaded;
   }
 
@@ -125,20 +341,14 @@ export class CommandHandler<C, S, E extends DomainEvent> {
     return tail.some((event) => event.id === firstId);
   }
 
-  private remember(streamId: string, loaded: Loaded<S>) {
+  private remember(streamId: string, loaded: Loaded<S>, checked = performance.now()) {
     this.cache.delete(streamId);
     this.cache.set(streamId, loaded);
-    if (this.cache.size > CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as string);
-  }
-
-  private serial<T>(streamId: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(streamId) ?? Promise.resolve();
-    const next = previous.then(fn, fn);
-    const settled = next.catch(() => {});
-    this.queues.set(streamId, settled);
-    void settled.then(() => {
-      if (this.queues.get(streamId) === settled) this.queues.delete(streamId);
-    });
-    return next;
+    this.checkedAt.set(streamId, checked);
+    if (this.cache.size > CACHE_LIMIT) {
+      const oldest = this.cache.keys().next().value as string;
+      this.cache.delete(oldest);
+      this.checkedAt.delete(oldest);
+    }
   }
 }

@@ -8,6 +8,23 @@ import { CommandHandler, type Handled } from './handle-command';
 import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
 import { walletDecider, type WalletCommand, type WalletState } from './wallet/decider';
 
+/** How the appends that meter calls (reserve, settle, release, rejected calls) commit.
+ * `sync`: each waits for the WAL flush like every other command. `async`: they return once
+ * committed, without waiting for the flush; a crash of the database server (not of the
+ * gateway) can then lose the last moments of call metering — calls that were served and
+ * are never charged, never a charge without its call. Money coming in (top-ups, grants)
+ * and every admin command always wait for the flush. */
+export type CallCommit = 'sync' | 'async';
+
+export interface LedgerOptions {
+  readonly now?: () => number;
+  readonly callCommit?: CallCommit;
+}
+
+/** How stale the cached key state may be when authentication reads it: a key changed
+ * through another gateway instance takes effect here within this time. */
+export const KEY_STATE_MAX_AGE_MS = 1000;
+
 export type Result<T> = ({ ok: true; position: Position | null } & T) | { ok: false; error: DomainError };
 
 const unixNow = () => Math.floor(Date.now() / 1000);
@@ -38,15 +55,22 @@ export class Ledger {
   readonly wallets: CommandHandler<WalletCommand, WalletState, WalletEvent>;
   readonly keys: CommandHandler<KeyCommand, KeyState, KeyEvent>;
 
+  private readonly now: () => number;
+  private readonly callsDurable: boolean;
+
   constructor(
     store: EventStore,
     private readonly vault: KeyVault,
-    private readonly now: () => number = unixNow,
+    options: LedgerOptions | (() => number) = {},
   ) {
+    const o = typeof options === 'function' ? { now: options } : options;
+    this.now = o.now ?? unixNow;
+    this.callsDurable = (o.callCommit ?? 'async') === 'sync';
     this.wallets = new CommandHandler(store, walletDecider);
     this.keys = new CommandHandler(store, keyDecider);
   }
 
+  /** The wallet after every command queued before this read: real time. */
   async wallet(accountId: string): Promise<WalletState> {
     return (await this.wallets.load(walletStream(accountId))).state;
   }
@@ -55,8 +79,28 @@ export class Ledger {
     return (await this.keys.load(keyStream(keyId))).state;
   }
 
-  private wallet$(accountId: string, command: WalletCommand, commandId?: string, actor?: string) {
-    return this.wallets.handle(walletStream(accountId), command, { ...(commandId ? { commandId } : {}), ...(actor ? { metadata: { actor } } : {}) });
+  /** The key as authentication needs it: cached, at most KEY_STATE_MAX_AGE_MS behind the log. */
+  async recentKey(keyId: string): Promise<KeyState> {
+    return (await this.keys.recent(keyStream(keyId), KEY_STATE_MAX_AGE_MS)).state;
+  }
+
+  /** The wallet as this instance last knew it, without waiting: for checks the
+   * reservation repeats on the aggregate (status, balance above zero). */
+  async cachedWallet(accountId: string): Promise<WalletState> {
+    return (await this.wallets.recent(walletStream(accountId), Number.POSITIVE_INFINITY)).state;
+  }
+
+  /** Resolves once every queued wallet and key command has been appended. */
+  async idle(): Promise<void> {
+    await Promise.all([this.wallets.idle(), this.keys.idle()]);
+  }
+
+  private wallet$(accountId: string, command: WalletCommand, commandId?: string, actor?: string, call?: { deferrable: boolean }) {
+    return this.wallets.handle(walletStream(accountId), command, {
+      ...(commandId ? { commandId } : {}),
+      ...(actor ? { metadata: { actor } } : {}),
+      ...(call ? { durable: this.callsDurable, deferrable: call.deferrable } : {}),
+    });
   }
 
   private key$(keyId: string, command: KeyCommand, actor?: string) {
@@ -103,24 +147,28 @@ export class Ledger {
         now,
       },
       `reserve:${request.holdId}`,
+      undefined,
+      { deferrable: false },
     );
     return outcome(handled, (state) => ({ state }));
   }
 
-  async settle(accountId: string, holdId: string, amount: bigint, call?: CallRecord) {
+  /** `deferrable`: the caller does not wait for the result (the answer has gone out);
+   * the settlement is queued at once, so every later read or command of the wallet sees it. */
+  async settle(accountId: string, holdId: string, amount: bigint, call?: CallRecord, deferrable = false) {
     const command = { type: 'Settle' as const, holdId, amount, ...(call ? { call } : {}), now: this.now() };
-    return outcome(await this.wallet$(accountId, command, `settle:${holdId}`), (state) => ({ state }));
+    return outcome(await this.wallet$(accountId, command, `settle:${holdId}`, undefined, { deferrable }), (state) => ({ state }));
   }
 
-  async release(accountId: string, holdId: string, reason: string, call?: CallRecord) {
+  async release(accountId: string, holdId: string, reason: string, call?: CallRecord, deferrable = false) {
     const command = { type: 'Release' as const, holdId, reason, ...(call ? { call } : {}), now: this.now() };
-    return outcome(await this.wallet$(accountId, command, `release:${holdId}`), (state) => ({ state }));
+    return outcome(await this.wallet$(accountId, command, `release:${holdId}`, undefined, { deferrable }), (state) => ({ state }));
   }
 
   /** A call refused before it could hold money still gets its call-log row (cost 0). */
-  async recordRejected(accountId: string, call: CallRecord) {
+  async recordRejected(accountId: string, call: CallRecord, deferrable = false) {
     return outcome(
-      await this.wallet$(accountId, { type: 'RecordRejectedCall', call, now: this.now() }, `rejected:${call.request_id}`),
+      await this.wallet$(accountId, { type: 'RecordRejectedCall', call, now: this.now() }, `rejected:${call.request_id}`, undefined, { deferrable }),
       (state) => ({ state }),
     );
   }

@@ -1,9 +1,20 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { ConfigSchema, type GatewayConfig } from './schema';
 
-export const DEMO_CONFIG_PATH = fileURLToPath(new URL('../../config/demo.yaml', import.meta.url));
+/** `config/demo.yaml` of the package, found from this module upwards: it runs from src/config/
+ * (tests) or from the bundle in dist/ (bin/gateway.mjs). */
+function demoConfigPath(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dirname(dir) !== dir; dir = dirname(dir)) {
+    const candidate = join(dir, 'config', 'demo.yaml');
+    if (existsSync(candidate)) return candidate;
+  }
+  return fileURLToPath(new URL('../../config/demo.yaml', import.meta.url));
+}
+
+export const DEMO_CONFIG_PATH = demoConfigPath();
 
 export class ConfigError extends Error {
   constructor(message: string) {

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile, rename } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import { AwsClient } from 'aws4fetch';
+import type { AwsClient } from 'aws4fetch';
 
 /** Source files of knowledge pages, addressed by their `r2_key`. */
 export interface ObjectStore {
@@ -91,14 +91,20 @@ export interface S3Settings {
 /** Any S3-compatible store (AWS S3, R2, MinIO), path-style, signed with SigV4. */
 export class S3ObjectStore implements ObjectStore {
   readonly kind = 's3' as const;
-  private readonly client: AwsClient;
-  constructor(private readonly settings: S3Settings) {
-    this.client = new AwsClient({
-      accessKeyId: settings.accessKeyId,
-      secretAccessKey: settings.secretAccessKey,
-      service: 's3',
-      region: settings.region,
-    });
+  private clientLoaded: Promise<AwsClient> | undefined;
+  constructor(private readonly settings: S3Settings) {}
+
+  /** aws4fetch is loaded on first use, so a gateway without S3 never loads it. */
+  private client(): Promise<AwsClient> {
+    return (this.clientLoaded ??= import('aws4fetch').then(
+      ({ AwsClient }) =>
+        new AwsClient({
+          accessKeyId: this.settings.accessKeyId,
+          secretAccessKey: this.settings.secretAccessKey,
+          service: 's3',
+          region: this.settings.region,
+        }),
+    ));
   }
 
   private urlOf(key: string): URL {
@@ -108,7 +114,7 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
-    const response = await this.client.fetch(this.urlOf(key).toString(), {
+    const response = await (await this.client()).fetch(this.urlOf(key).toString(), {
       method: 'PUT',
       body: bytes,
       headers: { 'content-type': contentType },
@@ -120,7 +126,7 @@ export class S3ObjectStore implements ObjectStore {
     const url = this.urlOf(key);
     url.searchParams.set('X-Amz-Expires', String(ttlSeconds));
     if (context.filename) url.searchParams.set('response-content-disposition', `attachment; filename="${context.filename.replace(/"/g, '')}"`);
-    const signed = await this.client.sign(url.toString(), { method: 'GET', aws: { signQuery: true } });
+    const signed = await (await this.client()).sign(url.toString(), { method: 'GET', aws: { signQuery: true } });
     return signed.url;
   }
 }

@@ -4,11 +4,10 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { startHoldSweeper } from '../commands/hold-sweeper';
 import { KnowledgeService } from '../commands/knowledge/service';
-import { Ledger } from '../commands/ledger';
+import { Ledger, type CallCommit } from '../commands/ledger';
 import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
 import type { GatewayConfig } from '../config/schema';
-import { createEventStoreDbStore } from '../events/store/eventstoredb';
 import { createPostgresEventStore, migrateEvents } from '../events/store/postgres';
 import type { EventStore } from '../events/store/port';
 import { buildApp, type AppDeps } from '../http/app';
@@ -33,6 +32,8 @@ export interface Settings {
   readonly keyEncryptionSecret: string | undefined;
   readonly logLevel: string;
   readonly publicBaseUrl: string | undefined;
+  /** How call metering commits (LEDGER_CALL_COMMIT): see CallCommit. */
+  readonly callCommit: CallCommit;
   /** The environment the settings came from (object store settings are read from it). */
   readonly env: NodeJS.ProcessEnv;
 }
@@ -51,8 +52,15 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     keyEncryptionSecret: blank(env.KEY_ENCRYPTION_SECRET),
     logLevel: env.LOG_LEVEL ?? 'info',
     publicBaseUrl: blank(env.PUBLIC_BASE_URL),
+    callCommit: callCommitOf(blank(env.LEDGER_CALL_COMMIT)),
     env,
   };
+}
+
+function callCommitOf(value: string | undefined): CallCommit {
+  if (value === undefined) return 'async';
+  if (value === 'sync' || value === 'async') return value;
+  throw new Error(`LEDGER_CALL_COMMIT must be "sync" or "async", not "${value}"`);
 }
 
 /** A secret from the environment, else the one generated into DATA_DIR on first start. */
@@ -88,7 +96,10 @@ export async function openStorage(settings: Settings, sqlOverride?: Sql): Promis
     release = acquireDataDirLock(settings.dataDir);
     sql = await openPglite(join(settings.dataDir, 'pglite'));
   }
-  const store = settings.eventStoreUrl ? createEventStoreDbStore(settings.eventStoreUrl) : createPostgresEventStore(sql);
+  // The EventStoreDB client (gRPC) is loaded only when EVENTSTORE_URL is set.
+  const store = settings.eventStoreUrl
+    ? (await import('../events/store/eventstoredb')).createEventStoreDbStore(settings.eventStoreUrl)
+    : createPostgresEventStore(sql);
   if (!settings.eventStoreUrl) await migrateEvents(sql);
   await sql.exec(KEY_VAULT_SCHEMA);
   return {
@@ -127,12 +138,12 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const storage = await openStorage(settings, overrides.sql);
   const secret = persistentSecret(settings.dataDir, 'key-encryption-secret', settings.keyEncryptionSecret, () => randomBytes(32).toString('hex'));
   const vault = new KeyVault(storage.sql, new KeyCipher(secret.value));
-  const ledger = new Ledger(storage.store, vault, overrides.now);
+  const ledger = new Ledger(storage.store, vault, { callCommit: settings.callCommit, ...(overrides.now ? { now: overrides.now } : {}) });
   const knowledge = new KnowledgeService(storage.store, ledger, overrides.now);
   // Download links are signed with a key derived from the key-encryption secret, never the secret itself.
   const linkSecret = createHmac('sha256', secret.value).update('object-download-links').digest('hex');
   const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
-  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections);
+  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, 100, () => ledger.idle());
   await runner.migrate();
   const adminToken = adminTokenOf(settings).value;
   const app = await buildApp({

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 
 /** The little of a SQL connection that the stores and projections need; PGlite and
  * a `pg` pool both provide it, so the same SQL runs embedded and on Postgres. */
@@ -39,6 +39,8 @@ export function pgliteSql(db: PGlite): Sql {
 }
 
 export async function openPglite(dataDir?: string): Promise<Sql> {
+  // Loaded here, not at module load: a gateway on DATABASE_URL never needs PGlite.
+  const { PGlite } = await import('@electric-sql/pglite');
   const db = new PGlite(dataDir);
   await db.waitReady;
   return pgliteSql(db);

@@ -15,7 +15,19 @@ export interface TokenPricing {
 const ONE = UNITS_PER_USD;
 const PER_MILLION = 1_000_000n;
 
+const parsed = new WeakMap<ModelConfig, TokenPricing>();
+
+/** Parsed once per model: the catalogue is read-only while the process runs. */
 export function pricingOf(model: ModelConfig): TokenPricing {
+  let pricing = parsed.get(model);
+  if (!pricing) {
+    pricing = parsePricing(model);
+    parsed.set(model, pricing);
+  }
+  return pricing;
+}
+
+function parsePricing(model: ModelConfig): TokenPricing {
   const input = parseUsd(model.price.input ?? '0');
   return {
     input,

@@ -136,6 +136,8 @@ describe('POST /v1/chat/completions with the openai SDK', () => {
     expect(text.length).toBeGreaterThan(0);
     expect(finish).toBeNull();
     await expect.poll(async () => (await h.t.gateway.ledger.wallet(accountId)).held).toBe(0n);
+    // Settlements are queued when the answer leaves and appended right after it.
+    await h.t.gateway.ledger.idle();
     const events = await h.t.gateway.storage.store.readStream(`wallet-${accountId}`);
     const settled = events.find((e) => e.type === 'HoldSettled')!.data as { captured: string; call: { status: string; output_tokens: number } };
     expect(settled.call.status).toBe('interrupted');

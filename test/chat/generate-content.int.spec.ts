@@ -23,6 +23,8 @@ const balance = async (accountId: string) => (await wallet(accountId)).balance;
 
 /** The last settlement of an account's wallet, as the event store has it. */
 async function lastSettlement(accountId: string) {
+  // Settlements are queued when the answer leaves and appended right after it.
+  await h.t.gateway.ledger.idle();
   const events = await h.t.gateway.storage.store.readStream(`wallet-${accountId}`);
   const settled = events.filter((e) => e.type === 'HoldSettled').at(-1);
   return settled?.data as

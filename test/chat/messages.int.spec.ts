@@ -27,6 +27,8 @@ interface SettledCall {
 }
 
 async function settledCalls(accountId: string): Promise<SettledCall[]> {
+  // Settlements are queued when the answer leaves and appended right after it.
+  await h.t.gateway.ledger.idle();
   const events = await h.t.gateway.storage.store.readStream(`wallet-${accountId}`);
   return events.filter((e) => e.type === 'HoldSettled').map((e) => e.data as SettledCall);
 }

@@ -28,6 +28,8 @@ const balance = async (accountId: string) => {
 };
 
 async function walletEvents(accountId: string) {
+  // Settlements are queued when the answer leaves and appended right after it.
+  await h.t.gateway.ledger.idle();
   return h.t.gateway.storage.store.readStream(`wallet-${accountId}`);
 }
 

@@ -91,9 +91,17 @@ export interface FollowOptions {
   readonly signal?: AbortSignal;
 }
 
+export interface AppendOptions {
+  /** false: the append may return before its commit is flushed to disk, where the engine
+   * allows that (Postgres `synchronous_commit = off` for this transaction only). It is
+   * still atomic and ordered; a crash of the database server may lose it, together with
+   * everything committed after it. Default true. */
+  readonly durable?: boolean;
+}
+
 export interface EventStore {
   readonly engine: 'pglite' | 'postgres' | 'eventstoredb';
-  append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision, options?: AppendOptions): Promise<AppendResult>;
   /** Events of one stream; an unknown stream reads as empty. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** The global log in commit order, only events every reader can already see. */

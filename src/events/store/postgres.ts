@@ -112,7 +112,7 @@ export function createPostgresEventStore(sql: Sql): EventStore {
    * transaction id is taken then, after the check: see the ordering note above). A
    * writer that raced us fails the unique (stream_id, stream_revision) constraint.
    */
-  async function tryAppend(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+  async function tryAppend(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision, durable: boolean): Promise<AppendResult> {
     const params: unknown[] = [streamId, expected === 'any' ? 'any' : 'exact', expected === 'any' ? '-1' : String(expected === 'no_stream' ? -1n : expected)];
     const values = events.map((event, i) => {
       params.push(event.id, event.type, encodeJson(event.data), encodeJson(event.metadata ?? {}));
@@ -120,7 +120,10 @@ export function createPostgresEventStore(sql: Sql): EventStore {
       return `(${i}, $${p - 3}::uuid, $${p - 2}, $${p - 1}::jsonb, $${p}::jsonb)`;
     });
     const rows = await sql.query<{ head: string; global_position: string | null; transaction_id: string | null }>(
-      `WITH head AS (SELECT coalesce(max(stream_revision), -1) AS rev FROM events WHERE stream_id = $1),
+      // set_config(..., true) lasts for this statement's own transaction: its commit alone
+      // does not wait for the WAL flush. The head CTE is always evaluated, so the setting is too.
+      `WITH head AS (SELECT coalesce(max(stream_revision), -1) AS rev${durable ? '' : ", set_config('synchronous_commit', 'off', true) AS sc"}
+                      FROM events WHERE stream_id = $1),
             fresh (ord, event_id, type, data, metadata) AS (VALUES ${values.join(', ')}),
             inserted AS (
               INSERT INTO events (stream_id, stream_revision, event_id, type, data, metadata, transaction_id)
@@ -148,11 +151,11 @@ export function createPostgresEventStore(sql: Sql): EventStore {
   return {
     engine: sql.kind,
 
-    async append(streamId, events, expected) {
+    async append(streamId, events, expected, options = {}) {
       if (events.length === 0) throw new Error('append needs at least one event');
       for (let attempt = 0; ; attempt++) {
         try {
-          const result = await tryAppend(streamId, events, expected);
+          const result = await tryAppend(streamId, events, expected, options.durable !== false);
           wake();
           return result;
         } catch (error) {

@@ -17,6 +17,9 @@ export interface AuthConfig {
   readonly headerKeyOnly?: boolean;
   /** Whether a call counts as the key being used (false for balance and billing views). */
   readonly touchesLastUsed?: boolean;
+  /** The route shows the wallet (balance views): read it after every queued command, not
+   * from this instance's cache. */
+  readonly liveWallet?: boolean;
 }
 
 export interface Caller {
@@ -119,12 +122,19 @@ export const authPlugin = fp<AuthOptions>(
       const found = await lookup(hashApiKey(raw));
       if (!found) return fail(AUTH_MESSAGES.invalid);
       const at = now();
-      const key = await ledger.key(found.keyId);
-      const refusal = key.status === 'none' ? 'revoked' : usability(key, at);
+      // Cached states first: the reservation decides on the aggregate again, and a refusal
+      // is only ever given on a state read from the log just now.
+      let key = await ledger.recentKey(found.keyId);
+      const refused = (k: KeyState) => (k.status === 'none' ? 'revoked' : usability(k, at));
+      if (refused(key)) key = await ledger.key(found.keyId);
+      const refusal = refused(key);
       if (refusal) return fail(AUTH_MESSAGES[refusal]);
-      const wallet = await ledger.wallet(found.accountId);
-      if (wallet.status !== 'active') return fail(AUTH_MESSAGES.inactive);
-      if (!config.free && wallet.balance <= 0n) return sendError(request, reply, new GatewayError('quota_exceeded', QUOTA_MESSAGE));
+      let wallet = config.liveWallet ? await ledger.wallet(found.accountId) : await ledger.cachedWallet(found.accountId);
+      const walletRefusal = (w: WalletState) => (w.status !== 'active' ? 'inactive' : !config.free && w.balance <= 0n ? 'quota' : null);
+      if (walletRefusal(wallet) && !config.liveWallet) wallet = await ledger.wallet(found.accountId);
+      const walletRefused = walletRefusal(wallet);
+      if (walletRefused === 'inactive') return fail(AUTH_MESSAGES.inactive);
+      if (walletRefused === 'quota') return sendError(request, reply, new GatewayError('quota_exceeded', QUOTA_MESSAGE));
 
       request.caller = { keyId: found.keyId, accountId: found.accountId, key, wallet };
       if (config.touchesLastUsed !== false) touch(found.keyId, at);

@@ -7,7 +7,7 @@ import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
-import { costOf, estimateUsage, pricingOf, tokensFromChars } from '../../upstream/pricing';
+import { costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import type { Route, Router } from '../../upstream/routing';
 import { GatewayError, upstreamErrorBody, upstreamErrorCode, type ErrorCode } from '../errors';
 import { AUTH_MESSAGES } from '../plugins/auth';
@@ -37,9 +37,40 @@ type Failure =
 
 const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'ERR_TLS_CERT_ALTNAME_INVALID']);
 
-function classify(error: unknown, deadline: AbortSignal): Failure {
+/**
+ * The whole-request budget and the client's disconnect, as one signal for undici. One
+ * timer per call, cleared when the call ends: AbortSignal.timeout/any would leave a
+ * timer and a composite signal per call for the garbage collector.
+ */
+class CallSignal {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  expired = false;
+
+  constructor(timeoutMs: number) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.controller.abort(new DOMException('the request budget ran out', 'TimeoutError'));
+    }, timeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The client went away. */
+  abort() {
+    this.controller.abort();
+  }
+
+  clear() {
+    clearTimeout(this.timer);
+  }
+}
+
+function classify(error: unknown, deadline: CallSignal): Failure {
   const e = error as { code?: string; name?: string; message?: string; cause?: { code?: string } };
-  if (deadline.aborted || e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT')
+  if (deadline.expired || e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT')
     return { kind: 'timeout', message: 'the upstream did not answer in time' };
   const code = e.code ?? e.cause?.code ?? '';
   return { kind: 'unreachable', message: CONNECTION_ERRORS.has(code) ? `upstream connection failed (${code})` : `upstream connection failed: ${e.message ?? code}` };
@@ -84,6 +115,8 @@ function callRecord(ctx: CallContext, fields: Partial<CallRecord> & Pick<CallRec
   };
 }
 
+type Settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) => void;
+
 const usageFields = (usage: Usage) => ({ input_tokens: usage.promptTokens, output_tokens: usage.outputTokens, cached_tokens: usage.cachedTokens });
 
 /**
@@ -111,7 +144,10 @@ export async function relayChat(
   reply.header('x-gateway-trace', request.id);
 
   const reject = async (code: ErrorCode, message: string): Promise<never> => {
-    await deps.ledger.recordRejected(caller.accountId, callRecord(ctx, { status: 'rejected', error_code: code, error_message: message }));
+    // Queued before the answer leaves, so every later read of the wallet sees it; not awaited.
+    deps.ledger
+      .recordRejected(caller.accountId, callRecord(ctx, { status: 'rejected', error_code: code, error_message: message }), true)
+      .catch((error: unknown) => request.log.error({ err: error }, 'could not record a rejected call'));
     throw new GatewayError(code, message);
   };
 
@@ -143,30 +179,60 @@ export async function relayChat(
     return reject('quota_exceeded', reserved.error.message);
   }
 
-  const deadline = AbortSignal.timeout(deps.timeoutMs);
-  const abort = new AbortController();
-  const signal = AbortSignal.any([deadline, abort.signal]);
+  const call = new CallSignal(deps.timeoutMs);
+  try {
+    return await relayRoutes(deps, adapter, request, reply, ctx, info, routes, estimate, pricing, holdId, call);
+  } finally {
+    call.clear();
+  }
+}
+
+async function relayRoutes(
+  deps: RelayDeps,
+  adapter: ProtocolAdapter,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: CallContext,
+  info: ChatRequestInfo,
+  routes: readonly Route[],
+  estimate: Usage,
+  pricing: TokenPricing,
+  holdId: string,
+  call: CallSignal,
+): Promise<unknown> {
+  const caller = request.caller!;
   let failure: Failure | null = null;
   for (const route of routes) {
     ctx.attempts += 1;
     ctx.channelId = route.channel.id;
-    const outcome = await send(deps, adapter, route, request, info, signal, deadline);
+    const outcome = await send(deps, adapter, route, request, info, call);
     if ('failure' in outcome) {
       failure = outcome.failure;
       // 4xx is the caller's problem (or the key's): another channel would say the same.
       if (failure.kind === 'status' && failure.status < 500) break;
-      if (deadline.aborted) break;
+      if (call.expired) break;
       continue;
     }
-    const settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) =>
-      deps.ledger.settle(
-        caller.accountId,
-        holdId,
-        costOf(pricing, usage),
-        callRecord(ctx, { status, ...usageFields(usage), ...(error ? { error_code: error.code, error_message: error.message } : {}) }),
-      );
+    // Settled after the answer has gone out, without making the client wait: the command is
+    // queued at once (later reads and reservations of the wallet come after it) and shares
+    // its append with the wallet's next commands. A hold whose settlement never lands
+    // (the process died) is released by the sweeper: the call is then free, never double-billed.
+    const settle: Settle = (usage, status, error) => {
+      deps.ledger
+        .settle(
+          caller.accountId,
+          holdId,
+          costOf(pricing, usage),
+          callRecord(ctx, { status, ...usageFields(usage), ...(error ? { error_code: error.code, error_message: error.message } : {}) }),
+          true,
+        )
+        .then((settled) => {
+          if (!settled.ok) request.log.error({ holdId, error: settled.error }, 'settlement refused');
+        })
+        .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
+    };
     if (!info.stream) return relayBody(outcome.response, adapter, reply, estimate, settle);
-    return relayStream(outcome.response, adapter, info, request, reply, estimate, settle, abort, deadline);
+    return relayStream(outcome.response, adapter, info, request, reply, estimate, settle, call);
   }
 
   // Every channel failed before an answer started: nothing billed.
@@ -215,8 +281,7 @@ async function send(
   route: Route,
   request: FastifyRequest,
   info: ChatRequestInfo,
-  signal: AbortSignal,
-  deadline: AbortSignal,
+  call: CallSignal,
 ): Promise<{ response: Dispatcher.ResponseData } | { failure: Failure }> {
   const { path, body } = adapter.upstream(request.body, info, route.upstreamModel);
   const headers: Record<string, string> = { 'content-type': 'application/json', ...adapter.authHeaders(route.channel.api_key) };
@@ -230,7 +295,7 @@ async function send(
       method: 'POST',
       headers,
       body: JSON.stringify(body),
-      signal,
+      signal: call.signal,
       dispatcher: deps.dispatcher ?? upstreamAgent,
       headersTimeout: deps.timeoutMs,
       bodyTimeout: deps.timeoutMs,
@@ -244,7 +309,7 @@ async function send(
     }
     return { response };
   } catch (error) {
-    return { failure: classify(error, deadline) };
+    return { failure: classify(error, call) };
   }
 }
 
@@ -253,21 +318,21 @@ async function relayBody(
   adapter: ProtocolAdapter,
   reply: FastifyReply,
   estimate: Usage,
-  settle: (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) => Promise<unknown>,
+  settle: Settle,
 ) {
   let text: string;
   try {
     text = await response.body.text();
   } catch {
     // The body broke off after a 200 status: nothing usable was delivered.
-    await settle({ ...estimate, outputTokens: 0 }, 'error', { code: 'upstream_error', message: 'the upstream response broke off' });
+    settle({ ...estimate, outputTokens: 0 }, 'error', { code: 'upstream_error', message: 'the upstream response broke off' });
     throw new GatewayError('upstream_unreachable', 'the upstream connection broke off during the response');
   }
   const json = tryJson(text);
   const reported = adapter.usageOf(json);
   // No usage in a complete answer: bill the estimated prompt and the delivered characters.
   const usage = reported ?? { ...estimate, outputTokens: tokensFromChars(text.length) };
-  await settle(usage, 'success');
+  settle(usage, 'success');
   const type = response.headers['content-type'];
   return reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(text);
 }
@@ -279,9 +344,8 @@ async function relayStream(
   request: FastifyRequest,
   reply: FastifyReply,
   estimate: Usage,
-  settle: (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) => Promise<unknown>,
-  abort: AbortController,
-  deadline: AbortSignal,
+  settle: Settle,
+  call: CallSignal,
 ) {
   const observer = adapter.observe(info, request.body);
   const framing = adapter.clientFraming?.(request.query as Record<string, unknown>) ?? 'sse';
@@ -298,7 +362,7 @@ async function relayStream(
   raw.on('close', () => {
     if (!raw.writableFinished) {
       clientGone = true;
-      abort.abort();
+      call.abort();
     }
   });
   let elements = 0;
@@ -337,7 +401,7 @@ async function relayStream(
     if (stray !== '' && framing === 'sse' && !clientGone) await sleep(STRAY_GAP_MS);
     flushStray();
   } catch (error) {
-    broken = deadline.aborted ? 'upstream_timeout' : clientGone ? 'client_disconnected' : 'upstream_error';
+    broken = call.expired ? 'upstream_timeout' : clientGone ? 'client_disconnected' : 'upstream_error';
     void error;
   }
   const reported = observer.usage();
@@ -351,9 +415,9 @@ async function relayStream(
   // An in-protocol error element ends the array as the upstream ended it, cleanly.
   if (framing === 'json-array' && (complete || (strayForwarded && broken === null)) && !clientGone) raw.write(elements === 0 ? '[]' : ']');
   if (!clientGone) raw.end();
-  if (complete) await settle(billed, 'success');
+  if (complete) settle(billed, 'success');
   else
-    await settle(billed, 'interrupted', {
+    settle(billed, 'interrupted', {
       code: broken ?? 'upstream_error',
       message: broken === 'client_disconnected' ? 'the client disconnected' : 'the stream ended before its terminator',
     });

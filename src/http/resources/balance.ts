@@ -13,7 +13,7 @@ export function keyBalance(caller: Caller) {
   return { remaining, used: usage.spent, total: remaining + usage.spent, expiresAt: caller.key.settings.expires_at };
 }
 
-const FREE = { auth: 'key', free: true, touchesLastUsed: false } as const;
+const FREE = { auth: 'key', free: true, touchesLastUsed: false, liveWallet: true } as const;
 
 /** `GET /v1/key/balance` and the billing-compatible views: free, usable at a zero
  * balance, and they do not count as using the key. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import type { ObjectStore } from '../../objects/store';
 import type { KnowledgeQueries, ReadableKb } from '../../projections/knowledge/queries';
@@ -22,11 +22,22 @@ const result = (value: unknown) => ({
 });
 const failure = (message: string) => ({ content: [{ type: 'text' as const, text: message }], isError: true });
 
+interface McpSdk {
+  readonly McpServer: typeof McpServer;
+  readonly StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport;
+}
+let sdkLoaded: Promise<McpSdk> | undefined;
+/** The MCP SDK is loaded on the first /mcp request, not at start: most calls never use it. */
+const loadSdk = () =>
+  (sdkLoaded ??= Promise.all([import('@modelcontextprotocol/sdk/server/mcp.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]).then(
+    ([mcp, http]) => ({ McpServer: mcp.McpServer, StreamableHTTPServerTransport: http.StreamableHTTPServerTransport }),
+  ));
+
 /** One MCP server per request, bound to the caller's readable bases: the transport is
  * stateless (no session id) and answers in JSON, so any instance can take any request. */
-function serverFor(kbs: readonly ReadableKb[], baseUrl: string, options: McpOptions): McpServer {
+function serverFor(sdk: McpSdk, kbs: readonly ReadableKb[], baseUrl: string, options: McpOptions): McpServer {
   const { queries, objects, now } = options;
-  const server = new McpServer({ name: 'model-gateway-knowledge', version: options.version });
+  const server = new sdk.McpServer({ name: 'model-gateway-knowledge', version: options.version });
   const notFound = (id: string) => failure(`page ${id} not found in the knowledge readable with this key`);
 
   server.registerTool(
@@ -116,8 +127,9 @@ export function mcpRoutes(options: McpOptions) {
   return async (app: FastifyInstance) => {
     app.post('/mcp', { config: { auth: 'key', free: true } }, async (request, reply) => {
       const kbs = await options.queries.readableKbs(request.caller!.accountId);
-      const server = serverFor(kbs, baseUrlOf(request, options.publicBaseUrl), options);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const sdk = await loadSdk();
+      const server = serverFor(sdk, kbs, baseUrlOf(request, options.publicBaseUrl), options);
+      const transport = new sdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       reply.hijack();
       reply.raw.on('close', () => {
         void transport.close();

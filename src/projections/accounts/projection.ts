@@ -1,4 +1,6 @@
+import type { SqlQuery } from '../../storage/sql';
 import type { Projection } from '../projection';
+import { foldAccounts, holdKey, type AccountChange, type HoldChange } from './changes';
 
 /** Accounts with balances, their open and closed holds, and per-key spend. */
 export const accountsProjection: Projection = {
@@ -40,86 +42,115 @@ CREATE TABLE IF NOT EXISTS key_spend (
   held bigint NOT NULL DEFAULT 0
 );`,
 
-  async apply(tx, event, recorded) {
-    const accountId = recorded.streamId.slice('wallet-'.length);
-    switch (event.type) {
-      case 'AccountOpened':
-        await tx.query(
-          `INSERT INTO accounts (account_id, name, status, balance, held, credited, captured, created_at, updated_at)
-           VALUES ($1, $2, 'active', 0, 0, 0, 0, $3, $3)`,
-          [accountId, event.data.name, event.data.at],
-        );
-        return;
-      case 'CreditGranted':
-      case 'WalletToppedUp':
-        await tx.query(
-          `UPDATE accounts SET balance = balance + $2::bigint, credited = credited + $2::bigint, updated_at = $3 WHERE account_id = $1`,
-          [accountId, String(event.data.amount), event.data.at],
-        );
-        return;
-      case 'FundsReserved': {
-        const { hold_id, amount, key_id, purpose, expires_at, at } = event.data;
-        await tx.query(`UPDATE accounts SET held = held + $2::bigint, updated_at = $3 WHERE account_id = $1`, [accountId, String(amount), at]);
-        await tx.query(
-          `INSERT INTO holds (hold_id, account_id, key_id, purpose, amount, status, expires_at, created_at)
-           VALUES ($1, $2, $3, $4, $5::bigint, 'open', $6, $7)`,
-          [hold_id, accountId, key_id, purpose, String(amount), expires_at, at],
-        );
-        if (key_id !== null)
-          await tx.query(
-            `INSERT INTO key_spend (key_id, account_id, held) VALUES ($1, $2, $3::bigint)
-             ON CONFLICT (key_id) DO UPDATE SET held = key_spend.held + EXCLUDED.held`,
-            [key_id, accountId, String(amount)],
-          );
-        return;
-      }
-      case 'HoldSettled': {
-        const { hold_id, hold_amount, captured, at } = event.data;
-        await tx.query(
-          `UPDATE accounts SET balance = balance - $2::bigint, held = held - $3::bigint, captured = captured + $2::bigint, updated_at = $4
-            WHERE account_id = $1`,
-          [accountId, String(captured), String(hold_amount), at],
-        );
-        const [hold] = await tx.query<{ key_id: string | null }>(
-          `UPDATE holds SET status = 'settled', captured = $3::bigint, closed_at = $4 WHERE account_id = $1 AND hold_id = $2 RETURNING key_id`,
-          [accountId, hold_id, String(captured), at],
-        );
-        if (hold?.key_id)
-          await tx.query(`UPDATE key_spend SET spent = spent + $2::bigint, held = held - $3::bigint WHERE key_id = $1`, [
-            hold.key_id,
-            String(captured),
-            String(hold_amount),
-          ]);
-        return;
-      }
-      case 'HoldReleased': {
-        const { hold_id, amount, at } = event.data;
-        await tx.query(`UPDATE accounts SET held = held - $2::bigint, updated_at = $3 WHERE account_id = $1`, [accountId, String(amount), at]);
-        const [hold] = await tx.query<{ key_id: string | null }>(
-          `UPDATE holds SET status = 'released', captured = 0, closed_at = $3 WHERE account_id = $1 AND hold_id = $2 RETURNING key_id`,
-          [accountId, hold_id, at],
-        );
-        if (hold?.key_id) await tx.query(`UPDATE key_spend SET held = held - $2::bigint WHERE key_id = $1`, [hold.key_id, String(amount)]);
-        return;
-      }
-      case 'AccountDeactivated':
-      case 'AccountReactivated':
-        await tx.query(`UPDATE accounts SET status = $2, updated_at = $3 WHERE account_id = $1`, [
-          accountId,
-          event.type === 'AccountDeactivated' ? 'inactive' : 'active',
-          event.data.at,
-        ]);
-        return;
-      case 'AccountLimitsSet':
-        await tx.query(`UPDATE accounts SET rpm = $2, concurrency = $3, updated_at = $4 WHERE account_id = $1`, [
-          accountId,
-          event.data.rpm,
-          event.data.concurrency,
-          event.data.at,
-        ]);
-        return;
-      default:
-        return;
-    }
+  async applyBatch(tx, items) {
+    const { accounts, holds } = foldAccounts(items);
+    await writeAccounts(tx, [...accounts.values()]);
+    await writeHolds(tx, holds);
   },
 };
+
+const text = (v: bigint | number | null) => (v === null ? null : String(v));
+
+async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
+  const opened = changes.filter((c) => c.opened !== null);
+  if (opened.length)
+    await tx.query(
+      `INSERT INTO accounts (account_id, name, status, balance, held, credited, captured, rpm, concurrency, created_at, updated_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
+                            $8::int[], $9::int[], $10::bigint[], $11::bigint[])`,
+      [
+        opened.map((c) => c.accountId),
+        opened.map((c) => c.opened!.name),
+        opened.map((c) => c.status ?? 'active'),
+        opened.map((c) => text(c.balance)),
+        opened.map((c) => text(c.held)),
+        opened.map((c) => text(c.credited)),
+        opened.map((c) => text(c.captured)),
+        opened.map((c) => c.limits?.rpm ?? null),
+        opened.map((c) => c.limits?.concurrency ?? null),
+        opened.map((c) => c.opened!.at),
+        opened.map((c) => c.updatedAt),
+      ],
+    );
+  const existing = changes.filter((c) => c.opened === null);
+  if (existing.length)
+    await tx.query(
+      `UPDATE accounts AS a
+          SET balance = a.balance + d.balance, held = a.held + d.held, credited = a.credited + d.credited,
+              captured = a.captured + d.captured, status = coalesce(d.status, a.status),
+              rpm = CASE WHEN d.limits_set THEN d.rpm ELSE a.rpm END,
+              concurrency = CASE WHEN d.limits_set THEN d.concurrency ELSE a.concurrency END,
+              updated_at = d.updated_at
+         FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::boolean[],
+                     $8::int[], $9::int[], $10::bigint[])
+              AS d(account_id, balance, held, credited, captured, status, limits_set, rpm, concurrency, updated_at)
+        WHERE a.account_id = d.account_id`,
+      [
+        existing.map((c) => c.accountId),
+        existing.map((c) => text(c.balance)),
+        existing.map((c) => text(c.held)),
+        existing.map((c) => text(c.credited)),
+        existing.map((c) => text(c.captured)),
+        existing.map((c) => c.status),
+        existing.map((c) => c.limits !== null),
+        existing.map((c) => c.limits?.rpm ?? null),
+        existing.map((c) => c.limits?.concurrency ?? null),
+        existing.map((c) => c.updatedAt),
+      ],
+    );
+}
+
+/** Holds reserved in the batch are inserted as the batch leaves them; holds reserved
+ * earlier are updated, and their rows tell which key the batch's spend goes to. */
+async function writeHolds(tx: SqlQuery, holds: ReadonlyMap<string, HoldChange>) {
+  const changes = [...holds.values()];
+  const reserved = changes.filter((h) => h.reserved !== null);
+  if (reserved.length)
+    await tx.query(
+      `INSERT INTO holds (hold_id, account_id, key_id, purpose, amount, status, captured, expires_at, created_at, closed_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bigint[],
+                            $8::bigint[], $9::bigint[], $10::bigint[])`,
+      [
+        reserved.map((h) => h.holdId),
+        reserved.map((h) => h.accountId),
+        reserved.map((h) => h.reserved!.keyId),
+        reserved.map((h) => h.reserved!.purpose),
+        reserved.map((h) => text(h.reserved!.amount)),
+        reserved.map((h) => h.status),
+        reserved.map((h) => text(h.captured)),
+        reserved.map((h) => h.reserved!.expiresAt),
+        reserved.map((h) => h.reserved!.createdAt),
+        reserved.map((h) => h.closedAt),
+      ],
+    );
+  const spend = new Map<string, { accountId: string; spent: bigint; held: bigint }>();
+  const charge = (keyId: string | null, h: HoldChange) => {
+    if (keyId === null) return;
+    const s = spend.get(keyId) ?? { accountId: h.accountId, spent: 0n, held: 0n };
+    s.spent += h.spent;
+    s.held += h.keyHeld;
+    spend.set(keyId, s);
+  };
+  for (const h of reserved) charge(h.reserved!.keyId, h);
+  const closed = changes.filter((h) => h.reserved === null);
+  if (closed.length) {
+    const rows = await tx.query<{ account_id: string; hold_id: string; key_id: string | null }>(
+      `UPDATE holds AS h SET status = c.status, captured = c.captured, closed_at = c.closed_at
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS c(account_id, hold_id, status, captured, closed_at)
+        WHERE h.account_id = c.account_id AND h.hold_id = c.hold_id
+        RETURNING h.account_id, h.hold_id, h.key_id`,
+      [closed.map((h) => h.accountId), closed.map((h) => h.holdId), closed.map((h) => h.status), closed.map((h) => text(h.captured)), closed.map((h) => h.closedAt)],
+    );
+    for (const row of rows) charge(row.key_id, holds.get(holdKey(row.account_id, row.hold_id))!);
+  }
+  if (spend.size === 0) return;
+  // One upsert serves reserves and closes alike: a key's row is created by its first
+  // reserve, in the same transaction as the hold row a later close reads the key from.
+  const keys = [...spend.entries()];
+  await tx.query(
+    `INSERT INTO key_spend (key_id, account_id, spent, held)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+     ON CONFLICT (key_id) DO UPDATE SET spent = key_spend.spent + EXCLUDED.spent, held = key_spend.held + EXCLUDED.held`,
+    [keys.map(([k]) => k), keys.map(([, s]) => s.accountId), keys.map(([, s]) => text(s.spent)), keys.map(([, s]) => text(s.held))],
+  );
+}

@@ -1,4 +1,4 @@
-import type { Projection } from '../projection';
+import { oneAtATime, type Projection } from '../projection';
 
 /** Append-only record of who changed what: accounts, top-ups, limits and every key
  * action (issue, change, reveal, revoke, delete). Money movements are in the ledger. */
@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS audit_trail (
 CREATE INDEX IF NOT EXISTS audit_by_account ON audit_trail (account_id, at);
 CREATE INDEX IF NOT EXISTS audit_by_subject ON audit_trail (subject_id);`,
 
-  async apply(tx, event, recorded) {
+  applyBatch: oneAtATime(async (tx, event, recorded) => {
     const isKey = recorded.streamId.startsWith('key-');
     const subjectId = isKey ? recorded.streamId.slice('key-'.length) : recorded.streamId.slice('wallet-'.length);
     const audited = new Set([
@@ -54,5 +54,5 @@ CREATE INDEX IF NOT EXISTS audit_by_subject ON audit_trail (subject_id);`,
        VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8)`,
       [recorded.id, accountId, isKey ? 'key' : 'account', subjectId, event.type, JSON.stringify(details, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)), actor, at],
     );
-  },
+  }),
 };

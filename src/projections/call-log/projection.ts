@@ -1,5 +1,5 @@
 import type { CallRecord } from '../../events/catalog';
-import type { Projection } from '../projection';
+import type { ProjectedEvent, Projection } from '../projection';
 
 /** One row per final outcome of an external call: from the event that ended its hold
  * (cost = what was captured) or from CallRejected (cost 0). Attempts are folded in. */
@@ -36,46 +36,71 @@ CREATE TABLE IF NOT EXISTS call_log (
 CREATE INDEX IF NOT EXISTS call_log_by_account_time ON call_log (account_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS call_log_by_request ON call_log (request_id);`,
 
-  async apply(tx, event, recorded) {
-    let call: CallRecord | undefined;
-    let cost = 0n;
-    if (event.type === 'HoldSettled') {
-      call = event.data.call;
-      cost = event.data.captured;
-    } else if (event.type === 'HoldReleased') call = event.data.call;
-    else if (event.type === 'CallRejected') call = event.data.call;
-    if (!call) return;
-    const at = (event.data as { at: number }).at;
+  async applyBatch(tx, items) {
+    const rows = items.flatMap(toRow);
+    if (rows.length === 0) return;
+    const column = <T>(pick: (r: Row) => T) => rows.map(pick);
+    // result_urls is a list per row, and unnest would flatten an array of arrays: it travels as JSON.
     await tx.query(
       `INSERT INTO call_log (id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
                              cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
                              created_at, attempts_count, result_urls, result_expires_at)
-       VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::bigint, $15, $16, $17, $18, $19, $20, $21, $22::text[], $23)`,
+       SELECT id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
+              cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
+              created_at, attempts_count,
+              ARRAY(SELECT u.url FROM jsonb_array_elements_text(result_urls::jsonb) WITH ORDINALITY AS u(url, n) ORDER BY u.n),
+              result_expires_at
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[],
+                     $10::bigint[], $11::bigint[], $12::int[], $13::text[], $14::bigint[], $15::int[], $16::text[], $17::text[],
+                     $18::text[], $19::bigint[], $20::bigint[], $21::int[], $22::text[], $23::bigint[])
+              AS r(id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
+                   cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
+                   created_at, attempts_count, result_urls, result_expires_at)`,
       [
-        recorded.id,
-        recorded.streamId.slice('wallet-'.length),
-        call.key_id,
-        call.model,
-        call.endpoint,
-        call.status,
-        call.error_code,
-        call.error_message,
-        call.input_tokens,
-        call.output_tokens,
-        call.cached_tokens,
-        call.unit_count,
-        call.unit_type,
-        String(cost),
-        call.latency_ms,
-        call.request_id,
-        call.task_id,
-        call.channel_id,
-        call.submitted_at,
-        at,
-        call.attempts_count,
-        call.result_urls,
-        call.result_expires_at,
+        column((r) => r.id),
+        column((r) => r.accountId),
+        column((r) => r.call.key_id),
+        column((r) => r.call.model),
+        column((r) => r.call.endpoint),
+        column((r) => r.call.status),
+        column((r) => r.call.error_code),
+        column((r) => r.call.error_message),
+        column((r) => r.call.input_tokens),
+        column((r) => r.call.output_tokens),
+        column((r) => r.call.cached_tokens),
+        column((r) => r.call.unit_count),
+        column((r) => r.call.unit_type),
+        column((r) => String(r.cost)),
+        column((r) => r.call.latency_ms),
+        column((r) => r.call.request_id),
+        column((r) => r.call.task_id),
+        column((r) => r.call.channel_id),
+        column((r) => r.call.submitted_at),
+        column((r) => r.at),
+        column((r) => r.call.attempts_count),
+        column((r) => JSON.stringify(r.call.result_urls)),
+        column((r) => r.call.result_expires_at),
       ],
     );
   },
 };
+
+interface Row {
+  id: string;
+  accountId: string;
+  call: CallRecord;
+  cost: bigint;
+  at: number;
+}
+
+function toRow({ event, recorded }: ProjectedEvent): Row[] {
+  let call: CallRecord | undefined;
+  let cost = 0n;
+  if (event.type === 'HoldSettled') {
+    call = event.data.call;
+    cost = event.data.captured;
+  } else if (event.type === 'HoldReleased') call = event.data.call;
+  else if (event.type === 'CallRejected') call = event.data.call;
+  if (!call) return [];
+  return [{ id: recorded.id, accountId: recorded.streamId.slice('wallet-'.length), call, cost, at: (event.data as { at: number }).at }];
+}

@@ -1,4 +1,4 @@
-import type { Projection } from '../projection';
+import { oneAtATime, type Projection } from '../projection';
 
 /** API keys by id and by SHA-256 hash (the authentication lookup). `last_used_at` lives
  * in key_activity, written by the request path, so a rebuild does not erase it. */
@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS key_activity (
   last_used_at bigint NOT NULL
 );`,
 
-  async apply(tx, event, recorded) {
+  applyBatch: oneAtATime(async (tx, event, recorded) => {
     const keyId = recorded.streamId.slice('key-'.length);
     switch (event.type) {
       case 'KeyIssued': {
@@ -78,5 +78,5 @@ CREATE TABLE IF NOT EXISTS key_activity (
       default:
         return;
     }
-  },
+  }),
 };

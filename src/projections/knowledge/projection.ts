@@ -1,4 +1,4 @@
-import type { Projection } from '../projection';
+import { oneAtATime, type Projection } from '../projection';
 
 /** `[[page-id]]` and `[[page-id|label]]` in a body link to a page of the same base. */
 export function linkedIds(links: readonly string[], body: string): string[] {
@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS kb_links (
 );
 CREATE INDEX IF NOT EXISTS kb_links_backwards ON kb_links (kb_key, to_page);`,
 
-  async apply(tx, event, recorded) {
+  applyBatch: oneAtATime(async (tx, event, recorded) => {
     switch (event.type) {
       case 'KnowledgeBaseCreated': {
         const kbKey = recorded.streamId.slice('kb-'.length);
@@ -129,7 +129,7 @@ CREATE INDEX IF NOT EXISTS kb_links_backwards ON kb_links (kb_key, to_page);`,
       default:
         return;
     }
-  },
+  }),
 };
 
 function splitPageStream(streamId: string): [string, string] {

@@ -1,4 +1,5 @@
-import type { Projection } from '../projection';
+import type { SqlQuery } from '../../storage/sql';
+import type { ProjectedEvent, Projection } from '../projection';
 
 /** One row per money movement of an account, with the running balance and held
  * amount after it: the statement a finance team reconciles against. */
@@ -24,60 +25,103 @@ CREATE TABLE IF NOT EXISTS ledger_entries (
 -- A capture or release looks up its hold's row: without this a hot account's settlement scans its whole ledger.
 CREATE INDEX IF NOT EXISTS ledger_entries_by_hold ON ledger_entries (account_id, hold_id) WHERE hold_id IS NOT NULL;`,
 
-  async apply(tx, event, recorded) {
-    const accountId = recorded.streamId.slice('wallet-'.length);
-    let entry: { type: string; amount: bigint; balance: bigint; held: bigint; holdId?: string; keyId?: string | null; reference?: string } | null;
-    switch (event.type) {
-      case 'CreditGranted':
-        entry = { type: 'grant', amount: event.data.amount, balance: event.data.amount, held: 0n, reference: event.data.reason };
-        break;
-      case 'WalletToppedUp':
-        entry = { type: 'topup', amount: event.data.amount, balance: event.data.amount, held: 0n, reference: event.data.reference };
-        break;
-      case 'FundsReserved':
-        entry = { type: 'hold', amount: event.data.amount, balance: 0n, held: event.data.amount, holdId: event.data.hold_id, keyId: event.data.key_id, reference: event.data.purpose };
-        break;
-      case 'HoldSettled':
-        entry = { type: 'capture', amount: event.data.captured, balance: -event.data.captured, held: -event.data.hold_amount, holdId: event.data.hold_id };
-        break;
-      case 'HoldReleased':
-        entry = { type: 'release', amount: event.data.amount, balance: 0n, held: -event.data.amount, holdId: event.data.hold_id, reference: event.data.reason };
-        break;
-      default:
-        entry = null;
-    }
-    if (!entry) return;
-    // Key of a capture or release: the hold's own row says which key made it.
-    const keyId =
-      entry.keyId !== undefined
-        ? entry.keyId
-        : ((
-            await tx.query<{ key_id: string | null }>(
-              `SELECT key_id FROM ledger_entries WHERE account_id = $1 AND hold_id = $2 AND entry_type = 'hold'`,
-              [accountId, entry.holdId],
-            )
-          )[0]?.key_id ?? null);
+  async applyBatch(tx, items) {
+    const entries = items.flatMap(toEntry);
+    if (entries.length === 0) return;
+    const keyOf = await holdKeys(tx, entries);
+    // Running totals go on from each account's newest row, through the batch in log order.
+    const last = await lastBalances(tx, [...new Set(entries.map((e) => e.accountId))]);
+    const rows = entries.map((e) => {
+      const before = last.get(e.accountId) ?? { balance: 0n, held: 0n };
+      const after = { balance: before.balance + e.balance, held: before.held + e.held };
+      last.set(e.accountId, after);
+      const keyId = e.keyId !== undefined ? e.keyId : (keyOf.get(holdKey(e.accountId, e.holdId!)) ?? null);
+      if (e.type === 'hold') keyOf.set(holdKey(e.accountId, e.holdId!), e.keyId ?? null);
+      return { ...e, keyId, after };
+    });
     await tx.query(
       `INSERT INTO ledger_entries (account_id, seq, event_id, entry_type, amount, balance_after, held_after, hold_id, key_id, reference, at)
-       SELECT $1, $2::bigint, $3::uuid, $4, $5::bigint,
-              coalesce(last.balance_after, 0) + $6::bigint, coalesce(last.held_after, 0) + $7::bigint,
-              $8, $9, $10, $11
-         FROM (SELECT 1) AS one
-         LEFT JOIN LATERAL (SELECT balance_after, held_after FROM ledger_entries
-                             WHERE account_id = $1 ORDER BY seq DESC LIMIT 1) AS last ON true`,
+       SELECT * FROM unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[],
+                            $8::text[], $9::text[], $10::text[], $11::bigint[])`,
       [
-        accountId,
-        String(recorded.revision),
-        recorded.id,
-        entry.type,
-        String(entry.amount),
-        String(entry.balance),
-        String(entry.held),
-        entry.holdId ?? null,
-        keyId,
-        entry.reference ?? null,
-        (event.data as { at: number }).at,
+        rows.map((r) => r.accountId),
+        rows.map((r) => String(r.seq)),
+        rows.map((r) => r.eventId),
+        rows.map((r) => r.type),
+        rows.map((r) => String(r.amount)),
+        rows.map((r) => String(r.after.balance)),
+        rows.map((r) => String(r.after.held)),
+        rows.map((r) => r.holdId ?? null),
+        rows.map((r) => r.keyId),
+        rows.map((r) => r.reference ?? null),
+        rows.map((r) => r.at),
       ],
     );
   },
 };
+
+interface Entry {
+  accountId: string;
+  seq: bigint;
+  eventId: string;
+  type: 'grant' | 'topup' | 'hold' | 'capture' | 'release';
+  amount: bigint;
+  /** What the movement adds to the balance and to the held amount. */
+  balance: bigint;
+  held: bigint;
+  holdId?: string;
+  /** Known for a hold; a capture or release takes its hold's key. */
+  keyId?: string | null;
+  reference?: string;
+  at: number;
+}
+
+function toEntry({ event, recorded }: ProjectedEvent): Entry[] {
+  const base = { accountId: recorded.streamId.slice('wallet-'.length), seq: recorded.revision, eventId: recorded.id };
+  switch (event.type) {
+    case 'CreditGranted':
+      return [{ ...base, type: 'grant', amount: event.data.amount, balance: event.data.amount, held: 0n, reference: event.data.reason, at: event.data.at }];
+    case 'WalletToppedUp':
+      return [{ ...base, type: 'topup', amount: event.data.amount, balance: event.data.amount, held: 0n, reference: event.data.reference, at: event.data.at }];
+    case 'FundsReserved':
+      return [
+        { ...base, type: 'hold', amount: event.data.amount, balance: 0n, held: event.data.amount, holdId: event.data.hold_id, keyId: event.data.key_id, reference: event.data.purpose, at: event.data.at },
+      ];
+    case 'HoldSettled':
+      return [{ ...base, type: 'capture', amount: event.data.captured, balance: -event.data.captured, held: -event.data.hold_amount, holdId: event.data.hold_id, at: event.data.at }];
+    case 'HoldReleased':
+      return [{ ...base, type: 'release', amount: event.data.amount, balance: 0n, held: -event.data.amount, holdId: event.data.hold_id, reference: event.data.reason, at: event.data.at }];
+    default:
+      return [];
+  }
+}
+
+const holdKey = (accountId: string, holdId: string) => `${accountId}\u0000${holdId}`;
+
+/** Keys of the holds that the batch captures or releases but an earlier batch reserved. */
+async function holdKeys(tx: SqlQuery, entries: readonly Entry[]): Promise<Map<string, string | null>> {
+  const reservedHere = new Set(entries.filter((e) => e.type === 'hold').map((e) => holdKey(e.accountId, e.holdId!)));
+  const wanted = entries.filter((e) => e.keyId === undefined && !reservedHere.has(holdKey(e.accountId, e.holdId!)));
+  const keys = new Map<string, string | null>();
+  if (wanted.length === 0) return keys;
+  const rows = await tx.query<{ account_id: string; hold_id: string; key_id: string | null }>(
+    `SELECT e.account_id, e.hold_id, e.key_id
+       FROM unnest($1::text[], $2::text[]) AS h(account_id, hold_id)
+       JOIN ledger_entries e ON e.account_id = h.account_id AND e.hold_id = h.hold_id AND e.entry_type = 'hold'`,
+    [wanted.map((e) => e.accountId), wanted.map((e) => e.holdId!)],
+  );
+  for (const row of rows) keys.set(holdKey(row.account_id, row.hold_id), row.key_id);
+  return keys;
+}
+
+/** Balance and held amount after each account's newest entry, to continue the running totals from. */
+async function lastBalances(tx: SqlQuery, accountIds: readonly string[]): Promise<Map<string, { balance: bigint; held: bigint }>> {
+  const rows = await tx.query<{ account_id: string; balance_after: string; held_after: string }>(
+    `SELECT a.account_id, last.balance_after::text AS balance_after, last.held_after::text AS held_after
+       FROM unnest($1::text[]) AS a(account_id)
+       JOIN LATERAL (SELECT balance_after, held_after FROM ledger_entries
+                      WHERE account_id = a.account_id ORDER BY seq DESC LIMIT 1) AS last ON true`,
+    [accountIds],
+  );
+  return new Map(rows.map((r) => [r.account_id, { balance: BigInt(r.balance_after), held: BigInt(r.held_after) }]));
+}

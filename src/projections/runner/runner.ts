@@ -1,7 +1,8 @@
 import { decodeRecorded } from '../../events/catalog';
 import { START, comparePositions, type EventStore, type Position, type RecordedEvent } from '../../events/store/port';
-import type { Sql, SqlQuery } from '../../storage/sql';
-import type { Projection } from '../projection';
+import type { Sql } from '../../storage/sql';
+import type { ProjectedEvent, Projection } from '../projection';
+import { checkRevisions } from './revisions';
 
 export const RUNNER_SCHEMA = `
 CREATE TABLE IF NOT EXISTS projection_checkpoints (
@@ -17,27 +18,25 @@ CREATE TABLE IF NOT EXISTS projection_stream_revisions (
   PRIMARY KEY (projection, stream_id)
 );`;
 
-/** A projection met an event whose stream revision is not the last one seen + 1:
- * the log is not what the projection was built from. It stops rather than guess. */
-export class StreamGapError extends Error {
-  constructor(
-    readonly projection: string,
-    readonly streamId: string,
-    readonly expected: bigint,
-    readonly found: bigint,
-  ) {
-    super(`projection ${projection}: stream ${streamId} jumped from revision ${expected - 1n} to ${found}`);
-    this.name = 'StreamGapError';
-  }
-}
+export { StreamGapError } from './revisions';
 
 const BATCH = 500;
 
+/** What one transaction did for a group of projections that shared a checkpoint. */
+interface Outcome {
+  readonly applied: Projection[];
+  /** Another instance applied the batch first: where they are now must be read again. */
+  readonly moved: Projection[];
+  /** The first gap or error; the projections it hit are neither applied nor moved. */
+  failure: unknown;
+}
+
 /**
- * Follows the global log and feeds each projection, storing its checkpoint in the
- * same transaction as its rows. Several instances may run at once: the checkpoint
- * row is locked and compared before a batch is written, so a batch another
- * instance already applied is dropped and read again.
+ * Follows the global log and feeds the projections, storing their checkpoints in the
+ * same transaction as their rows. Projections at the same checkpoint (the usual case)
+ * share one read of the log and one transaction per batch. Several instances may run
+ * at once: the checkpoint rows are locked and compared before a batch is written, so a
+ * projection whose batch another instance already applied is left out and read again.
  */
 export class ProjectionRunner {
   private wakeUp: (() => void) | null = null;
@@ -52,6 +51,8 @@ export class ProjectionRunner {
     private readonly store: EventStore,
     readonly projections: readonly Projection[],
     private readonly pollMs = 100,
+    /** Resolves when this process has no queued command left to append (Ledger.idle). */
+    private readonly pendingAppends: () => Promise<void> = async () => {},
   ) {}
 
   async migrate(): Promise<void> {
@@ -78,73 +79,116 @@ export class ProjectionRunner {
     return row ? { commit: BigInt(row.c), prepare: BigInt(row.p) } : START;
   }
 
-  /** Applies everything currently readable to every projection. Projections at the
-   * same checkpoint (the usual case) share one read of the log. */
+  private async checkpoints(projections: readonly Projection[]): Promise<Map<Projection, Position>> {
+    const rows = await this.sql.query<{ name: string; c: string; p: string }>(
+      'SELECT name, commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints WHERE name = ANY($1::text[])',
+      [projections.map((p) => p.name)],
+    );
+    const byName = new Map(rows.map((r) => [r.name, { commit: BigInt(r.c), prepare: BigInt(r.p) }]));
+    return new Map(projections.map((p) => [p, byName.get(p.name) ?? START]));
+  }
+
+  /** Applies everything currently readable to every projection. */
   async catchUp(): Promise<void> {
-    const batches = new Map<string, Promise<RecordedEvent[]>>();
-    for (const projection of this.projections) {
-      while (await this.step(projection, batches)) {
-        /* keep going until the projection has nothing left to read */
+    try {
+      await this.advance(this.projections);
+    } finally {
+      this.settleWaiters();
+    }
+  }
+
+  /** Applies batches until each projection has read an empty or short batch: a short one
+   * ended at what was readable then, which is all a catch-up promises. A projection that
+   * meets a gap or an error stops; the others go on, and the first failure is thrown at the end. */
+  private async advance(projections: readonly Projection[]): Promise<void> {
+    let at = await this.checkpoints(projections);
+    let failure: unknown = null;
+    const decoded = new Map<RecordedEvent, ProjectedEvent>();
+    while (at.size > 0) {
+      const next = new Map<Projection, Position>();
+      const moved: Projection[] = [];
+      for (const [from, group] of groupByPosition(at)) {
+        const batch = await this.store.readAll({ after: from, maxCount: BATCH });
+        if (batch.length === 0) {
+          for (const p of group) this.positions.set(p.name, from);
+          continue;
+        }
+        const to = batch[batch.length - 1]!.position;
+        const outcome = await this.applyGroup(group, from, batch, decoded);
+        for (const p of outcome.applied) {
+          this.positions.set(p.name, to);
+          if (batch.length === BATCH) next.set(p, to);
+        }
+        moved.push(...outcome.moved);
+        failure ??= outcome.failure;
       }
+      if (moved.length) for (const [p, position] of await this.checkpoints(moved)) next.set(p, position);
+      at = next;
+      decoded.clear();
     }
-    this.settleWaiters();
+    if (failure !== null) throw failure;
   }
 
-  /** One batch for one projection; false when it was already at the head. */
-  private async step(projection: Projection, batches = new Map<string, Promise<RecordedEvent[]>>()): Promise<boolean> {
-    const from = await this.checkpoint(projection.name);
-    const at = `${from.commit}:${from.prepare}`;
-    if (!batches.has(at)) batches.set(at, this.store.readAll({ after: from, maxCount: BATCH }));
-    const batch = await batches.get(at)!;
-    if (batch.length === 0) {
-      this.positions.set(projection.name, from);
-      return false;
+  /** One transaction for the whole group; if it fails, one per projection, so that a broken
+   * projection holds back only itself and is the one that reports. */
+  private async applyGroup(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Map<RecordedEvent, ProjectedEvent>): Promise<Outcome> {
+    try {
+      return await this.applyTogether(group, from, batch, decoded);
+    } catch (error) {
+      if (group.length === 1) return { applied: [], moved: [], failure: error };
+      const outcome: Outcome = { applied: [], moved: [], failure: null };
+      for (const projection of group) {
+        const alone = await this.applyGroup([projection], from, batch, decoded);
+        outcome.applied.push(...alone.applied);
+        outcome.moved.push(...alone.moved);
+        outcome.failure ??= alone.failure;
+      }
+      return outcome;
     }
-    const applied = await this.sql.transaction(async (tx) => {
-      const [row] = await tx.query<{ c: string; p: string }>(
-        'SELECT commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints WHERE name = $1 FOR UPDATE',
-        [projection.name],
+  }
+
+  private applyTogether(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Map<RecordedEvent, ProjectedEvent>): Promise<Outcome> {
+    const to = batch[batch.length - 1]!.position;
+    return this.sql.transaction(async (tx) => {
+      // One statement, rows in name order: instances locking overlapping groups cannot deadlock.
+      const locked = await tx.query<{ name: string; c: string; p: string }>(
+        `SELECT name, commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints
+          WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`,
+        [group.map((p) => p.name)],
       );
-      if (!row || comparePositions({ commit: BigInt(row.c), prepare: BigInt(row.p) }, from) !== 0) return false;
-      await this.applyBatch(tx, projection, batch);
-      const last = batch[batch.length - 1]!.position;
-      await tx.query(
-        'UPDATE projection_checkpoints SET commit_position = $2::bigint, prepare_position = $3::bigint, updated_at = now() WHERE name = $1',
-        [projection.name, String(last.commit), String(last.prepare)],
-      );
-      return true;
+      const now = new Map(locked.map((r) => [r.name, { commit: BigInt(r.c), prepare: BigInt(r.p) }]));
+      const outcome: Outcome = { applied: [], moved: [], failure: null };
+      const ready: Projection[] = [];
+      for (const p of group) {
+        const position = now.get(p.name);
+        if (position === undefined) continue;
+        if (comparePositions(position, from) === 0) ready.push(p);
+        else outcome.moved.push(p);
+      }
+      if (ready.length === 0) return outcome;
+
+      const followed = new Map(ready.map((p) => [p, batch.filter((e) => p.streams.some((prefix) => e.streamId.startsWith(prefix)))]));
+      const { clean, gap } = await checkRevisions(tx, followed);
+      outcome.failure = gap;
+      for (const p of clean) {
+        const events = followed.get(p)!;
+        if (events.length) await p.applyBatch(tx, events.map((recorded) => decode(recorded, decoded)));
+      }
+      if (clean.length)
+        await tx.query(
+          'UPDATE projection_checkpoints SET commit_position = $2::bigint, prepare_position = $3::bigint, updated_at = now() WHERE name = ANY($1::text[])',
+          [clean.map((p) => p.name), String(to.commit), String(to.prepare)],
+        );
+      outcome.applied.push(...clean);
+      return outcome;
     });
-    if (applied) this.positions.set(projection.name, batch[batch.length - 1]!.position);
-    return true;
-  }
-
-  private async applyBatch(tx: SqlQuery, projection: Projection, batch: readonly RecordedEvent[]) {
-    const followed = batch.filter((e) => projection.streams.some((prefix) => e.streamId.startsWith(prefix)));
-    if (followed.length === 0) return;
-    const streamIds = [...new Set(followed.map((e) => e.streamId))];
-    const rows = await tx.query<{ stream_id: string; revision: string }>(
-      'SELECT stream_id, revision::text AS revision FROM projection_stream_revisions WHERE projection = $1 AND stream_id = ANY($2::text[])',
-      [projection.name, streamIds],
-    );
-    const last = new Map(rows.map((r) => [r.stream_id, BigInt(r.revision)]));
-    for (const recorded of followed) {
-      const expected = (last.get(recorded.streamId) ?? -1n) + 1n;
-      if (recorded.revision !== expected) throw new StreamGapError(projection.name, recorded.streamId, expected, recorded.revision);
-      await projection.apply(tx, decodeRecorded(recorded), recorded);
-      last.set(recorded.streamId, recorded.revision);
-    }
-    const touched = streamIds.map((id) => [id, String(last.get(id)!)] as const);
-    await tx.query(
-      `INSERT INTO projection_stream_revisions (projection, stream_id, revision)
-       SELECT $1, s, r::bigint FROM unnest($2::text[], $3::text[]) AS t(s, r)
-       ON CONFLICT (projection, stream_id) DO UPDATE SET revision = EXCLUDED.revision`,
-      [projection.name, touched.map((t) => t[0]), touched.map((t) => t[1])],
-    );
   }
 
   /** Catches up until every projection has applied the log's current head, waiting for
    * events that older in-flight transactions still hide (operator commands, tests). */
   async catchUpToHead(timeoutMs = 30_000): Promise<void> {
+    // Commands this process has queued but not appended yet (settlements after an answer) belong to the head.
+    await this.pendingAppends();
     const head = await this.store.headPosition();
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -167,9 +211,7 @@ export class ProjectionRunner {
     this.positions.delete(name);
     const head = await this.store.headPosition();
     for (;;) {
-      while (await this.step(projection)) {
-        /* replay */
-      }
+      await this.advance([projection]);
       const at = this.positions.get(name);
       if (at !== undefined && comparePositions(at, head) >= 0) return;
       // The head is committed but hidden behind an older transaction still in flight.
@@ -242,4 +284,24 @@ export class ProjectionRunner {
     await this.running;
     this.running = null;
   }
+}
+
+function groupByPosition(at: ReadonlyMap<Projection, Position>): Map<Position, Projection[]> {
+  const groups = new Map<string, { from: Position; group: Projection[] }>();
+  for (const [projection, from] of at) {
+    const key = `${from.commit}:${from.prepare}`;
+    const entry = groups.get(key) ?? { from, group: [] };
+    entry.group.push(projection);
+    groups.set(key, entry);
+  }
+  return new Map([...groups.values()].map((g) => [g.from, g.group]));
+}
+
+function decode(recorded: RecordedEvent, decoded: Map<RecordedEvent, ProjectedEvent>): ProjectedEvent {
+  let item = decoded.get(recorded);
+  if (!item) {
+    item = { event: decodeRecorded(recorded), recorded };
+    decoded.set(recorded, item);
+  }
+  return item;
 }

@@ -1,0 +1,66 @@
+import type { RecordedEvent } from '../../events/store/port';
+import type { SqlQuery } from '../../storage/sql';
+import type { Projection } from '../projection';
+
+/** A projection met an event whose stream revision is not the last one seen + 1:
+ * the log is not what the projection was built from. It stops rather than guess. */
+export class StreamGapError extends Error {
+  constructor(
+    readonly projection: string,
+    readonly streamId: string,
+    readonly expected: bigint,
+    readonly found: bigint,
+  ) {
+    super(`projection ${projection}: stream ${streamId} jumped from revision ${expected - 1n} to ${found}`);
+    this.name = 'StreamGapError';
+  }
+}
+
+const key = (projection: string, streamId: string) => `${projection}\u0000${streamId}`;
+
+/** Each followed stream must go on at the revision after the last one its projection
+ * saw. One read and one write for all the projections of a transaction; a projection
+ * with a gap is left out of `clean` and records nothing. */
+export async function checkRevisions(
+  tx: SqlQuery,
+  followed: ReadonlyMap<Projection, readonly RecordedEvent[]>,
+): Promise<{ clean: Projection[]; gap: StreamGapError | null }> {
+  const streamIds = [...new Set([...followed.values()].flatMap((events) => events.map((e) => e.streamId)))];
+  if (streamIds.length === 0) return { clean: [...followed.keys()], gap: null };
+  const rows = await tx.query<{ projection: string; stream_id: string; revision: string }>(
+    `SELECT projection, stream_id, revision::text AS revision FROM projection_stream_revisions
+      WHERE projection = ANY($1::text[]) AND stream_id = ANY($2::text[])`,
+    [[...followed.keys()].map((p) => p.name), streamIds],
+  );
+  const last = new Map(rows.map((r) => [key(r.projection, r.stream_id), BigInt(r.revision)]));
+  const clean: Projection[] = [];
+  const touched = new Map<string, { projection: string; streamId: string; revision: bigint }>();
+  let gap: StreamGapError | null = null;
+  for (const [projection, events] of followed) {
+    const seen = new Map<string, bigint>();
+    let found: StreamGapError | null = null;
+    for (const e of events) {
+      const expected = (seen.get(e.streamId) ?? last.get(key(projection.name, e.streamId)) ?? -1n) + 1n;
+      if (e.revision !== expected) {
+        found = new StreamGapError(projection.name, e.streamId, expected, e.revision);
+        break;
+      }
+      seen.set(e.streamId, e.revision);
+    }
+    if (found) {
+      gap ??= found;
+      continue;
+    }
+    clean.push(projection);
+    for (const [streamId, revision] of seen) touched.set(key(projection.name, streamId), { projection: projection.name, streamId, revision });
+  }
+  const rowsToWrite = [...touched.values()];
+  if (rowsToWrite.length)
+    await tx.query(
+      `INSERT INTO projection_stream_revisions (projection, stream_id, revision)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+       ON CONFLICT (projection, stream_id) DO UPDATE SET revision = EXCLUDED.revision`,
+      [rowsToWrite.map((t) => t.projection), rowsToWrite.map((t) => t.streamId), rowsToWrite.map((t) => String(t.revision))],
+    );
+  return { clean, gap };
+}

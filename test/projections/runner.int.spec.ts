@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { RecordedEvent } from '../../src/events/store/port';
+import { START } from '../../src/events/store/port';
+import { allProjections } from '../../src/projections';
+import { ProjectionRunner, StreamGapError } from '../../src/projections/runner/runner';
+import type { Sql, SqlQuery } from '../../src/storage/sql';
+import { testDatabase, type TestDatabase } from '../support/storage';
+import { memoryStore, walletLog, type WalletStep } from './wallet-log';
+
+let db: TestDatabase;
+let store: ReturnType<typeof memoryStore>;
+beforeAll(async () => {
+  db = await testDatabase();
+});
+afterAll(() => db.drop());
+// Each test starts from no tables at all: the runner's migrate creates them.
+beforeEach(async () => {
+  const tables = ['projection_checkpoints', 'projection_stream_revisions', ...allProjections.flatMap((p) => p.tables), 'key_activity'];
+  await db.sql.exec(`DROP TABLE IF EXISTS ${tables.join(', ')}`);
+  store = memoryStore();
+});
+
+/** Counts what reaches the database, a transaction's BEGIN and COMMIT included. */
+function counted(sql: Sql) {
+  const counts = { statements: 0, transactions: 0 };
+  const wrap = (q: SqlQuery): SqlQuery => ({
+    query<Row>(text: string, params?: readonly unknown[]) {
+      counts.statements++;
+      return q.query<Row>(text, params);
+    },
+  });
+  const wrapped: Sql = {
+    ...sql,
+    query: wrap(sql).query,
+    transaction(fn) {
+      counts.transactions++;
+      counts.statements += 2;
+      return sql.transaction((tx) => fn(wrap(tx)));
+    },
+  };
+  return { sql: wrapped, counts };
+}
+
+const calls = (n: number, account = 0): WalletStep[] =>
+  Array.from({ length: n }, (_, i) => [
+    { kind: 'reserve' as const, account, key: 0, cents: 10, capped: false },
+    { kind: 'settle' as const, account, hold: i, cents: 7, call: true },
+  ]).flat();
+
+async function runner(sql: Sql = db.sql) {
+  const r = new ProjectionRunner(sql, store, allProjections);
+  await r.migrate();
+  return r;
+}
+
+const snapshot = async () => {
+  const out: Record<string, unknown[]> = {};
+  for (const table of allProjections.flatMap((p) => p.tables)) out[table] = await db.sql.query(`SELECT * FROM ${table} ORDER BY 1, 2`);
+  return out;
+};
+
+describe('projection runner', () => {
+  it('applies a batch to every projection in one transaction, with as many statements for 100 chat calls as for 2', async () => {
+    const measured = counted(db.sql);
+    const r = await runner(measured.sql);
+    const perCatchUp: Array<typeof measured.counts> = [];
+    for (const [prefix, n] of [['small', 2], ['large', 100]] as const) {
+      store.push(walletLog(calls(n), prefix).events);
+      measured.counts.statements = 0;
+      measured.counts.transactions = 0;
+      await r.catchUp();
+      perCatchUp.push({ ...measured.counts });
+    }
+    expect(perCatchUp[0]!.transactions).toBe(1);
+    expect(perCatchUp[1]).toEqual(perCatchUp[0]);
+    for (const p of allProjections) expect(await r.checkpoint(p.name)).toEqual(store.events.at(-1)!.position);
+    expect(await db.sql.query('SELECT count(*)::int AS n FROM call_log')).toEqual([{ n: 102 }]);
+  });
+
+  it('lets several instances run at once: each event is applied once, batches of 500 included', async () => {
+    const a = await runner(db.sql);
+    const b = await runner(db.another());
+    const steps: WalletStep[] = [];
+    for (let i = 0; i < 300; i++) steps.push(...calls(1, i % 4).map((s) => ({ ...s, hold: Math.floor(i / 4) })));
+    const log = walletLog(steps).events;
+    for (let at = 0; at < log.length; ) {
+      const size = at === 0 ? 520 : 37;
+      store.push(log.slice(at, at + size));
+      at += size;
+      await Promise.all([a.catchUp(), b.catchUp(), a.catchUp()]);
+    }
+    const live = await snapshot();
+    expect((live.ledger_entries as unknown[]).length).toBe(4 + 600);
+    for (const p of allProjections) expect(await b.checkpoint(p.name)).toEqual(store.events.at(-1)!.position);
+    await a.catchUpToHead();
+    await b.catchUpToHead();
+    for (const p of allProjections) await a.rebuild(p.name);
+    expect(await snapshot()).toEqual(live);
+  });
+
+  it('stops the projections that follow a stream with a gap; the others go on', async () => {
+    const r = await runner();
+    const log = walletLog(calls(3)).events;
+    const gap = log.filter((_, i) => i !== 3);
+    const keyIssued: RecordedEvent = {
+      ...log[0]!,
+      streamId: 'key-k1',
+      revision: 0n,
+      type: 'KeyIssued',
+      data: {
+        key_id: 'k1',
+        account_id: 'acct-0',
+        name: 'k',
+        prefix: 'sk-test',
+        hash: 'ab'.repeat(32),
+        revealable: false,
+        allowed_models: null,
+        expires_at: null,
+        enabled: true,
+        spend_cap: null,
+        at: 1_700_000_000,
+      },
+    };
+    const head = store.push([...gap, keyIssued]);
+    const failure = await r.catchUp().catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(StreamGapError);
+    expect(failure).toMatchObject({ streamId: 'wallet-acct-0', expected: 3n, found: 4n });
+    expect(await r.checkpoint('keys')).toEqual(head);
+    expect(await r.checkpoint('knowledge')).toEqual(head);
+    for (const name of ['accounts', 'ledger', 'audit', 'call-log']) expect(await r.checkpoint(name)).toEqual(START);
+    expect(await db.sql.query('SELECT key_id FROM api_keys')).toEqual([{ key_id: 'k1' }]);
+    expect(await db.sql.query('SELECT count(*)::int AS n FROM accounts')).toEqual([{ n: 0 }]);
+    await expect(r.catchUpToHead(200)).rejects.toBeInstanceOf(StreamGapError);
+  });
+
+  it('rebuilds one projection from position 0 while the others stay where they are', async () => {
+    const r = await runner();
+    store.push(walletLog(calls(5)).events);
+    await r.catchUpToHead();
+    const before = await snapshot();
+    const stamps = async () => db.sql.query<{ name: string; at: string }>('SELECT name, updated_at::text AS at FROM projection_checkpoints ORDER BY name');
+    const others = (await stamps()).filter((s) => s.name !== 'ledger');
+    await db.sql.query('DELETE FROM ledger_entries WHERE seq = 3');
+    await r.rebuild('ledger');
+    expect(await snapshot()).toEqual(before);
+    expect((await stamps()).filter((s) => s.name !== 'ledger')).toEqual(others);
+    expect(await r.checkpoint('ledger')).toEqual(store.events.at(-1)!.position);
+  });
+
+  it('in the background, settles waitFor once every projection has applied a position', async () => {
+    const r = await runner();
+    const errors: unknown[] = [];
+    r.start((e) => errors.push(e));
+    try {
+      await r.waitFor(store.push(walletLog(calls(2)).events));
+      expect(await db.sql.query('SELECT count(*)::int AS n FROM call_log')).toEqual([{ n: 2 }]);
+      const next = store.push(walletLog(calls(1), 'other').events);
+      await r.waitFor(next);
+      for (const p of allProjections) expect(await r.checkpoint(p.name)).toEqual(next);
+    } finally {
+      await r.stop();
+    }
+    expect(errors).toEqual([]);
+  });
+});
