@@ -61,11 +61,10 @@ export class Ledger {
   constructor(
     store: EventStore,
     private readonly vault: KeyVault,
-    options: LedgerOptions | (() => number) = {},
+    options: LedgerOptions = {},
   ) {
-    const o = typeof options === 'function' ? { now: options } : options;
-    this.now = o.now ?? unixNow;
-    this.callsDurable = (o.callCommit ?? 'async') === 'sync';
+    this.now = options.now ?? unixNow;
+    this.callsDurable = (options.callCommit ?? 'async') === 'sync';
     this.wallets = new CommandHandler(store, walletDecider);
     this.keys = new CommandHandler(store, keyDecider);
   }
@@ -95,12 +94,13 @@ export class Ledger {
     await Promise.all([this.wallets.idle(), this.keys.idle()]);
   }
 
-  private wallet$(accountId: string, command: WalletCommand, commandId?: string, actor?: string, call?: { deferrable: boolean }) {
-    return this.wallets.handle(walletStream(accountId), command, {
-      ...(commandId ? { commandId } : {}),
-      ...(actor ? { metadata: { actor } } : {}),
-      ...(call ? { durable: this.callsDurable, deferrable: call.deferrable } : {}),
-    });
+  private wallet$(accountId: string, command: WalletCommand, commandId?: string, actor?: string) {
+    return this.wallets.handle(walletStream(accountId), command, { ...(commandId ? { commandId } : {}), ...(actor ? { metadata: { actor } } : {}) });
+  }
+
+  /** A command that meters a call: committed as LEDGER_CALL_COMMIT says; `deferred` when nobody waits for it. */
+  private metered(accountId: string, command: WalletCommand, commandId: string, deferred = false) {
+    return this.wallets.handle(walletStream(accountId), command, { commandId, durable: this.callsDurable, deferrable: deferred });
   }
 
   private key$(keyId: string, command: KeyCommand, actor?: string) {
@@ -134,7 +134,7 @@ export class Ledger {
     let spendCap: bigint | null = request.spendCap ?? null;
     if (request.spendCap === undefined && request.keyId !== null) spendCap = (await this.key(request.keyId)).settings.spend_cap;
     const now = this.now();
-    const handled = await this.wallet$(
+    const handled = await this.metered(
       accountId,
       {
         type: 'Reserve',
@@ -147,8 +147,6 @@ export class Ledger {
         now,
       },
       `reserve:${request.holdId}`,
-      undefined,
-      { deferrable: false },
     );
     return outcome(handled, (state) => ({ state }));
   }
@@ -157,18 +155,18 @@ export class Ledger {
    * the settlement is queued at once, so every later read or command of the wallet sees it. */
   async settle(accountId: string, holdId: string, amount: bigint, call?: CallRecord, deferrable = false) {
     const command = { type: 'Settle' as const, holdId, amount, ...(call ? { call } : {}), now: this.now() };
-    return outcome(await this.wallet$(accountId, command, `settle:${holdId}`, undefined, { deferrable }), (state) => ({ state }));
+    return outcome(await this.metered(accountId, command, `settle:${holdId}`, deferrable), (state) => ({ state }));
   }
 
-  async release(accountId: string, holdId: string, reason: string, call?: CallRecord, deferrable = false) {
+  async release(accountId: string, holdId: string, reason: string, call?: CallRecord) {
     const command = { type: 'Release' as const, holdId, reason, ...(call ? { call } : {}), now: this.now() };
-    return outcome(await this.wallet$(accountId, command, `release:${holdId}`, undefined, { deferrable }), (state) => ({ state }));
+    return outcome(await this.metered(accountId, command, `release:${holdId}`), (state) => ({ state }));
   }
 
   /** A call refused before it could hold money still gets its call-log row (cost 0). */
   async recordRejected(accountId: string, call: CallRecord, deferrable = false) {
     return outcome(
-      await this.wallet$(accountId, { type: 'RecordRejectedCall', call, now: this.now() }, `rejected:${call.request_id}`, undefined, { deferrable }),
+      await this.metered(accountId, { type: 'RecordRejectedCall', call, now: this.now() }, `rejected:${call.request_id}`, deferrable),
       (state) => ({ state }),
     );
   }

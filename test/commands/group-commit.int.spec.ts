@@ -42,6 +42,12 @@ beforeAll(async () => {
 });
 afterAll(() => db.drop());
 
+async function openAccount(ledger: Ledger, name: string): Promise<string> {
+  const opened = await ledger.openAccount(name);
+  if (!opened.ok) throw new Error(opened.error.message);
+  return opened.accountId;
+}
+
 /** The wallet folded from its whole stream, with nothing cached. */
 async function replayed(accountId: string): Promise<{ state: WalletState; events: WalletEvent[] }> {
   const recorded = await store.readStream(walletStream(accountId));
@@ -60,9 +66,7 @@ describe('group commit of a wallet’s commands', () => {
   it('decides concurrent commands in order and appends them together', async () => {
     const { store: countingStore, appends } = counted(store);
     const ledger = ledgerOn(db.sql, countingStore);
-    const opened = await ledger.openAccount('batch');
-    if (!opened.ok) throw new Error(opened.error.message);
-    const accountId = opened.accountId;
+    const accountId = await openAccount(ledger, 'batch');
     appends.length = 0;
 
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => reserve(ledger, accountId, `h${i}`, 1_000n)));
@@ -81,9 +85,7 @@ describe('group commit of a wallet’s commands', () => {
 
   it('queues a deferrable settlement at once and appends it without a waiting caller', async () => {
     const ledger = ledgerOn(db.sql);
-    const opened = await ledger.openAccount('deferred');
-    if (!opened.ok) throw new Error(opened.error.message);
-    const accountId = opened.accountId;
+    const accountId = await openAccount(ledger, 'deferred');
     expect((await reserve(ledger, accountId, 'h1', 5_000n)).ok).toBe(true);
 
     const settled = ledger.settle(accountId, hold(accountId, 'h1'), 1_234n, undefined, true);
@@ -98,11 +100,10 @@ describe('group commit of a wallet’s commands', () => {
     for (const callCommit of ['async', 'sync'] as const) {
       const { store: countingStore, appends } = counted(store);
       const ledger = new Ledger(countingStore, new KeyVault(db.sql, cipher), { callCommit });
-      const opened = await ledger.openAccount(`commit ${callCommit}`);
-      if (!opened.ok) throw new Error(opened.error.message);
-      await ledger.topUp(opened.accountId, 200_000_000_000n, 'wire');
-      await reserve(ledger, opened.accountId, 'h1', 10n);
-      await ledger.settle(opened.accountId, hold(opened.accountId, 'h1'), 5n);
+      const accountId = await openAccount(ledger, `commit ${callCommit}`);
+      await ledger.topUp(accountId, 200_000_000_000n, 'wire');
+      await reserve(ledger, accountId, 'h1', 10n);
+      await ledger.settle(accountId, hold(accountId, 'h1'), 5n);
       expect(appends.map((a) => a.durable)).toEqual([true, true, callCommit === 'sync', callCommit === 'sync']);
     }
   });
@@ -110,9 +111,7 @@ describe('group commit of a wallet’s commands', () => {
   it('two instances never hold more than the wallet has: 200 concurrent reservations, room for 50', async () => {
     const a = ledgerOn(db.sql);
     const b = ledgerOn(db.another());
-    const opened = await a.openAccount('race');
-    if (!opened.ok) throw new Error(opened.error.message);
-    const accountId = opened.accountId;
+    const accountId = await openAccount(a, 'race');
     const signup = (await a.wallet(accountId)).balance;
     const unit = signup / 50n;
     // Both instances have the wallet cached before the race.
@@ -131,9 +130,7 @@ describe('group commit of a wallet’s commands', () => {
   it('refuses only on a fresh state: a top-up by another instance is seen before a refusal', async () => {
     const a = ledgerOn(db.sql);
     const b = ledgerOn(db.another());
-    const opened = await a.openAccount('stale');
-    if (!opened.ok) throw new Error(opened.error.message);
-    const accountId = opened.accountId;
+    const accountId = await openAccount(a, 'stale');
     const before = (await a.wallet(accountId)).balance;
     await b.topUp(accountId, 200_000_000_000n, 'wire');
     // a's cache still has the sign-up balance only; both reservations need the top-up.
@@ -154,9 +151,7 @@ describe('group commit of a wallet’s commands', () => {
         round += 1;
         const a = ledgerOn(db.sql);
         const b = ledgerOn(db.another());
-        const opened = await a.openAccount(`prop ${round}`);
-        if (!opened.ok) throw new Error(opened.error.message);
-        const id = opened.accountId;
+        const id = await openAccount(a, `prop ${round}`);
         const results = await Promise.all(
           ops.map(([o, onA]) => {
             const l = onA ? a : b;
