@@ -89,6 +89,13 @@ export class Ledger {
     return (await this.wallets.recent(walletStream(accountId), Number.POSITIVE_INFINITY)).state;
   }
 
+  /** The wallet at most `maxAgeMs` behind the log (a cached state re-checked when older):
+   * for settings another gateway instance may have changed (rate limits), at the cost of
+   * one read forward per account per `maxAgeMs` on this instance. */
+  async recentWallet(accountId: string, maxAgeMs: number): Promise<WalletState> {
+    return (await this.wallets.recent(walletStream(accountId), maxAgeMs)).state;
+  }
+
   /** Resolves once every queued wallet and key command has been appended. */
   async idle(): Promise<void> {
     await Promise.all([this.wallets.idle(), this.keys.idle()]);

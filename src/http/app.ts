@@ -3,6 +3,7 @@ import type { KnowledgeService } from '../commands/knowledge/service';
 import type { Ledger } from '../commands/ledger';
 import type { ModelRegistry } from '../config/registry';
 import type { EventStore } from '../events/store/port';
+import type { RateLimiter } from '../limits';
 import type { ObjectStore } from '../objects/store';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { ProjectionRunner } from '../projections/runner/runner';
@@ -10,6 +11,7 @@ import type { Sql } from '../storage/sql';
 import { adminRoutes } from './admin/routes';
 import { GatewayError, sendError } from './errors';
 import { authPlugin } from './plugins/auth';
+import { rateLimitPlugin } from './plugins/rate-limit';
 import { balanceRoutes } from './resources/balance';
 import { mcpRoutes } from './resources/mcp';
 import { usageRoutes } from './resources/usage';
@@ -18,6 +20,7 @@ import { chatRoutes } from './protocols/routes';
 import { CHAT_TIMEOUT_MS } from './protocols/relay';
 import { Router } from '../upstream/routing';
 import { modelRoutes } from './resources/models';
+import { imageRoutes, type ImageTimings } from './media/images';
 
 export interface AppDeps {
   readonly ledger: Ledger;
@@ -29,11 +32,15 @@ export interface AppDeps {
   readonly knowledge: KnowledgeService;
   readonly knowledgeQueries: KnowledgeQueries;
   readonly objects: ObjectStore;
+  /** Per-account requests per minute and concurrency (Redis-shared or in-process). */
+  readonly rateLimiter: RateLimiter;
   /** Base of links the gateway hands out (signed downloads); default: the request's own origin. */
   readonly publicBaseUrl?: string | undefined;
   readonly version?: string;
   /** Whole-request budget of a chat call; the spec's 180 s unless a test shortens it. */
   readonly chatTimeoutMs?: number;
+  /** The image endpoints' hop, ladder and keep-alive times; the spec's unless a test shortens them. */
+  readonly imageTimings?: Partial<ImageTimings>;
   readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   readonly now?: () => number;
 }
@@ -73,18 +80,33 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     sendError(request, reply, new GatewayError('not_found', `no route for ${request.method} ${redactUrl(request.url).split('?')[0]}`)),
   );
 
+  // Media responses carry the request id on every answer, a refused key's included.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.routeOptions.config?.trace) reply.header('x-gateway-trace', request.id);
+  });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
+  await app.register(rateLimitPlugin, { limiter: deps.rateLimiter, ledger: deps.ledger });
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
+  const router = new Router(deps.registry.config);
   const knowledgeRead = { queries: deps.knowledgeQueries, objects: deps.objects, publicBaseUrl: deps.publicBaseUrl, now };
   await app.register(
     chatRoutes({
       ledger: deps.ledger,
       registry: deps.registry,
-      router: new Router(deps.registry.config),
+      router,
       timeoutMs: deps.chatTimeoutMs ?? CHAT_TIMEOUT_MS,
       now,
+    }),
+  );
+  await app.register(
+    imageRoutes({
+      ledger: deps.ledger,
+      registry: deps.registry,
+      router,
+      now,
+      ...(deps.imageTimings ? { timings: deps.imageTimings } : {}),
     }),
   );
   await app.register(wikiRoutes(knowledgeRead));

@@ -3,6 +3,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 /** The shape errors take on an endpoint: each client protocol has its own. */
 export type ErrorShape = 'chat' | 'messages' | 'generate';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The error shape of the route's protocol. */
+    readonly shape?: ErrorShape;
+    /** Every answer, errors included, carries `x-gateway-trace` (media endpoints). */
+    readonly trace?: boolean;
+  }
+}
+
 interface CodeInfo {
   readonly status: number;
   readonly chat: string;
@@ -62,7 +71,7 @@ export function errorBody(shape: ErrorShape, error: GatewayError): unknown {
 /** The shape of a request's errors: declared by its route, else guessed from the path
  * (for requests that match no route). */
 export function shapeOf(request: FastifyRequest): ErrorShape {
-  const declared = (request.routeOptions.config as { shape?: ErrorShape } | undefined)?.shape;
+  const declared = request.routeOptions.config?.shape;
   if (declared) return declared;
   const path = request.url;
   if (path.startsWith('/v1/messages')) return 'messages';

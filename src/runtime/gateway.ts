@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { startHoldSweeper } from '../commands/hold-sweeper';
+import { IdempotencyStore, startIdempotencyPurge } from '../idempotency/store';
 import { KnowledgeService } from '../commands/knowledge/service';
 import { Ledger, type CallCommit } from '../commands/ledger';
 import { loadConfig } from '../config/load';
@@ -11,6 +12,7 @@ import type { GatewayConfig } from '../config/schema';
 import { createPostgresEventStore, migrateEvents } from '../events/store/postgres';
 import type { EventStore } from '../events/store/port';
 import { buildApp, type AppDeps } from '../http/app';
+import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from '../limits';
 import { objectStoreFromEnv } from '../objects/store';
 import { allProjections } from '../projections';
 import { KnowledgeQueries } from '../projections/knowledge/queries';
@@ -130,6 +132,12 @@ export interface GatewayOverrides {
   readonly logger?: AppDeps['logger'];
   readonly now?: () => number;
   readonly chatTimeoutMs?: number;
+  /** A rate limiter to use instead of building one (the caller closes it). */
+  readonly rateLimiter?: RateLimiter;
+  /** Options of the limiter the gateway builds, over the settings' REDIS_URL (tests: a
+   * key prefix of their own, a short lease TTL). */
+  readonly rateLimits?: RateLimiterOptions;
+  readonly imageTimings?: AppDeps['imageTimings'];
 }
 
 export async function createGateway(settings: Settings, overrides: GatewayOverrides = {}): Promise<Gateway> {
@@ -145,8 +153,18 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
   const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, 100, () => ledger.idle());
   await runner.migrate();
+  // Created before the app: the idempotency plugin (registered in buildApp) claims keys in it.
+  const idempotency = new IdempotencyStore(storage.sql, overrides.now ? { now: overrides.now } : {});
+  await idempotency.migrate();
   const adminToken = adminTokenOf(settings).value;
+  // Built here (not in buildApp) so that close() ends its Redis connection after the app.
+  let reportLimiterError = (error: Error) => console.error('rate limiter:', error.message);
+  const ownLimiter = overrides.rateLimiter
+    ? null
+    : await createRateLimiter({ redisUrl: settings.redisUrl, ...overrides.rateLimits }, (error) => reportLimiterError(error));
+  const rateLimiter = overrides.rateLimiter ?? ownLimiter!;
   const app = await buildApp({
+    rateLimiter,
     ledger,
     runner,
     sql: storage.sql,
@@ -161,10 +179,13 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.logger !== undefined ? { logger: overrides.logger } : {}),
     ...(overrides.now ? { now: overrides.now } : {}),
     ...(overrides.chatTimeoutMs ? { chatTimeoutMs: overrides.chatTimeoutMs } : {}),
+    ...(overrides.imageTimings ? { imageTimings: overrides.imageTimings } : {}),
   });
+  reportLimiterError = (error) => app.log.warn({ err: error }, 'rate limiter: redis connection error');
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
   const stopSweeper = startHoldSweeper(storage.sql, ledger, clock, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
+  const stopIdempotencyPurge = startIdempotencyPurge(idempotency, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
   return {
     app,
     ledger,
@@ -175,7 +196,9 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     adminToken,
     async close() {
       stopSweeper();
+      stopIdempotencyPurge();
       await app.close();
+      await ownLimiter?.close();
       await runner.stop();
       await storage.close();
     },

@@ -7,7 +7,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../src/config/load';
 import type { GatewayConfig } from '../../src/config/schema';
 import { requestSerializers } from '../../src/http/app';
-import { createGateway, settingsFromEnv, type Gateway } from '../../src/runtime/gateway';
+import { createGateway, settingsFromEnv, type Gateway, type GatewayOverrides } from '../../src/runtime/gateway';
 import { testDatabase, type TestDatabase } from './storage';
 
 export interface TestGateway {
@@ -26,6 +26,9 @@ export interface TestGatewayOptions {
   readonly now?: () => number;
   readonly db?: TestDatabase;
   readonly chatTimeoutMs?: number;
+  /** Rate limiter options (a Redis URL and key prefix, a short lease TTL); default in-process. */
+  readonly rateLimits?: GatewayOverrides['rateLimits'];
+  readonly imageTimings?: GatewayOverrides['imageTimings'];
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -53,6 +56,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     logger,
     ...(options.now ? { now: options.now } : {}),
     ...(options.chatTimeoutMs ? { chatTimeoutMs: options.chatTimeoutMs } : {}),
+    ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+    ...(options.imageTimings ? { imageTimings: options.imageTimings } : {}),
   });
 
   const admin: TestGateway['admin'] = (method, path, body) =>

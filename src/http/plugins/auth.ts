@@ -33,6 +33,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     caller: Caller | null;
   }
+  interface FastifyContextConfig extends AuthConfig {}
 }
 
 export const AUTH_MESSAGES = {

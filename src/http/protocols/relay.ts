@@ -1,14 +1,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
-import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
+import { request as undiciRequest, type Dispatcher } from 'undici';
 import type { Ledger } from '../../commands/ledger';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
+import { callRecord, type CallFacts } from '../call-record';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
 import { costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import type { Route, Router } from '../../upstream/routing';
+import { CallSignal, classify, statusFailure, tryJson, upstreamAgent, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, upstreamErrorCode, type ErrorCode } from '../errors';
 import { AUTH_MESSAGES } from '../plugins/auth';
 
@@ -27,92 +29,13 @@ const HOLD_GRACE_S = 120;
 /** Pause before a trailing out-of-framing piece (a bare error object) so it reaches the client on its own. */
 const STRAY_GAP_MS = 50;
 
-/** Keep-alive connections to upstreams, shared by every request. */
-export const upstreamAgent = new Agent({ keepAliveTimeout: 30_000, connections: 512 });
-
-type Failure =
-  | { kind: 'status'; status: number; body: string; headers: Record<string, string> }
-  | { kind: 'unreachable'; message: string }
-  | { kind: 'timeout'; message: string };
-
-const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'ERR_TLS_CERT_ALTNAME_INVALID']);
-
-/**
- * The whole-request budget and the client's disconnect, as one signal for undici. One
- * timer per call, cleared when the call ends: AbortSignal.timeout/any would leave a
- * timer and a composite signal per call for the garbage collector.
- */
-class CallSignal {
-  private readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout;
-  expired = false;
-
-  constructor(timeoutMs: number) {
-    this.timer = setTimeout(() => {
-      this.expired = true;
-      this.controller.abort(new DOMException('the request budget ran out', 'TimeoutError'));
-    }, timeoutMs);
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  /** The client went away. */
-  abort() {
-    this.controller.abort();
-  }
-
-  clear() {
-    clearTimeout(this.timer);
-  }
-}
-
-function classify(error: unknown, deadline: CallSignal): Failure {
-  const e = error as { code?: string; name?: string; message?: string; cause?: { code?: string } };
-  if (deadline.expired || e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT')
-    return { kind: 'timeout', message: 'the upstream did not answer in time' };
-  const code = e.code ?? e.cause?.code ?? '';
-  return { kind: 'unreachable', message: CONNECTION_ERRORS.has(code) ? `upstream connection failed (${code})` : `upstream connection failed: ${e.message ?? code}` };
-}
-
 function sse(event: StreamEvent): string {
   const lines = event.data.split('\n').map((line) => `data: ${line}`).join('\n');
   return `${event.event ? `event: ${event.event}\n` : ''}${lines}\n\n`;
 }
 
-interface CallContext {
-  readonly request: FastifyRequest;
+interface CallContext extends CallFacts {
   readonly adapter: ProtocolAdapter;
-  readonly startedAt: number;
-  readonly submittedAt: number;
-  model: string;
-  attempts: number;
-  channelId: string | null;
-}
-
-function callRecord(ctx: CallContext, fields: Partial<CallRecord> & Pick<CallRecord, 'status'>): CallRecord {
-  return {
-    request_id: ctx.request.id,
-    key_id: ctx.request.caller?.keyId ?? null,
-    model: ctx.model,
-    endpoint: ctx.adapter.protocol,
-    error_code: null,
-    error_message: null,
-    input_tokens: 0,
-    output_tokens: 0,
-    cached_tokens: 0,
-    unit_count: null,
-    unit_type: null,
-    latency_ms: Math.max(0, Math.round(performance.now() - ctx.startedAt)),
-    attempts_count: ctx.attempts,
-    channel_id: ctx.channelId,
-    task_id: null,
-    submitted_at: ctx.submittedAt,
-    result_urls: [],
-    result_expires_at: null,
-    ...fields,
-  };
 }
 
 type Settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) => void;
@@ -135,6 +58,7 @@ export async function relayChat(
   const ctx: CallContext = {
     request,
     adapter,
+    endpoint: adapter.protocol,
     startedAt: performance.now(),
     submittedAt: deps.now(),
     model: params.model ?? String((request.body as { model?: unknown } | null)?.model ?? ''),
@@ -267,14 +191,6 @@ async function routesFor(
   return routes;
 }
 
-const tryJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-};
-
 async function send(
   deps: RelayDeps,
   adapter: ProtocolAdapter,
@@ -300,13 +216,7 @@ async function send(
       headersTimeout: deps.timeoutMs,
       bodyTimeout: deps.timeoutMs,
     });
-    if (response.statusCode >= 400) {
-      const text = await response.body.text().catch(() => '');
-      const responseHeaders: Record<string, string> = {};
-      const retryAfter = response.headers['retry-after'];
-      if (typeof retryAfter === 'string') responseHeaders['retry-after'] = retryAfter;
-      return { failure: { kind: 'status', status: response.statusCode, body: text, headers: responseHeaders } };
-    }
+    if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body) };
     return { response };
   } catch (error) {
     return { failure: classify(error, call) };

@@ -13,7 +13,8 @@ export function keyBalance(caller: Caller) {
   return { remaining, used: usage.spent, total: remaining + usage.spent, expiresAt: caller.key.settings.expires_at };
 }
 
-const FREE = { auth: 'key', free: true, touchesLastUsed: false, liveWallet: true } as const;
+// Not rate limited either (spec: key balance and the billing views are exempt).
+const FREE = { auth: 'key', free: true, touchesLastUsed: false, liveWallet: true, rateLimited: false } as const;
 
 /** `GET /v1/key/balance` and the billing-compatible views: free, usable at a zero
  * balance, and they do not count as using the key. */

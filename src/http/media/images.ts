@@ -1,0 +1,334 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import { request as undiciRequest, type Dispatcher } from 'undici';
+import { z } from 'zod';
+import type { Ledger } from '../../commands/ledger';
+import type { ModelRegistry } from '../../config/registry';
+import type { ModelConfig } from '../../config/schema';
+import { min, parseUsd } from '../../money/usd';
+import { zodMessage } from '../../upstream/protocols/chat-completions';
+import {
+  imagesAuthHeaders,
+  imagesErrorMessage,
+  imagesPath,
+  imagesResult,
+  imagesUpstreamBody,
+  type ImageEndpoint,
+  type ImageRequest,
+  type UploadedImage,
+} from '../../upstream/protocols/images';
+import type { Route, Router } from '../../upstream/routing';
+import { CallSignal, classify, statusFailure, tryJson, upstreamAgent, type Failure } from '../../upstream/upstream-call';
+import { callRecord, type CallFacts } from '../call-record';
+import { errorBody, GatewayError, upstreamErrorBody, upstreamErrorCode, type ErrorCode } from '../errors';
+import { AUTH_MESSAGES } from '../plugins/auth';
+// PENDING-IDEMPOTENCY
+const completeHijacked = (_r: FastifyRequest, _s: number, _t: string, _b: string) => {};
+
+/** The spec's image timings: one upstream hop, the whole channel ladder, and when the
+ * gateway commits to a 200 and keeps the connection alive. */
+export interface ImageTimings {
+  readonly hopMs: number;
+  readonly ladderMs: number;
+  readonly keepAliveAfterMs: number;
+  /** Whitespace is written this often once the connection is kept alive. */
+  readonly keepAliveEveryMs: number;
+}
+
+export const IMAGE_TIMINGS: ImageTimings = { hopMs: 240_000, ladderMs: 280_000, keepAliveAfterMs: 90_000, keepAliveEveryMs: 15_000 };
+
+export interface ImagesDeps {
+  readonly ledger: Ledger;
+  readonly registry: ModelRegistry;
+  readonly router: Router;
+  readonly now: () => number;
+  readonly timings?: Partial<ImageTimings>;
+  readonly dispatcher?: Dispatcher;
+}
+
+/** 95 MB: the spec's limit on an edit's body, JSON or multipart. */
+export const IMAGE_BODY_LIMIT = 95 * 1024 * 1024;
+export const MAX_IMAGES = 10;
+/** Hosted image links live 24 hours. */
+const HOSTED_TTL_S = 24 * 3600;
+const HOLD_GRACE_S = 120;
+
+const References = z.union([z.string().min(1), z.array(z.string().min(1))]);
+const ImageBody = z.looseObject({
+  model: z.string().min(1),
+  prompt: z.string().min(1),
+  n: z.number().int().min(1).max(MAX_IMAGES, `must be at most ${MAX_IMAGES}`).optional(),
+  size: z.string().optional(),
+  image: References.optional(),
+  image_urls: z.array(z.string().min(1)).optional(),
+  response_format: z.enum(['url', 'b64_json']).optional(),
+  async: z.boolean().optional(),
+});
+
+/** Files of a multipart request, parsed before the idempotency hook fingerprints the request. */
+const uploads = new WeakMap<FastifyRequest, UploadedImage[]>();
+
+/** Multipart text fields as JSON values: `n` a number, `async` a boolean, `x[]` and repeated names arrays. */
+async function readMultipart(request: FastifyRequest): Promise<{ fields: Record<string, unknown>; files: UploadedImage[] }> {
+  const fields: Record<string, unknown> = {};
+  const files: UploadedImage[] = [];
+  for await (const part of request.parts()) {
+    if (part.type === 'file') {
+      files.push({ field: part.fieldname, filename: part.filename, mimetype: part.mimetype, data: await part.toBuffer() });
+      continue;
+    }
+    const many = part.fieldname.endsWith('[]');
+    const name = many ? part.fieldname.slice(0, -2) : part.fieldname;
+    let value: unknown = part.value;
+    if (name === 'n' && typeof value === 'string' && /^\d+$/.test(value)) value = Number(value);
+    if (name === 'async' && (value === 'true' || value === 'false')) value = value === 'true';
+    const prior = fields[name];
+    if (many || name === 'image_urls') fields[name] = [...(Array.isArray(prior) ? prior : prior === undefined ? [] : [prior]), value];
+    else if (prior !== undefined) fields[name] = [...(Array.isArray(prior) ? prior : [prior]), value];
+    else fields[name] = value;
+  }
+  return { fields, files };
+}
+
+/** `POST /v1/images/generations` and `/v1/images/edits`: synchronous, per image, idempotent. */
+export function imageRoutes(deps: ImagesDeps) {
+  const timings = { ...IMAGE_TIMINGS, ...deps.timings };
+  return async (app: FastifyInstance) => {
+    await app.register(multipart, { limits: { fileSize: IMAGE_BODY_LIMIT, fieldSize: IMAGE_BODY_LIMIT, files: 32, parts: 1000 } });
+    for (const endpoint of ['generations', 'edits'] as const) {
+      app.post(
+        imagesPath(endpoint),
+        {
+          bodyLimit: IMAGE_BODY_LIMIT,
+          config: { auth: 'key', shape: 'chat', trace: true, idempotent: true },
+          preValidation: async (request) => {
+            if (!request.isMultipart()) return;
+            const { fields, files } = await readMultipart(request);
+            request.body = fields;
+            uploads.set(request, files);
+            // PENDING-IDEMPOTENCY fingerprint of fields + files
+          },
+        },
+        (request, reply) => relayImages(deps, timings, endpoint, request, reply),
+      );
+    }
+  };
+}
+
+function parseRequest(endpoint: ImageEndpoint, request: FastifyRequest): { body: z.infer<typeof ImageBody>; image: ImageRequest } | { invalid: string } {
+  const files = uploads.get(request) ?? [];
+  const parsed = ImageBody.safeParse(request.body ?? {});
+  if (!parsed.success) return { invalid: zodMessage(parsed.error) };
+  const body = parsed.data;
+  if (body.async === true) return { invalid: 'async: true (submit and poll) is not available on this gateway yet; send the request without it for a synchronous answer' };
+  const { image, image_urls, ...fields } = body;
+  const references = [...(image === undefined ? [] : Array.isArray(image) ? image : [image]), ...(image_urls ?? [])];
+  const referenceFiles = files.filter((f) => f.field === 'image' || f.field === 'image[]');
+  if (endpoint === 'edits' && references.length === 0 && referenceFiles.length === 0)
+    return { invalid: 'image: a reference image is required for an edit (file field `image` or `image[]`, or `image` / `image_urls` as URLs or data URIs)' };
+  return { body, image: { endpoint, fields, references, files, multipart: request.isMultipart() } };
+}
+
+/** Units a request may produce: n, and for fixed-grid SKUs never fewer than the grid. */
+export function reservedImages(model: ModelConfig, n: number): number {
+  return model.fixed_grid ? Math.max(n, model.fixed_grid) : n;
+}
+
+interface Attempt {
+  readonly response?: { status: number; text: string };
+  readonly failure?: Failure;
+}
+
+/**
+ * One synchronous image call: validate, resolve the model, hold unit price × images,
+ * try up to three channels, settle on the images actually returned. Past the keep-alive
+ * point the 200 is committed, so a later failure is written as a 200 with an `error` body.
+ */
+async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: ImageEndpoint, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  const caller = request.caller!;
+  const facts: CallFacts = {
+    request,
+    endpoint: `images.${endpoint}`,
+    startedAt: performance.now(),
+    submittedAt: deps.now(),
+    model: String((request.body as { model?: unknown } | null)?.model ?? ''),
+    attempts: 0,
+    channelId: null,
+  };
+  const reject = (code: ErrorCode, message: string): never => {
+    deps.ledger
+      .recordRejected(caller.accountId, callRecord(facts, { status: 'rejected', error_code: code, error_message: message, unit_type: 'image' }), true)
+      .catch((error: unknown) => request.log.error({ err: error }, 'could not record a rejected call'));
+    throw new GatewayError(code, message);
+  };
+
+  const parsed = parseRequest(endpoint, request);
+  if ('invalid' in parsed) return reject('invalid_request', parsed.invalid);
+  const { body, image } = parsed;
+  const model = deps.registry.resolve(body.model);
+  if (!model || !model.callable) return reject('model_not_found', `The model \`${body.model}\` does not exist or you do not have access to it.`);
+  facts.model = model.id;
+  if (!deps.registry.allows(caller.key.settings.allowed_models, model.id))
+    return reject('model_not_allowed', `This API key is not allowed to use the model \`${model.id}\`.`);
+  const routes: Route[] = model.kind === 'image' ? deps.router.routes(model.id, 'images') : [];
+  if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for image ${endpoint}.`);
+
+  const unitPrice = parseUsd(model.price.per_image ?? '0');
+  const units = reservedImages(model, body.n ?? 1);
+  const holdId = request.id;
+  const reserved = await deps.ledger.reserve(caller.accountId, {
+    holdId,
+    amount: unitPrice * BigInt(units),
+    keyId: caller.keyId,
+    spendCap: caller.key.settings.spend_cap,
+    purpose: `images.${endpoint} ${model.id}`,
+    ttlSeconds: Math.ceil(timings.ladderMs / 1000) + HOLD_GRACE_S,
+  });
+  if (!reserved.ok) {
+    if (reserved.error.code === 'account_inactive') throw new GatewayError('invalid_api_key', AUTH_MESSAGES.inactive);
+    return reject('quota_exceeded', reserved.error.message);
+  }
+
+  const call = new CallSignal(timings.ladderMs);
+  const answer = new KeptAlive(request, reply, timings);
+  try {
+    let failure: Failure | null = null;
+    for (const route of routes) {
+      if (answer.clientGone) break;
+      facts.attempts += 1;
+      facts.channelId = route.channel.id;
+      const attempt = await send(deps, timings, route, image, call);
+      if (attempt.response) {
+        const result = imagesResult(tryJson(attempt.response.text));
+        const billed = min(BigInt(result.count), BigInt(units));
+        const expiresAt = result.expiresAt ?? (result.urls.length > 0 ? (result.created ?? deps.now()) + HOSTED_TTL_S : null);
+        await deps.ledger.settle(
+          caller.accountId,
+          holdId,
+          unitPrice * billed,
+          callRecord(facts, {
+            status: 'success',
+            unit_count: result.count,
+            unit_type: 'image',
+            input_tokens: result.inputTokens,
+            output_tokens: result.outputTokens,
+            result_urls: [...result.urls],
+            result_expires_at: expiresAt,
+          }),
+        );
+        return answer.send(200, withExpiry(attempt.response.text, result.expiresAt === null ? expiresAt : null));
+      }
+      failure = attempt.failure!;
+      // 4xx is the caller's problem: another channel would say the same.
+      if ((failure.kind === 'status' && failure.status < 500) || call.expired) break;
+    }
+
+    const f: Failure = answer.clientGone
+      ? { kind: 'unreachable', message: 'the client disconnected' }
+      : (failure ?? { kind: 'unreachable', message: 'no channel could be reached' });
+    const code = f.kind === 'status' ? upstreamErrorCode(f.status) : f.kind === 'timeout' ? 'upstream_timeout' : answer.clientGone ? 'client_disconnected' : 'upstream_unreachable';
+    const message = f.kind === 'status' ? (imagesErrorMessage(tryJson(f.body)) ?? (f.body.slice(0, 2000) || `upstream answered ${f.status}`)) : f.message;
+    await deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(facts, { status: 'error', error_code: code, error_message: message, unit_type: 'image' }));
+    if (f.kind === 'status') {
+      if (f.headers['retry-after']) reply.header('retry-after', f.headers['retry-after']);
+      // Passed through unchanged when the upstream spoke OpenAI's shape; else put into it.
+      const passed = (tryJson(f.body) as { error?: unknown } | null)?.error !== undefined ? f.body : JSON.stringify(upstreamErrorBody('chat', f.status, message));
+      return answer.send(f.status, passed);
+    }
+    const error = new GatewayError(code as ErrorCode, message);
+    if (answer.committed) return answer.send(error.status, JSON.stringify(errorBody('chat', error)));
+    throw error;
+  } catch (error) {
+    if (!answer.committed) throw error;
+    request.log.error({ err: error }, 'image call failed after the keep-alive began');
+    return answer.send(500, JSON.stringify(errorBody('chat', new GatewayError('internal_error', `internal error; the request id is ${request.id}`))));
+  } finally {
+    call.clear();
+    answer.stop();
+  }
+}
+
+/** The upstream answer with the gateway's `expires_at` for hosted links, next to `created`. */
+function withExpiry(text: string, expiresAt: number | null): string {
+  if (expiresAt === null) return text;
+  const json = tryJson(text);
+  if (!json || typeof json !== 'object' || Array.isArray(json)) return text;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(json)) {
+    out[k] = v;
+    if (k === 'created') out.expires_at = expiresAt;
+  }
+  if (!('expires_at' in out)) out.expires_at = expiresAt;
+  return JSON.stringify(out);
+}
+
+async function send(deps: ImagesDeps, timings: ImageTimings, route: Route, image: ImageRequest, call: CallSignal): Promise<Attempt> {
+  const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
+  const hop = new CallSignal(timings.hopMs);
+  const signal = AbortSignal.any([call.signal, hop.signal]);
+  try {
+    const response = await undiciRequest(`${route.channel.base_url.replace(/\/+$/, '')}${imagesPath(image.endpoint)}`, {
+      method: 'POST',
+      headers: { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) },
+      body,
+      signal,
+      dispatcher: deps.dispatcher ?? upstreamAgent,
+      headersTimeout: timings.hopMs,
+      bodyTimeout: timings.hopMs,
+    });
+    if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body) };
+    return { response: { status: response.statusCode, text: await response.body.text() } };
+  } catch (error) {
+    // Our own hop limit is a time-out like the ladder's.
+    return { failure: hop.expired ? { kind: 'timeout', message: 'the upstream did not answer in time' } : classify(error, call) };
+  } finally {
+    hop.clear();
+  }
+}
+
+/**
+ * The answer of a slow image call. Until the keep-alive point it is an ordinary reply; after
+ * it the status line (200) and headers are out and whitespace keeps the connection open
+ * (JSON allows leading whitespace), so the final body — answer or `error` — follows as is.
+ */
+class KeptAlive {
+  committed = false;
+  clientGone = false;
+  private readonly startTimer: NodeJS.Timeout;
+  private ticker: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly request: FastifyRequest,
+    private readonly reply: FastifyReply,
+    timings: ImageTimings,
+  ) {
+    const raw = reply.raw;
+    raw.once('close', () => {
+      if (!raw.writableFinished) this.clientGone = true;
+    });
+    this.startTimer = setTimeout(() => {
+      if (this.clientGone) return;
+      this.committed = true;
+      reply.hijack();
+      raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), 'content-type': 'application/json', 'x-gateway-trace': request.id });
+      raw.write(' ');
+      this.ticker = setInterval(() => raw.write(' '), timings.keepAliveEveryMs);
+    }, timings.keepAliveAfterMs);
+  }
+
+  send(status: number, body: string): FastifyReply {
+    this.stop();
+    if (!this.committed) return this.reply.code(status).type('application/json').send(body);
+    const raw = this.reply.raw;
+    if (!this.clientGone) raw.end(body);
+    // The status line said 200 whatever happened: only a real success is worth remembering.
+    completeHijacked(this.request, status < 300 ? 200 : status, 'application/json', body);
+    return this.reply;
+  }
+
+  stop() {
+    clearTimeout(this.startTimer);
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = null;
+  }
+}
