@@ -12,6 +12,8 @@ import { adminRoutes } from './admin/routes';
 import { GatewayError, sendError } from './errors';
 import { authPlugin } from './plugins/auth';
 import { rateLimitPlugin } from './plugins/rate-limit';
+import { idempotencyPlugin } from './plugins/idempotency';
+import { IdempotencyStore } from '../idempotency/store';
 import { balanceRoutes } from './resources/balance';
 import { mcpRoutes } from './resources/mcp';
 import { usageRoutes } from './resources/usage';
@@ -41,6 +43,8 @@ export interface AppDeps {
   readonly chatTimeoutMs?: number;
   /** The image endpoints' hop, ladder and keep-alive times; the spec's unless a test shortens them. */
   readonly imageTimings?: Partial<ImageTimings>;
+  /** Largest 2xx answer kept for an Idempotency-Key replay (default 4 MiB). */
+  readonly idempotencyMaxStoredBytes?: number;
   readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   readonly now?: () => number;
 }
@@ -86,6 +90,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter, ledger: deps.ledger });
+  await app.register(idempotencyPlugin, { store: new IdempotencyStore(deps.sql, {
+      ...(deps.now ? { now: deps.now } : {}),
+      ...(deps.idempotencyMaxStoredBytes ? { maxStoredBytes: deps.idempotencyMaxStoredBytes } : {}),
+    }) });
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));

@@ -138,6 +138,7 @@ export interface GatewayOverrides {
    * key prefix of their own, a short lease TTL). */
   readonly rateLimits?: RateLimiterOptions;
   readonly imageTimings?: AppDeps['imageTimings'];
+  readonly idempotencyMaxStoredBytes?: number;
 }
 
 export async function createGateway(settings: Settings, overrides: GatewayOverrides = {}): Promise<Gateway> {
@@ -180,6 +181,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.now ? { now: overrides.now } : {}),
     ...(overrides.chatTimeoutMs ? { chatTimeoutMs: overrides.chatTimeoutMs } : {}),
     ...(overrides.imageTimings ? { imageTimings: overrides.imageTimings } : {}),
+    ...(overrides.idempotencyMaxStoredBytes ? { idempotencyMaxStoredBytes: overrides.idempotencyMaxStoredBytes } : {}),
   });
   reportLimiterError = (error) => app.log.warn({ err: error }, 'rate limiter: redis connection error');
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));

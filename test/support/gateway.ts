@@ -29,6 +29,7 @@ export interface TestGatewayOptions {
   /** Rate limiter options (a Redis URL and key prefix, a short lease TTL); default in-process. */
   readonly rateLimits?: GatewayOverrides['rateLimits'];
   readonly imageTimings?: GatewayOverrides['imageTimings'];
+  readonly idempotencyMaxStoredBytes?: number;
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -58,6 +59,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.chatTimeoutMs ? { chatTimeoutMs: options.chatTimeoutMs } : {}),
     ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
     ...(options.imageTimings ? { imageTimings: options.imageTimings } : {}),
+    ...(options.idempotencyMaxStoredBytes ? { idempotencyMaxStoredBytes: options.idempotencyMaxStoredBytes } : {}),
   });
 
   const admin: TestGateway['admin'] = (method, path, body) =>

@@ -22,8 +22,7 @@ import { CallSignal, classify, statusFailure, tryJson, upstreamAgent, type Failu
 import { callRecord, type CallFacts } from '../call-record';
 import { errorBody, GatewayError, upstreamErrorBody, upstreamErrorCode, type ErrorCode } from '../errors';
 import { AUTH_MESSAGES } from '../plugins/auth';
-// PENDING-IDEMPOTENCY
-const completeHijacked = (_r: FastifyRequest, _s: number, _t: string, _b: string) => {};
+import { completeHijacked } from '../plugins/idempotency';
 
 /** The spec's image timings: one upstream hop, the whole channel ladder, and when the
  * gateway commits to a 200 and keeps the connection alive. */
@@ -106,7 +105,7 @@ export function imageRoutes(deps: ImagesDeps) {
             const { fields, files } = await readMultipart(request);
             request.body = fields;
             uploads.set(request, files);
-            // PENDING-IDEMPOTENCY fingerprint of fields + files
+            request.idempotencyFingerprintParts = { fields, files: files.map((f) => ({ name: f.field, filename: f.filename, contentType: f.mimetype, data: f.data })) };
           },
         },
         (request, reply) => relayImages(deps, timings, endpoint, request, reply),
@@ -320,9 +319,9 @@ class KeptAlive {
     this.stop();
     if (!this.committed) return this.reply.code(status).type('application/json').send(body);
     const raw = this.reply.raw;
-    if (!this.clientGone) raw.end(body);
     // The status line said 200 whatever happened: only a real success is worth remembering.
-    completeHijacked(this.request, status < 300 ? 200 : status, 'application/json', body);
+    void completeHijacked(this.request, status < 300 ? 200 : status, 'application/json', body);
+    if (!this.clientGone) raw.end(body);
     return this.reply;
   }
 
