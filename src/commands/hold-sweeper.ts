@@ -23,18 +23,3 @@ export async function sweepExpiredHolds(sql: Sql, ledger: Ledger, now: number, l
   }
   return released;
 }
-
-export function startHoldSweeper(sql: Sql, ledger: Ledger, now: () => number, onError: (e: unknown) => void, everyMs = 30_000) {
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    sweepExpiredHolds(sql, ledger, now())
-      .catch(onError)
-      .finally(() => {
-        running = false;
-      });
-  }, everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
-}

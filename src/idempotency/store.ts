@@ -216,20 +216,3 @@ function toBuffer(bytes: Uint8Array | null): Buffer {
   if (bytes === null) return Buffer.alloc(0);
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
-
-/** Purges now and then, on a timer this returns the stop function of. One purge at a time. */
-export function startIdempotencyPurge(store: IdempotencyStore, onError: (error: unknown) => void, everyMs = 10 * 60_000): () => void {
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    store
-      .purge()
-      .catch(onError)
-      .finally(() => {
-        running = false;
-      });
-  }, everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
-}

@@ -2,8 +2,9 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { startHoldSweeper } from '../commands/hold-sweeper';
-import { IdempotencyStore, startIdempotencyPurge } from '../idempotency/store';
+import { sweepExpiredHolds } from '../commands/hold-sweeper';
+import { IdempotencyStore } from '../idempotency/store';
+import { startChore } from './chore';
 import { KnowledgeService } from '../commands/knowledge/service';
 import { Ledger, type CallCommit } from '../commands/ledger';
 import { loadConfig } from '../config/load';
@@ -186,8 +187,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   reportLimiterError = (error) => app.log.warn({ err: error }, 'rate limiter: redis connection error');
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
-  const stopSweeper = startHoldSweeper(storage.sql, ledger, clock, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
-  const stopIdempotencyPurge = startIdempotencyPurge(idempotency, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
+  const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
+  const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
   return {
     app,
     ledger,

@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../../src/config/schema';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
-import { startTestGateway, type TestGateway } from '../support/gateway';
+import type { Simulator } from '../../src/upstream/simulator';
+import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
 export const PRICES = { input: '1.00', cached_input: '0.50', output: '2.00' } as const;
 
@@ -55,27 +55,10 @@ export function chatConfig(sim: Simulator): GatewayConfig {
   };
 }
 
-export interface ChatHarness {
-  readonly sim: Simulator;
-  readonly t: TestGateway;
-  readonly baseUrl: string;
-  close(): Promise<void>;
-}
+export type ChatHarness = SimulatedGateway;
 
-export async function startChatHarness(options: { chatTimeoutMs?: number } = {}): Promise<ChatHarness> {
-  const sim = await startSimulator();
-  const t = await startTestGateway({ config: chatConfig(sim), ...options });
-  await t.gateway.app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (t.gateway.app.server.address() as { port: number }).port;
-  return {
-    sim,
-    t,
-    baseUrl: `http://127.0.0.1:${port}`,
-    async close() {
-      await t.close();
-      await sim.close();
-    },
-  };
+export function startChatHarness(options: { chatTimeoutMs?: number } = {}): Promise<ChatHarness> {
+  return startSimulatedGateway(chatConfig, options);
 }
 
 /** nano-dollars of a usage at PRICES ($1 / $0.50 / $2 per 1M), rounded up once. */

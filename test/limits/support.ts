@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import type { RateLimiterOptions } from '../../src/limits';
-import { startSimulator } from '../../src/upstream/simulator';
 import { chatConfig, type ChatHarness } from '../chat/support';
-import { startTestGateway, type TestGateway } from '../support/gateway';
+import { startSimulatedGateway, type TestGateway } from '../support/gateway';
 
 /** Redis (with a key prefix of this run's own) when REDIS_URL is set, else in-process. */
 export function limiterOptions(extra: RateLimiterOptions = {}): RateLimiterOptions {
@@ -16,6 +15,7 @@ export async function setLimits(t: TestGateway, accountId: string, rpm: number |
   expect(response.statusCode, response.body).toBe(200);
 }
 
+/** The spec's five names, written out here so that a test fails when the gateway's list is wrong. */
 export const RATE_HEADERS = [
   'x-ratelimit-limit-requests',
   'x-ratelimit-remaining-requests',
@@ -43,18 +43,6 @@ export function client(baseUrl: string, key: string) {
 }
 
 /** The chat harness of test/chat with rate limiter options: simulator, gateway, listening. */
-export async function startLimitsHarness(options: { rateLimits: RateLimiterOptions; chatTimeoutMs?: number }): Promise<ChatHarness> {
-  const sim = await startSimulator();
-  const t = await startTestGateway({ config: chatConfig(sim), ...options });
-  await t.gateway.app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (t.gateway.app.server.address() as { port: number }).port;
-  return {
-    sim,
-    t,
-    baseUrl: `http://127.0.0.1:${port}`,
-    async close() {
-      await t.close();
-      await sim.close();
-    },
-  };
+export function startLimitsHarness(options: { rateLimits: RateLimiterOptions; chatTimeoutMs?: number }): Promise<ChatHarness> {
+  return startSimulatedGateway(chatConfig, options);
 }

@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../../src/config/schema';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
-import { startTestGateway, type TestGateway, type TestGatewayOptions } from '../support/gateway';
+import type { Simulator } from '../../src/upstream/simulator';
+import { startSimulatedGateway, type SimulatedGateway, type TestGatewayOptions } from '../support/gateway';
 
 export const IMAGE_PRICE = '0.04';
 export const GRID_PRICE = '0.025';
@@ -44,25 +44,8 @@ export function imagesConfig(sim: Simulator): GatewayConfig {
   };
 }
 
-export interface MediaHarness {
-  readonly sim: Simulator;
-  readonly t: TestGateway;
-  readonly baseUrl: string;
-  close(): Promise<void>;
-}
+export type MediaHarness = SimulatedGateway;
 
-export async function startMediaHarness(options: Omit<TestGatewayOptions, 'config'> = {}): Promise<MediaHarness> {
-  const sim = await startSimulator();
-  const t = await startTestGateway({ config: imagesConfig(sim), ...options });
-  await t.gateway.app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (t.gateway.app.server.address() as { port: number }).port;
-  return {
-    sim,
-    t,
-    baseUrl: `http://127.0.0.1:${port}`,
-    async close() {
-      await t.close();
-      await sim.close();
-    },
-  };
+export function startMediaHarness(options: Omit<TestGatewayOptions, 'config'> = {}): Promise<MediaHarness> {
+  return startSimulatedGateway(imagesConfig, options);
 }

@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config/load';
 import type { GatewayConfig } from '../../src/config/schema';
 import { requestSerializers } from '../../src/http/app';
 import { createGateway, settingsFromEnv, type Gateway, type GatewayOverrides } from '../../src/runtime/gateway';
+import { startSimulator, type Simulator } from '../../src/upstream/simulator';
 import { testDatabase, type TestDatabase } from './storage';
 
 export interface TestGateway {
@@ -87,6 +88,30 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       await gateway.close();
       if (!options.db) await db.drop();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The upstream simulator and a gateway listening on a free port, its channels pointing at the simulator. */
+export interface SimulatedGateway {
+  readonly sim: Simulator;
+  readonly t: TestGateway;
+  readonly baseUrl: string;
+  close(): Promise<void>;
+}
+
+export async function startSimulatedGateway(config: (sim: Simulator) => GatewayConfig, options: Omit<TestGatewayOptions, 'config'> = {}): Promise<SimulatedGateway> {
+  const sim = await startSimulator();
+  const t = await startTestGateway({ ...options, config: config(sim) });
+  await t.gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (t.gateway.app.server.address() as { port: number }).port;
+  return {
+    sim,
+    t,
+    baseUrl: `http://127.0.0.1:${port}`,
+    async close() {
+      await t.close();
+      await sim.close();
     },
   };
 }

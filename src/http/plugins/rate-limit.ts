@@ -20,7 +20,7 @@ export const LIMITS_MAX_AGE_MS = 1000;
 /** The client API the spec limits; the wiki, MCP, usage and admin routes are not part of it. */
 const LIMITED_PREFIXES = ['/v1/', '/v1beta/'];
 
-const HEADER_NAMES = [
+export const RATE_LIMIT_HEADERS = [
   'x-ratelimit-limit-requests',
   'x-ratelimit-remaining-requests',
   'x-ratelimit-reset-requests',
@@ -109,7 +109,7 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
 
     app.addHook('onSend', async (request, reply, payload) => {
       if (admitted.has(request) && (reply.statusCode < 200 || reply.statusCode >= 300)) {
-        for (const name of HEADER_NAMES) reply.removeHeader(name);
+        for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name);
       }
       return payload;
     });
