@@ -232,4 +232,28 @@ describe('POST /v1/images/edits', () => {
     expect(h.sim.requests).toHaveLength(1);
     expect((await wallet(accountId)).balance).toBe(GRANT - parseUsd(IMAGE_PRICE));
   });
+
+  it('refuses a body over 95 MB with 400, multipart or JSON, before any upstream call', async () => {
+    const { key, accountId } = await client();
+    const big = Buffer.alloc(95 * 1024 * 1024 + 1024, 1);
+    const form = new FormData();
+    form.append('model', 'img-model');
+    form.append('prompt', 'too big');
+    form.append('image', new Blob([big], { type: 'image/png' }), 'big.png');
+    const multipart = await fetch(`${h.baseUrl}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+    expect(multipart.status).toBe(400);
+    expect(((await multipart.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+    const half = Buffer.alloc(48 * 1024 * 1024, 2);
+    const twoFiles = new FormData();
+    twoFiles.append('model', 'img-model');
+    twoFiles.append('prompt', 'too big together');
+    twoFiles.append('image[]', new Blob([half], { type: 'image/png' }), 'a.png');
+    twoFiles.append('image[]', new Blob([half], { type: 'image/png' }), 'b.png');
+    const together = await fetch(`${h.baseUrl}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: twoFiles });
+    expect(together.status).toBe(400);
+    const json = await post('/v1/images/edits', key, { model: 'img-model', prompt: 'too big', image: `data:image/png;base64,${big.toString('base64')}` });
+    expect(json.status).toBe(400);
+    expect(h.sim.requests).toHaveLength(0);
+    expect((await wallet(accountId)).held).toBe(0n);
+  });
 });

@@ -71,11 +71,20 @@ const uploads = new WeakMap<FastifyRequest, UploadedImage[]>();
 async function readMultipart(request: FastifyRequest): Promise<{ fields: Record<string, unknown>; files: UploadedImage[] }> {
   const fields: Record<string, unknown> = {};
   const files: UploadedImage[] = [];
+  // The limit is on the whole body; the parser's own limits are per file and per field.
+  let size = 0;
+  const count = (bytes: number) => {
+    size += bytes;
+    if (size > IMAGE_BODY_LIMIT) throw new GatewayError('invalid_request', 'the request body is over the 95 MB limit');
+  };
   for await (const part of request.parts()) {
     if (part.type === 'file') {
-      files.push({ field: part.fieldname, filename: part.filename, mimetype: part.mimetype, data: await part.toBuffer() });
+      const data = await part.toBuffer();
+      count(data.length);
+      files.push({ field: part.fieldname, filename: part.filename, mimetype: part.mimetype, data });
       continue;
     }
+    count(String(part.value).length);
     const many = part.fieldname.endsWith('[]');
     const name = many ? part.fieldname.slice(0, -2) : part.fieldname;
     let value: unknown = part.value;
