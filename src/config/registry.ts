@@ -1,7 +1,8 @@
-import { CHAT_PROTOCOLS, type ChatProtocol, type GatewayConfig, type ModelConfig } from './schema';
+import { CHAT_PROTOCOLS, channelServes, type ChatProtocol, type GatewayConfig, type ModelConfig } from './schema';
 
 /** The model registry: canonical entries, aliases, and which client protocols each
- * model can be called on given the configured channels. */
+ * model can be called on given the configured channels (natively, or through protocol
+ * translation where a channel allows it). */
 export class ModelRegistry {
   private readonly byId = new Map<string, ModelConfig>();
   private readonly aliases = new Map<string, string>();
@@ -17,7 +18,7 @@ export class ModelRegistry {
       const ids = Array.isArray(channel.models) ? channel.models : Object.keys(channel.models);
       for (const id of ids) {
         const set = this.protocols.get(id) ?? new Set<ChatProtocol>();
-        set.add(channel.protocol as ChatProtocol);
+        for (const client of CHAT_PROTOCOLS) if (channelServes(channel, client)) set.add(client);
         this.protocols.set(id, set);
       }
     }
@@ -32,7 +33,7 @@ export class ModelRegistry {
     return this.byId.get(idOrAlias) ?? this.byId.get(this.aliases.get(idOrAlias) ?? '');
   }
 
-  /** Client protocols with a channel for the model, in the spec's protocol order. */
+  /** Client protocols with a path to the model (a native channel, or one that translates), in the spec's protocol order. */
   supportedProtocols(modelId: string): ChatProtocol[] {
     const set = this.protocols.get(modelId);
     return set ? CHAT_PROTOCOLS.filter((p) => set.has(p)) : [];

@@ -44,8 +44,18 @@ export const ChannelSchema = z
     /** public id -> upstream id; a list means the same ids. */
     models: z.union([z.array(z.string().min(1)), z.record(z.string(), z.string().min(1))]),
     tools: z.array(z.string()).default([]),
+    /** Chat channels only: the other client protocols this channel also serves through protocol
+     * translation (`true`: all of them). Absent or false: its own protocol only. */
+    translation: z.union([z.boolean(), z.array(z.enum(CHAT_PROTOCOLS))]).optional(),
   })
   .strict();
+
+/** Whether a channel serves clients of a protocol: natively, or through translation it allows. */
+export function channelServes(channel: { protocol: string; translation?: boolean | readonly ChatProtocol[] }, client: ChatProtocol): boolean {
+  if (channel.protocol === client) return true;
+  if (!(CHAT_PROTOCOLS as readonly string[]).includes(channel.protocol)) return false;
+  return channel.translation === true || (Array.isArray(channel.translation) && channel.translation.includes(client));
+}
 
 export const ModelSchema = z
   .object({

@@ -50,8 +50,9 @@ export class Router {
     return this.byKey.has(`${protocol}\n${modelId}`);
   }
 
-  routes(modelId: string, protocol: ChatProtocol | string): Route[] {
-    const candidates = this.byKey.get(`${protocol}\n${modelId}`) ?? [];
+  /** `accept` keeps only some channels (before the cut to three). */
+  routes(modelId: string, protocol: ChatProtocol | string, accept: (channel: ChannelConfig) => boolean = () => true): Route[] {
+    const candidates = (this.byKey.get(`${protocol}\n${modelId}`) ?? []).filter((r) => accept(r.channel));
     const priorities = [...new Set(candidates.map((r) => r.channel.priority))].sort((a, b) => a - b);
     return priorities
       .flatMap((p) => weightedOrder(candidates.filter((r) => r.channel.priority === p), this.random))

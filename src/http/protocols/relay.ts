@@ -13,6 +13,7 @@ import type { Route, Router } from '../../upstream/routing';
 import { CallSignal, classify, statusFailure, tryJson, upstreamAgent, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, upstreamErrorCode, type ErrorCode } from '../errors';
 import { AUTH_MESSAGES } from '../plugins/auth';
+import { decodeCall, isTranslated, translatedRoutes, translationFor, type DecodedCall, type Translation } from './translated';
 
 export interface RelayDeps {
   readonly ledger: Ledger;
@@ -103,9 +104,10 @@ export async function relayChat(
     return reject('quota_exceeded', reserved.error.message);
   }
 
+  const translated = routes.some(isTranslated) ? { call: decodeCall(adapter, request.body, params, info, deps.now()), model } : null;
   const call = new CallSignal(deps.timeoutMs);
   try {
-    return await relayRoutes(deps, adapter, request, reply, ctx, info, routes, estimate, pricing, holdId, call);
+    return await relayRoutes(deps, adapter, request, reply, ctx, info, routes, estimate, pricing, holdId, call, translated);
   } finally {
     call.clear();
   }
@@ -123,15 +125,21 @@ async function relayRoutes(
   pricing: TokenPricing,
   holdId: string,
   call: CallSignal,
+  translated: { call: DecodedCall; model: ModelConfig } | null,
 ): Promise<unknown> {
   const caller = request.caller!;
   let failure: Failure | null = null;
+  let failedAdapter = adapter;
   for (const route of routes) {
     ctx.attempts += 1;
     ctx.channelId = route.channel.id;
-    const outcome = await send(deps, adapter, route, request, info, call);
+    const translation = translated && isTranslated(route) ? translationFor(translated.call, adapter, route, translated.model) : null;
+    const routeAdapter = translation?.adapter ?? adapter;
+    if (translation) for (const [name, value] of Object.entries(translation.headers)) reply.header(name, value);
+    const outcome = await send(deps, routeAdapter, route, request, info, call);
     if ('failure' in outcome) {
       failure = outcome.failure;
+      failedAdapter = routeAdapter;
       // 4xx is the caller's problem (or the key's): another channel would say the same.
       if (failure.kind === 'status' && failure.status < 500) break;
       if (call.expired) break;
@@ -155,15 +163,15 @@ async function relayRoutes(
         })
         .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
     };
-    if (!info.stream) return relayBody(outcome.response, adapter, reply, estimate, settle);
-    return relayStream(outcome.response, adapter, info, request, reply, estimate, settle, call);
+    if (!info.stream) return relayBody(outcome.response, routeAdapter, reply, estimate, settle, translation);
+    return relayStream(outcome.response, adapter, info, request, reply, estimate, settle, call, translation);
   }
 
   // Every channel failed before an answer started: nothing billed.
   const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
   const [status, code, message] =
     f.kind === 'status'
-      ? [f.status, upstreamErrorCode(f.status), adapter.errorMessage(tryJson(f.body)) ?? (f.body.slice(0, 2000) || `upstream answered ${f.status}`)]
+      ? [f.status, upstreamErrorCode(f.status), failedAdapter.errorMessage(tryJson(f.body)) ?? (f.body.slice(0, 2000) || `upstream answered ${f.status}`)]
       : f.kind === 'timeout'
         ? [504, 'upstream_timeout', f.message]
         : [502, 'upstream_unreachable', f.message];
@@ -182,8 +190,13 @@ async function routesFor(
   info: ChatRequestInfo,
   reject: (code: ErrorCode, message: string) => Promise<never>,
 ): Promise<Route[]> {
-  let routes = deps.router.routes(model.id, adapter.protocol);
+  let routes: Route[] = deps.router.routes(model.id, adapter.protocol);
+  // No native channel: channels of another protocol that translate for this one.
+  if (routes.length === 0) routes = translatedRoutes(deps.router, model.id, adapter.protocol);
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for the ${adapter.protocol} protocol.`);
+  // A built-in tool runs on the channel's own protocol: translation cannot carry it.
+  if (info.builtinTools.length > 0 && routes.some(isTranslated))
+    return reject('tool_not_supported', `The built-in tool \`${info.builtinTools[0]}\` is not supported for the model \`${model.id}\` on the ${adapter.protocol} protocol.`);
   for (const tool of info.builtinTools) {
     routes = routes.filter((r) => r.channel.tools.includes(tool));
     if (routes.length === 0) return reject('tool_not_supported', `The built-in tool \`${tool}\` is not supported for the model \`${model.id}\`.`);
@@ -229,6 +242,7 @@ async function relayBody(
   reply: FastifyReply,
   estimate: Usage,
   settle: Settle,
+  translation: Translation | null = null,
 ) {
   let text: string;
   try {
@@ -243,6 +257,8 @@ async function relayBody(
   // No usage in a complete answer: bill the estimated prompt and the delivered characters.
   const usage = reported ?? { ...estimate, outputTokens: tokensFromChars(text.length) };
   settle(usage, 'success');
+  // Translated: the answer in the client's protocol (billed above on the channel's own usage).
+  if (translation) return reply.code(200).type('application/json').send(JSON.stringify(translation.answer(json)));
   const type = response.headers['content-type'];
   return reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(text);
 }
@@ -256,8 +272,12 @@ async function relayStream(
   estimate: Usage,
   settle: Settle,
   call: CallSignal,
+  translation: Translation | null = null,
 ) {
-  const observer = adapter.observe(info, request.body);
+  // Translated: the channel's stream is watched by its own protocol's observer (usage, end) and
+  // converted event by event into the client's protocol.
+  const observer = (translation?.adapter ?? adapter).observe(info, request.body);
+  const bridge = translation?.bridge() ?? null;
   const framing = adapter.clientFraming?.(request.query as Record<string, unknown>) ?? 'sse';
   const raw = reply.raw;
   reply.hijack();
@@ -278,13 +298,19 @@ async function relayStream(
   let elements = 0;
   let stray = '';
   let strayForwarded = false;
+  const write = (event: StreamEvent) => {
+    if (framing === 'sse') raw.write(sse(event));
+    else raw.write(`${elements++ === 0 ? '[' : ',\r\n'}${event.data}`);
+  };
   const flushStray = () => {
     if (stray === '') return;
     const text = stray;
     stray = '';
     if (!observer.onStray?.(text) || clientGone) return;
     strayForwarded = true;
-    if (framing === 'sse') raw.write(text);
+    // Translated: a bare error object is an event of the channel's protocol like any other.
+    if (bridge) for (const event of bridge.push({ event: undefined, data: text.trim() })) write(event);
+    else if (framing === 'sse') raw.write(text);
     else raw.write(`${elements++ === 0 ? '[' : ',\r\n'}${text.trim()}`);
   };
   const parser = createParser({
@@ -295,9 +321,11 @@ async function relayStream(
     onEvent(event) {
       flushStray();
       const forwarded = { event: event.event, data: event.data };
-      if (!observer.onEvent(forwarded) || clientGone) return;
-      if (framing === 'sse') raw.write(sse(forwarded));
-      else raw.write(`${elements++ === 0 ? '[' : ',\r\n'}${forwarded.data}`);
+      const keep = observer.onEvent(forwarded);
+      if (clientGone) return;
+      // The bridge sees every event (the usage chunk the gateway asked for included).
+      if (bridge) for (const out of bridge.push(forwarded)) write(out);
+      else if (keep) write(forwarded);
     },
   });
   const decoder = new TextDecoder();
@@ -320,6 +348,8 @@ async function relayStream(
   // Never bill a stream at 0 when output was delivered.
   const billed = reported && reported.outputTokens === 0 && delivered > 0 ? { ...reported, outputTokens: tokensFromChars(delivered) } : usage;
   const complete = observer.completed() && broken === null;
+  // The client protocol's terminator, written only when the channel's stream finished.
+  if (bridge && !clientGone && broken === null) for (const event of bridge.end()) write(event);
   if (!complete && !clientGone && framing === 'sse') for (const event of adapter.failureTail?.(info) ?? []) raw.write(sse(event));
   // A JSON array is closed only when the stream really ended: a cut stays visibly cut.
   // An in-protocol error element ends the array as the upstream ended it, cleanly.

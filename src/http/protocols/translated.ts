@@ -1,0 +1,90 @@
+/**
+ * The translated path of a chat call: a client protocol served by a channel of another protocol.
+ * The relay stays the same (hold, failover, settlement); this module supplies the routes that
+ * translate, an upstream-side adapter whose request is the client's request re-encoded for the
+ * channel, and the conversions of the answer and of the stream back to the client's protocol.
+ * Usage is billed from the channel's own answer with its native extractor, exactly once.
+ */
+import { CHAT_PROTOCOLS, channelServes, type ChatProtocol, type ModelConfig } from '../../config/schema';
+import type { ChatRequestInfo, ProtocolAdapter } from '../../upstream/contract';
+import { MAX_ESTIMATED_OUTPUT } from '../../upstream/pricing';
+import { chatCompletions } from '../../upstream/protocols/chat-completions';
+import { generateContent } from '../../upstream/protocols/generate-content';
+import { messages } from '../../upstream/protocols/messages';
+import { responses } from '../../upstream/protocols/responses';
+import { MAX_CHANNELS_PER_REQUEST, type Route, type Router } from '../../upstream/routing';
+import { streamBridge, TRANSLATORS, type AnswerContext, type CanonicalRequest, type StreamBridge } from '../../upstream/translate';
+
+const NATIVE: Readonly<Record<ChatProtocol, ProtocolAdapter>> = {
+  'chat-completions': chatCompletions,
+  messages,
+  responses,
+  'generate-content': generateContent,
+};
+
+/** A route to a channel of another protocol (`via`) that allows translation for the client's. */
+export interface TranslatedRoute extends Route {
+  readonly via: ChatProtocol;
+}
+
+export const isTranslated = (route: Route): route is TranslatedRoute => 'via' in route;
+
+/** Channels of the other protocols that translate for `client`: lower priority first (each
+ * protocol's own weighted order kept, the sort is stable), at most three. */
+export function translatedRoutes(router: Router, modelId: string, client: ChatProtocol): TranslatedRoute[] {
+  return CHAT_PROTOCOLS.filter((p) => p !== client)
+    .flatMap((via) => router.routes(modelId, via, (channel) => channelServes(channel, client)).map((route) => ({ ...route, via })))
+    .sort((a, b) => a.channel.priority - b.channel.priority)
+    .slice(0, MAX_CHANNELS_PER_REQUEST);
+}
+
+/** The client's request in canonical form, decoded once per call, with the fields it lost. */
+export interface DecodedCall {
+  readonly request: CanonicalRequest;
+  readonly dropped: readonly string[];
+  readonly context: AnswerContext;
+}
+
+export function decodeCall(client: ProtocolAdapter, body: unknown, params: { model?: string; stream?: boolean }, info: ChatRequestInfo, created: number): DecodedCall {
+  const { value, dropped } = TRANSLATORS[client.protocol].decodeRequest(body, params);
+  const includeUsage = (body as { stream_options?: { include_usage?: unknown } | null } | null)?.stream_options?.include_usage === true;
+  return { request: value, dropped, context: { model: info.model, created, includeUsage, request: value } };
+}
+
+/** One translated attempt: what the relay needs to send it and to answer the client. */
+export interface Translation {
+  /** The channel's side: its path, body (the re-encoded request), auth, usage and stream observer;
+   * errors in the client's shape. */
+  readonly adapter: ProtocolAdapter;
+  /** `X-Protocol-Translation`, and `X-Protocol-Warning` when a request field was dropped. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The channel's non-streamed answer in the client's protocol. */
+  answer(upstream: unknown): unknown;
+  /** A fresh converter of the channel's stream events into the client's. */
+  bridge(): StreamBridge;
+}
+
+export function translationFor(call: DecodedCall, client: ProtocolAdapter, route: TranslatedRoute, model: ModelConfig): Translation {
+  const upstream = NATIVE[route.via];
+  // Anthropic requires max_tokens: the cap the hold was computed with.
+  const defaultMaxTokens = Math.min(model.default_max_tokens ?? MAX_ESTIMATED_OUTPUT, MAX_ESTIMATED_OUTPUT);
+  const encoded = TRANSLATORS[route.via].encodeRequest(call.request, { model: route.upstreamModel, defaultMaxTokens });
+  // Field names come from the client's JSON: only printable ASCII may go into a header.
+  const warnings = [...new Set([...call.dropped, ...encoded.dropped].map((name) => name.replace(/[^\x20-\x7e]/g, '?')))];
+  return {
+    adapter: {
+      ...upstream,
+      shape: client.shape,
+      // A client's vendor headers (anthropic-version, anthropic-beta) mean nothing to another vendor.
+      forwardedHeaders: [],
+      upstream: (_body, info, upstreamModel) => upstream.upstream(encoded.value, info, upstreamModel),
+      observe: (info) => upstream.observe(info, encoded.value),
+    },
+    headers: {
+      'x-protocol-translation': `${client.protocol}->${route.via}`,
+      ...(warnings.length > 0 ? { 'x-protocol-warning': warnings.join(', ') } : {}),
+    },
+    answer: (body) => TRANSLATORS[client.protocol].encodeResponse(TRANSLATORS[route.via].decodeResponse(body), call.context),
+    bridge: () => streamBridge(TRANSLATORS[route.via].streamDecoder(), TRANSLATORS[client.protocol].streamEncoder(call.context)),
+  };
+}

@@ -1,0 +1,395 @@
+/**
+ * Google Gemini generateContent ⇄ canonical. Wire reference: ai.google.dev/api/generate-content
+ * (GenerateContentRequest, GenerateContentResponse; streamGenerateContent?alt=sse sends one
+ * GenerateContentResponse per `data:` line) and ai.google.dev/api/caching#Content (parts).
+ * Gemini has no stream events of its own: every chunk is a partial response.
+ */
+import { geminiUsage } from '../protocols/generate-content';
+import type {
+  AnswerContext,
+  CanonicalEvent,
+  CanonicalRequest,
+  CanonicalResponse,
+  FinishReason,
+  FunctionTool,
+  Message,
+  OutputPart,
+  Part,
+  ProtocolTranslator,
+  ResponseFormat,
+  StreamDecoder,
+  StreamEncoder,
+  ToolChoice,
+  Usage,
+  WireEvent,
+} from './canonical';
+import { argumentsObject, asArray, asRecord, BUDGET_FOR_EFFORT, compact, eventData, isRecord, num, OpenCalls, str, toolNameFor, unreadKeys, type Json } from './shared';
+
+const READ = ['contents', 'systemInstruction', 'generationConfig', 'tools', 'toolConfig', 'model'];
+const CONFIG_READ = ['temperature', 'topP', 'maxOutputTokens', 'stopSequences', 'responseMimeType', 'responseSchema', 'responseJsonSchema', 'thinkingConfig'];
+
+/** A tool result's text as Gemini's `response` object (which must be an object): JSON objects as
+ * they are, anything else under `result`, the key Google's function-calling guide uses. */
+function responseObject(content: string): Json {
+  try {
+    const value: unknown = JSON.parse(content);
+    if (isRecord(value) && !(Object.keys(value).length === 1 && typeof value.result === 'string')) return value;
+  } catch {
+    // not JSON: wrapped below
+  }
+  return { result: content };
+}
+
+function responseText(response: unknown): string {
+  const r = asRecord(response);
+  const keys = Object.keys(r);
+  if (keys.length === 1 && typeof r.result === 'string') return r.result;
+  if (keys.length === 1 && typeof r.output === 'string') return r.output;
+  return JSON.stringify(r);
+}
+
+const MIME_BY_EXTENSION: Record<string, string> = { png: 'image/png', gif: 'image/gif', webp: 'image/webp', jpg: 'image/jpeg', jpeg: 'image/jpeg' };
+/** `fileData` needs a MIME type; an address usually shows it in its extension. */
+const mimeOfUrl = (url: string) => MIME_BY_EXTENSION[/\.([a-z]+)(?:[?#].*)?$/i.exec(url)?.[1]?.toLowerCase() ?? ''] ?? 'image/jpeg';
+
+function decodeContents(contents: unknown[], dropped: Set<string>): Message[] {
+  const messages: Message[] = [];
+  let generated = 0;
+  /** Calls without an id waiting for their result, by name (Gemini matches results by name). */
+  const pending: { name: string; id: string }[] = [];
+  for (const entry of contents) {
+    const c = asRecord(entry);
+    const role = c.role === 'model' ? 'assistant' : 'user';
+    const parts: Part[] = [];
+    for (const item of asArray(c.parts)) {
+      const p = asRecord(item);
+      if (typeof p.text === 'string') {
+        if (p.thought === true) {
+          if (role === 'assistant') parts.push({ type: 'reasoning', text: p.text });
+        } else parts.push({ type: 'text', text: p.text });
+      } else if (isRecord(p.inlineData)) {
+        const mediaType = str(p.inlineData.mimeType) ?? '';
+        if (mediaType.startsWith('image/')) parts.push({ type: 'image', source: { kind: 'base64', mediaType, data: str(p.inlineData.data) ?? '' } });
+        else dropped.add(`contents.parts.inlineData.${mediaType}`);
+      } else if (isRecord(p.fileData)) {
+        parts.push({ type: 'image', source: { kind: 'url', url: str(p.fileData.fileUri) ?? '' } });
+      } else if (isRecord(p.functionCall)) {
+        const name = str(p.functionCall.name) ?? '';
+        const id = str(p.functionCall.id) ?? `call_${generated++}`;
+        pending.push({ name, id });
+        parts.push({ type: 'tool_call', id, name, arguments: JSON.stringify(p.functionCall.args ?? {}) });
+      } else if (isRecord(p.functionResponse)) {
+        const name = str(p.functionResponse.name) ?? '';
+        let callId = str(p.functionResponse.id);
+        const at = pending.findIndex((call) => (callId ? call.id === callId : call.name === name));
+        if (at >= 0) callId ??= pending.splice(at, 1)[0]!.id;
+        parts.push({ type: 'tool_result', callId: callId ?? `call_${generated++}`, name, content: responseText(p.functionResponse.response) });
+      } else dropped.add(`contents.parts.${Object.keys(p)[0] ?? 'unknown'}`);
+    }
+    messages.push({ role, parts });
+  }
+  return messages;
+}
+
+function decodeToolChoice(v: unknown): ToolChoice | undefined {
+  const config = asRecord(asRecord(v).functionCallingConfig);
+  const names = asArray(config.allowedFunctionNames).filter((n): n is string => typeof n === 'string');
+  switch (config.mode) {
+    case 'AUTO':
+    case 'VALIDATED':
+      return { type: 'auto' };
+    case 'NONE':
+      return { type: 'none' };
+    case 'ANY':
+      return names.length === 1 ? { type: 'tool', name: names[0]! } : { type: 'required' };
+    default:
+      return undefined;
+  }
+}
+
+function decodeFormat(config: Json): ResponseFormat | undefined {
+  if (config.responseMimeType !== 'application/json') return undefined;
+  const schema = config.responseJsonSchema ?? config.responseSchema;
+  return isRecord(schema) ? { type: 'json_schema', schema } : { type: 'json_object' };
+}
+
+export function decodeRequest(body: unknown, params: { model?: string; stream?: boolean } = {}): { value: CanonicalRequest; dropped: string[] } {
+  const b = asRecord(body);
+  const dropped = new Set(unreadKeys(b, READ));
+  const config = asRecord(b.generationConfig);
+  for (const key of unreadKeys(config, CONFIG_READ)) dropped.add(`generationConfig.${key}`);
+  const system = typeof b.systemInstruction === 'string' ? b.systemInstruction : asArray(asRecord(b.systemInstruction).parts).map((p) => str(asRecord(p).text) ?? '').join('\n');
+  const tools: FunctionTool[] = [];
+  for (const tool of asArray(b.tools)) {
+    for (const [key, value] of Object.entries(asRecord(tool))) {
+      if (key !== 'functionDeclarations') {
+        dropped.add(`tools.${key}`);
+        continue;
+      }
+      for (const declaration of asArray(value)) {
+        const d = asRecord(declaration);
+        tools.push(compact({ name: str(d.name) ?? '', description: str(d.description), parameters: asRecord(d.parametersJsonSchema ?? d.parameters) }));
+      }
+    }
+  }
+  const thinking = asRecord(config.thinkingConfig);
+  const budget = num(thinking.thinkingBudget);
+  const value: CanonicalRequest = compact({
+    model: (params.model ?? str(b.model) ?? '').replace(/^models\//, ''),
+    system: b.systemInstruction === undefined ? undefined : system,
+    messages: decodeContents(asArray(b.contents), dropped),
+    tools: tools.length > 0 ? tools : undefined,
+    toolChoice: decodeToolChoice(b.toolConfig),
+    responseFormat: decodeFormat(config),
+    temperature: num(config.temperature),
+    topP: num(config.topP),
+    stop: asArray(config.stopSequences).length > 0 ? asArray(config.stopSequences).filter((s): s is string => typeof s === 'string') : undefined,
+    maxOutputTokens: num(config.maxOutputTokens),
+    // -1 is Gemini's "dynamic thinking": the model decides, closest to a medium effort.
+    reasoning: budget === undefined || budget === 0 ? undefined : budget < 0 ? { effort: 'medium' as const } : { budgetTokens: budget },
+    stream: params.stream === true,
+  });
+  return { value, dropped: [...dropped] };
+}
+
+export function encodeRequest(request: CanonicalRequest): { value: Json; dropped: string[] } {
+  const dropped = new Set<string>();
+  const contents: Json[] = [];
+  request.messages.forEach((message, at) => {
+    const parts: Json[] = [];
+    for (const p of message.parts) {
+      switch (p.type) {
+        case 'text':
+          parts.push({ text: p.text });
+          break;
+        case 'image':
+          if (p.detail) dropped.add('image.detail');
+          parts.push(
+            p.source.kind === 'base64'
+              ? { inlineData: { mimeType: p.source.mediaType, data: p.source.data } }
+              : { fileData: { mimeType: mimeOfUrl(p.source.url), fileUri: p.source.url } },
+          );
+          break;
+        case 'tool_call':
+          parts.push({ functionCall: { id: p.id, name: p.name, args: argumentsObject(p.arguments) } });
+          break;
+        case 'tool_result':
+          if (p.isError) dropped.add('tool_result.is_error');
+          parts.push({ functionResponse: { id: p.callId, name: p.name ?? toolNameFor(request.messages, at, p.callId) ?? '', response: responseObject(p.content) } });
+          break;
+        case 'reasoning':
+          // Gemini takes back only its own thought signatures; reasoning text is not input.
+          break;
+      }
+    }
+    if (parts.length > 0) contents.push({ role: message.role === 'assistant' ? 'model' : 'user', parts });
+  });
+  if (request.parallelToolCalls === false) dropped.add('parallel_tool_calls');
+  const choice = request.toolChoice;
+  const format = request.responseFormat;
+  const budget = request.reasoning?.budgetTokens ?? (request.reasoning?.effort ? BUDGET_FOR_EFFORT[request.reasoning.effort] : undefined);
+  const generationConfig = compact({
+    temperature: request.temperature,
+    topP: request.topP,
+    maxOutputTokens: request.maxOutputTokens,
+    stopSequences: request.stop ? [...request.stop] : undefined,
+    responseMimeType: format && format.type !== 'text' ? 'application/json' : undefined,
+    responseJsonSchema: format?.type === 'json_schema' ? format.schema : undefined,
+    thinkingConfig: budget !== undefined ? { thinkingBudget: budget } : undefined,
+  });
+  const value = compact({
+    contents,
+    systemInstruction: request.system !== undefined ? { parts: [{ text: request.system }] } : undefined,
+    tools: request.tools ? [{ functionDeclarations: request.tools.map((t) => compact({ name: t.name, description: t.description, parametersJsonSchema: t.parameters })) }] : undefined,
+    toolConfig: !choice
+      ? undefined
+      : {
+          functionCallingConfig:
+            choice.type === 'tool' ? { mode: 'ANY', allowedFunctionNames: [choice.name] } : { mode: { auto: 'AUTO', none: 'NONE', required: 'ANY' }[choice.type] },
+        },
+    generationConfig: Object.keys(generationConfig).length > 0 ? generationConfig : undefined,
+  });
+  return { value, dropped: [...dropped] };
+}
+
+const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'LANGUAGE']);
+
+function finishIn(reason: string, hasCalls: boolean): FinishReason {
+  if (reason === 'STOP') return hasCalls ? 'tool_calls' : 'stop';
+  if (reason === 'MAX_TOKENS') return 'length';
+  if (FILTERED.has(reason)) return 'content_filter';
+  return 'error';
+}
+const FINISH_OUT: Record<FinishReason, string> = { stop: 'STOP', tool_calls: 'STOP', length: 'MAX_TOKENS', content_filter: 'SAFETY', error: 'OTHER' };
+
+/** Gemini counts thoughts apart from the candidates; the gateway's output includes them. */
+export function usageOut(usage: Usage): Json {
+  return compact({
+    promptTokenCount: usage.promptTokens,
+    candidatesTokenCount: usage.outputTokens - usage.reasoningTokens,
+    totalTokenCount: usage.promptTokens + usage.outputTokens,
+    cachedContentTokenCount: usage.cachedTokens > 0 ? usage.cachedTokens : undefined,
+    thoughtsTokenCount: usage.reasoningTokens > 0 ? usage.reasoningTokens : undefined,
+  });
+}
+
+/** Gemini sends function calls without ids (or with its own): stable ids from the answer's id. */
+const callId = (responseId: string, index: number) => (responseId ? `call_${responseId}_${index}` : `call_${index}`);
+
+export function decodeResponse(body: unknown): CanonicalResponse {
+  const b = asRecord(Array.isArray(body) ? body[0] : body);
+  const candidate = asRecord(asArray(b.candidates)[0]);
+  const id = str(b.responseId) ?? '';
+  const content: OutputPart[] = [];
+  let calls = 0;
+  for (const item of asArray(asRecord(candidate.content).parts)) {
+    const p = asRecord(item);
+    if (typeof p.text === 'string' && p.text !== '') content.push(p.thought === true ? { type: 'reasoning', text: p.text } : { type: 'text', text: p.text });
+    else if (isRecord(p.functionCall))
+      content.push({ type: 'tool_call', id: str(p.functionCall.id) ?? callId(id, calls++), name: str(p.functionCall.name) ?? '', arguments: JSON.stringify(p.functionCall.args ?? {}) });
+  }
+  const blocked = !candidate.finishReason && isRecord(b.promptFeedback) && b.promptFeedback.blockReason;
+  return {
+    id,
+    model: str(b.modelVersion) ?? '',
+    content,
+    finishReason: blocked ? 'content_filter' : finishIn(str(candidate.finishReason) ?? 'STOP', content.some((p) => p.type === 'tool_call')),
+    usage: geminiUsage(asRecord(b.usageMetadata) as never),
+  };
+}
+
+function outputPart(part: OutputPart): Json {
+  if (part.type === 'text') return { text: part.text };
+  if (part.type === 'reasoning') return { text: part.text, thought: true };
+  return { functionCall: { id: part.id, name: part.name, args: argumentsObject(part.arguments) } };
+}
+
+export function encodeResponse(response: CanonicalResponse, context: AnswerContext): Json {
+  return compact({
+    candidates: [{ content: { role: 'model', parts: response.content.map(outputPart) }, finishReason: FINISH_OUT[response.finishReason], index: 0 }],
+    usageMetadata: response.usage ? usageOut(response.usage) : undefined,
+    modelVersion: context.model,
+    responseId: response.id,
+  });
+}
+
+export function streamDecoder(): StreamDecoder {
+  let started = false;
+  let finished = false;
+  const calls = new OpenCalls();
+  let id = '';
+  return {
+    push(event: WireEvent): CanonicalEvent[] {
+      const chunk = eventData(event.data);
+      if (!chunk) return [];
+      if (isRecord(chunk.error)) {
+        return [compact({ type: 'error' as const, message: str(chunk.error.message) ?? 'upstream error', code: str(chunk.error.status) })];
+      }
+      const out: CanonicalEvent[] = [];
+      if (!started) {
+        started = true;
+        id = str(chunk.responseId) ?? '';
+        out.push({ type: 'start', id, model: str(chunk.modelVersion) ?? '' });
+      }
+      const candidate = asRecord(asArray(chunk.candidates)[0]);
+      for (const item of asArray(asRecord(candidate.content).parts)) {
+        const p = asRecord(item);
+        if (typeof p.text === 'string' && p.text !== '') out.push(p.thought === true ? { type: 'reasoning_delta', text: p.text } : { type: 'text_delta', text: p.text });
+        else if (isRecord(p.functionCall)) {
+          // Gemini streams each call whole.
+          const index = calls.start();
+          out.push(
+            { type: 'tool_call_start', index, id: str(p.functionCall.id) ?? callId(id, index), name: str(p.functionCall.name) ?? '' },
+            { type: 'tool_call_delta', index, arguments: JSON.stringify(p.functionCall.args ?? {}) },
+            ...calls.end(index),
+          );
+        }
+      }
+      const reason = str(candidate.finishReason);
+      if (reason && !finished) {
+        finished = true;
+        out.push({ type: 'finish', reason: finishIn(reason, calls.started > 0) });
+      }
+      // Every chunk may carry usageMetadata; the one with the finish reason has the totals.
+      const usage = reason ? geminiUsage(asRecord(chunk.usageMetadata) as never) : null;
+      if (usage) out.push({ type: 'usage', usage });
+      return out;
+    },
+    end: () => calls.endAll(),
+  };
+}
+
+export function streamEncoder(context: AnswerContext): StreamEncoder {
+  let id = '';
+  let finish: FinishReason | null = null;
+  let usage: Usage | null = null;
+  const calls = new Map<number, { id: string; name: string; arguments: string; sent: boolean }>();
+  const chunk = (parts: Json[], extra: Json = {}, withUsage = false): WireEvent => ({
+    event: undefined,
+    data: JSON.stringify(
+      compact({
+        candidates: [{ content: { role: 'model', parts }, ...extra, index: 0 }],
+        usageMetadata: withUsage && usage ? usageOut(usage) : undefined,
+        modelVersion: context.model,
+        responseId: id || undefined,
+      }),
+    ),
+  });
+  const sendCall = (index: number): WireEvent[] => {
+    const call = calls.get(index);
+    if (!call || call.sent) return [];
+    call.sent = true;
+    return [chunk([{ functionCall: { id: call.id, name: call.name, args: argumentsObject(call.arguments) } }])];
+  };
+  return {
+    push(event) {
+      switch (event.type) {
+        case 'start':
+          id = event.id;
+          return [];
+        case 'text_delta':
+          return [chunk([{ text: event.text }])];
+        case 'reasoning_delta':
+          return [chunk([{ text: event.text, thought: true }])];
+        case 'tool_call_start':
+          calls.set(event.index, { id: event.id, name: event.name, arguments: '', sent: false });
+          return [];
+        case 'tool_call_delta': {
+          const call = calls.get(event.index);
+          if (call) call.arguments += event.arguments;
+          return [];
+        }
+        case 'tool_call_end':
+          // A Gemini function call is sent whole, once its arguments are complete.
+          return sendCall(event.index);
+        case 'finish':
+          finish = event.reason;
+          return [];
+        case 'usage':
+          usage = event.usage;
+          return [];
+        case 'error':
+          finish = null;
+          return [{ event: undefined, data: JSON.stringify({ error: { code: 503, message: event.message, status: 'UNAVAILABLE' } }) }];
+        default:
+          return [];
+      }
+    },
+    end() {
+      if (finish === null) return [];
+      const out = [...calls.keys()].flatMap(sendCall);
+      out.push(chunk([{ text: '' }], { finishReason: FINISH_OUT[finish] }, true));
+      return out;
+    },
+  };
+}
+
+export const generateContentTranslator: ProtocolTranslator = {
+  protocol: 'generate-content',
+  decodeRequest,
+  encodeRequest,
+  decodeResponse,
+  encodeResponse,
+  streamDecoder,
+  streamEncoder,
+};

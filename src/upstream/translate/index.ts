@@ -1,0 +1,37 @@
+/** The four protocol translators by protocol, and the one-call helpers built on them. */
+import type { ChatProtocol } from '../../config/schema';
+import type { CanonicalEvent, ProtocolTranslator, StreamDecoder, StreamEncoder, WireEvent } from './canonical';
+import { chatCompletionsTranslator } from './chat-completions';
+import { generateContentTranslator } from './generate-content';
+import { messagesTranslator } from './messages';
+import { responsesTranslator } from './responses';
+
+export * from './canonical';
+
+export const TRANSLATORS: Readonly<Record<ChatProtocol, ProtocolTranslator>> = {
+  'chat-completions': chatCompletionsTranslator,
+  messages: messagesTranslator,
+  responses: responsesTranslator,
+  'generate-content': generateContentTranslator,
+};
+
+/** A stream translated on the fly: upstream vendor events in, client vendor events out. */
+export interface StreamBridge {
+  push(event: WireEvent): WireEvent[];
+  end(): WireEvent[];
+  /** Every canonical event so far (for tests and diagnostics). */
+  readonly canonical: readonly CanonicalEvent[];
+}
+
+export function streamBridge(decoder: StreamDecoder, encoder: StreamEncoder): StreamBridge {
+  const canonical: CanonicalEvent[] = [];
+  const through = (events: CanonicalEvent[]) => {
+    canonical.push(...events);
+    return events.flatMap((e) => encoder.push(e));
+  };
+  return {
+    push: (event) => through(decoder.push(event)),
+    end: () => [...through(decoder.end()), ...encoder.end()],
+    canonical,
+  };
+}

@@ -1,0 +1,3 @@
+import { clientSuite } from './e2e-suite';
+
+clientSuite('messages');

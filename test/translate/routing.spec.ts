@@ -1,0 +1,52 @@
+/** Which channels translate for which client protocols, as the registry and the router see it. */
+import { describe, expect, it } from 'vitest';
+import { ModelRegistry } from '../../src/config/registry';
+import { ConfigSchema, type ChatProtocol } from '../../src/config/schema';
+import { translatedRoutes } from '../../src/http/protocols/translated';
+import { Router } from '../../src/upstream/routing';
+
+const channel = (id: string, protocol: string, priority: number, translation?: unknown) => ({
+  id,
+  protocol,
+  base_url: 'http://127.0.0.1:1',
+  priority,
+  models: ['m'],
+  ...(translation === undefined ? {} : { translation }),
+});
+const config = (...channels: object[]) => ConfigSchema.parse({ models: [{ id: 'm', price: { input: '1', output: '1' } }], channels });
+
+describe('translation in the config', () => {
+  it('is off unless a channel allows it, for all or for listed client protocols', () => {
+    const none = new ModelRegistry(config(channel('a', 'messages', 0)));
+    expect(none.supportedProtocols('m')).toEqual(['messages']);
+    const all = new ModelRegistry(config(channel('a', 'messages', 0, true)));
+    expect(all.supportedProtocols('m')).toEqual(['chat-completions', 'messages', 'responses', 'generate-content']);
+    const some = new ModelRegistry(config(channel('a', 'messages', 0, ['responses'])));
+    expect(some.supportedProtocols('m')).toEqual(['messages', 'responses']);
+    // A media channel has nothing to translate.
+    expect(() => config(channel('i', 'images', 0, true))).not.toThrow();
+    expect(new ModelRegistry(config(channel('i', 'images', 0, true))).supportedProtocols('m')).toEqual([]);
+  });
+
+  it('refuses a translation value that is no chat protocol', () => {
+    expect(ConfigSchema.safeParse({ models: [{ id: 'm' }], channels: [channel('a', 'messages', 0, ['images'])] }).success).toBe(false);
+  });
+
+  it('routes a client to translating channels of every other protocol, by priority, at most three', () => {
+    const router = new Router(
+      config(
+        channel('cc', 'chat-completions', 2, true),
+        channel('msg', 'messages', 0, ['generate-content']),
+        channel('resp', 'responses', 1, true),
+        channel('gem', 'generate-content', 0, true),
+        channel('cc2', 'chat-completions', 3, true),
+        channel('off', 'responses', 0, false),
+      ),
+    );
+    const ids = (client: ChatProtocol) => translatedRoutes(router, 'm', client).map((r) => `${r.channel.id}:${r.via}`);
+    expect(ids('generate-content')).toEqual(['msg:messages', 'resp:responses', 'cc:chat-completions']);
+    expect(ids('messages')).toEqual(['gem:generate-content', 'resp:responses', 'cc:chat-completions']);
+    // The client's own protocol is never a translated route.
+    expect(ids('chat-completions')).toEqual(['gem:generate-content', 'resp:responses']);
+  });
+});
