@@ -45,7 +45,7 @@ export const ChannelSchema = z
     models: z.union([z.array(z.string().min(1)), z.record(z.string(), z.string().min(1))]),
     tools: z.array(z.string()).default([]),
     /** Chat channels only: the other client protocols this channel also serves through protocol
-     * translation (`true`: all of them). Absent or false: its own protocol only. */
+     * translation. Absent or `true`: all of them; `false`: its own protocol only; a list: those. */
     translation: z.union([z.boolean(), z.array(z.enum(CHAT_PROTOCOLS))]).optional(),
   })
   .strict();
@@ -54,7 +54,8 @@ export const ChannelSchema = z
 export function channelServes(channel: { protocol: string; translation?: boolean | readonly ChatProtocol[] }, client: ChatProtocol): boolean {
   if (channel.protocol === client) return true;
   if (!(CHAT_PROTOCOLS as readonly string[]).includes(channel.protocol)) return false;
-  return channel.translation === true || (Array.isArray(channel.translation) && channel.translation.includes(client));
+  const translation = channel.translation ?? true;
+  return translation === true || (Array.isArray(translation) && translation.includes(client));
 }
 
 export const ModelSchema = z

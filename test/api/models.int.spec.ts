@@ -53,16 +53,21 @@ describe('GET /api/v1/models/public', () => {
       models: [
         { id: 'm-a', owned_by: 'x', kind: 'text' as const, aliases: ['m-a-old'], callable: true, endpoint_type: null, capabilities: [], price: { input: '1', output: '2' } },
         { id: 'm-b', owned_by: 'x', kind: 'text' as const, aliases: [], callable: true, endpoint_type: null, capabilities: [], price: { input: '1', output: '2' } },
+        { id: 'm-c', owned_by: 'x', kind: 'text' as const, aliases: [], callable: true, endpoint_type: null, capabilities: [], price: { input: '1', output: '2' } },
       ],
       channels: [
-        { id: 'c1', protocol: 'messages' as const, base_url: 'http://127.0.0.1:1', api_key: '', group: 'default', priority: 0, weight: 1, models: ['m-a'], tools: [] },
-        { id: 'c2', protocol: 'chat-completions' as const, base_url: 'http://127.0.0.1:1', api_key: '', group: 'default', priority: 0, weight: 1, models: { 'm-a': 'up-a' }, tools: [] },
+        { id: 'c1', protocol: 'messages' as const, base_url: 'http://127.0.0.1:1', api_key: '', group: 'default', priority: 0, weight: 1, models: ['m-a'], tools: [], translation: false },
+        // Translation for the responses protocol only: generate-content has no path.
+        { id: 'c2', protocol: 'chat-completions' as const, base_url: 'http://127.0.0.1:1', api_key: '', group: 'default', priority: 0, weight: 1, models: { 'm-a': 'up-a' }, tools: [], translation: ['responses' as const] },
+        // No `translation`: every chat protocol.
+        { id: 'c3', protocol: 'generate-content' as const, base_url: 'http://127.0.0.1:1', api_key: '', group: 'default', priority: 0, weight: 1, models: ['m-c'], tools: [] },
       ],
     };
     const own = await startTestGateway({ config });
     try {
       const models = (await own.gateway.app.inject({ method: 'GET', url: '/api/v1/models/public' })).json().models;
-      expect(models.find((m: { id: string }) => m.id === 'm-a').supported_protocols).toEqual(['chat-completions', 'messages']);
+      expect(models.find((m: { id: string }) => m.id === 'm-a').supported_protocols).toEqual(['chat-completions', 'messages', 'responses']);
+      expect(models.find((m: { id: string }) => m.id === 'm-c').supported_protocols).toEqual(['chat-completions', 'messages', 'responses', 'generate-content']);
       expect(models.find((m: { id: string }) => m.id === 'm-b').supported_protocols).toEqual([]);
       const byAlias = (await own.gateway.app.inject({ method: 'GET', url: '/api/v1/models/public?id=m-a-old' })).json().models;
       expect(byAlias.map((m: { id: string }) => m.id)).toEqual(['m-a']);

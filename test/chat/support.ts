@@ -29,6 +29,8 @@ export function chatConfig(sim: Simulator): GatewayConfig {
     weight: 1,
     models: Object.fromEntries(models.map((m) => [m, `${m}-upstream`])),
     tools: protocol === 'chat-completions' ? ['web_search'] : [],
+    // These tests are about native passthrough: a model without a channel of a protocol has none.
+    translation: false,
   });
   return {
     models: [

@@ -16,8 +16,10 @@ const channel = (id: string, protocol: string, priority: number, translation?: u
 const config = (...channels: object[]) => ConfigSchema.parse({ models: [{ id: 'm', price: { input: '1', output: '1' } }], channels });
 
 describe('translation in the config', () => {
-  it('is off unless a channel allows it, for all or for listed client protocols', () => {
-    const none = new ModelRegistry(config(channel('a', 'messages', 0)));
+  it('is on unless a channel turns it off or lists the client protocols it translates for', () => {
+    const byDefault = new ModelRegistry(config(channel('a', 'messages', 0)));
+    expect(byDefault.supportedProtocols('m')).toEqual(['chat-completions', 'messages', 'responses', 'generate-content']);
+    const none = new ModelRegistry(config(channel('a', 'messages', 0, false)));
     expect(none.supportedProtocols('m')).toEqual(['messages']);
     const all = new ModelRegistry(config(channel('a', 'messages', 0, true)));
     expect(all.supportedProtocols('m')).toEqual(['chat-completions', 'messages', 'responses', 'generate-content']);
