@@ -124,4 +124,12 @@ describe('translated routing', () => {
     expect(chunks.at(-1)!.candidates[0]!.finishReason).toBe('STOP');
     expect(chunks.at(-1)!.usageMetadata).toBeDefined();
   });
+
+  it('closes the JSON array after an in-protocol error element, as a native Gemini stream ends', async () => {
+    h.sim.enqueue('error_frame_after:3');
+    const response = await post('/v1beta/models/oa-only:streamGenerateContent', { contents: [{ role: 'user', parts: [{ text: 'one two three four five' }] }] });
+    expect(response.status).toBe(200);
+    const elements = (await response.json()) as Array<{ error?: { code: number; status: string } }>;
+    expect(elements.at(-1)!.error).toMatchObject({ code: expect.any(Number), status: expect.any(String) });
+  });
 });

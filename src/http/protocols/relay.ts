@@ -353,7 +353,8 @@ async function relayStream(
   if (!complete && !clientGone && framing === 'sse') for (const event of adapter.failureTail?.(info) ?? []) raw.write(sse(event));
   // A JSON array is closed only when the stream really ended: a cut stays visibly cut.
   // An in-protocol error element ends the array as the upstream ended it, cleanly.
-  if (framing === 'json-array' && (complete || (strayForwarded && broken === null)) && !clientGone) raw.write(elements === 0 ? '[]' : ']');
+  const errorEnded = broken === null && (strayForwarded || (bridge?.canonical.some((e) => e.type === 'error') ?? false));
+  if (framing === 'json-array' && (complete || errorEnded) && !clientGone) raw.write(elements === 0 ? '[]' : ']');
   if (!clientGone) raw.end();
   if (complete) settle(billed, 'success');
   else
