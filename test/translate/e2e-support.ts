@@ -8,8 +8,8 @@ import { GoogleGenAI, type Content } from '@google/genai';
 import OpenAI from 'openai';
 import { expect } from 'vitest';
 import type { ChatProtocol, GatewayConfig } from '../../src/config/schema';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
-import { startTestGateway, type TestGateway } from '../support/gateway';
+import type { Simulator } from '../../src/upstream/simulator';
+import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
 export const MODEL_OF: Record<ChatProtocol, string> = {
   'chat-completions': 'oa-only',
@@ -58,27 +58,10 @@ export function translationConfig(sim: Simulator): GatewayConfig {
   };
 }
 
-export interface Harness {
-  readonly sim: Simulator;
-  readonly t: TestGateway;
-  readonly baseUrl: string;
-  close(): Promise<void>;
-}
+export type Harness = SimulatedGateway;
 
-export async function startHarness(): Promise<Harness> {
-  const sim = await startSimulator();
-  const t = await startTestGateway({ config: translationConfig(sim), chatTimeoutMs: 5000 });
-  await t.gateway.app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (t.gateway.app.server.address() as { port: number }).port;
-  return {
-    sim,
-    t,
-    baseUrl: `http://127.0.0.1:${port}`,
-    async close() {
-      await t.close();
-      await sim.close();
-    },
-  };
+export function startHarness(): Promise<Harness> {
+  return startSimulatedGateway(translationConfig, { chatTimeoutMs: 5000 });
 }
 
 /** What one turn showed the client. `prompt` includes cached and cache-write tokens. */
