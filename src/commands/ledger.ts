@@ -25,6 +25,9 @@ export interface LedgerOptions {
  * through another gateway instance takes effect here within this time. */
 export const KEY_STATE_MAX_AGE_MS = 1000;
 
+/** The same for the wallet's settings as authentication reads them (status, rate limits). */
+export const WALLET_STATE_MAX_AGE_MS = 1000;
+
 export type Result<T> = ({ ok: true; position: Position | null } & T) | { ok: false; error: DomainError };
 
 const unixNow = () => Math.floor(Date.now() / 1000);
@@ -83,17 +86,11 @@ export class Ledger {
     return (await this.keys.recent(keyStream(keyId), KEY_STATE_MAX_AGE_MS)).state;
   }
 
-  /** The wallet as this instance last knew it, without waiting: for checks the
-   * reservation repeats on the aggregate (status, balance above zero). */
-  async cachedWallet(accountId: string): Promise<WalletState> {
-    return (await this.wallets.recent(walletStream(accountId), Number.POSITIVE_INFINITY)).state;
-  }
-
-  /** The wallet at most `maxAgeMs` behind the log (a cached state re-checked when older):
-   * for settings another gateway instance may have changed (rate limits), at the cost of
-   * one read forward per account per `maxAgeMs` on this instance. */
-  async recentWallet(accountId: string, maxAgeMs: number): Promise<WalletState> {
-    return (await this.wallets.recent(walletStream(accountId), maxAgeMs)).state;
+  /** The wallet as authentication needs it: cached, at most WALLET_STATE_MAX_AGE_MS behind the
+   * log, so that a deactivation or new rate limits set through another instance apply here
+   * within that time. Money decisions repeat on the aggregate (the reservation). */
+  async recentWallet(accountId: string): Promise<WalletState> {
+    return (await this.wallets.recent(walletStream(accountId), WALLET_STATE_MAX_AGE_MS)).state;
   }
 
   /** Resolves once every queued wallet and key command has been appended. */

@@ -89,7 +89,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (request.routeOptions.config?.trace) reply.header('x-gateway-trace', request.id);
   });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
-  await app.register(rateLimitPlugin, { limiter: deps.rateLimiter, ledger: deps.ledger });
+  await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });
   await app.register(idempotencyPlugin, { store: new IdempotencyStore(deps.sql, {
       ...(deps.now ? { now: deps.now } : {}),
       ...(deps.idempotencyMaxStoredBytes ? { maxStoredBytes: deps.idempotencyMaxStoredBytes } : {}),

@@ -130,7 +130,7 @@ export const authPlugin = fp<AuthOptions>(
       if (refused(key)) key = await ledger.key(found.keyId);
       const refusal = refused(key);
       if (refusal) return fail(AUTH_MESSAGES[refusal]);
-      let wallet = config.liveWallet ? await ledger.wallet(found.accountId) : await ledger.cachedWallet(found.accountId);
+      let wallet = config.liveWallet ? await ledger.wallet(found.accountId) : await ledger.recentWallet(found.accountId);
       const walletRefusal = (w: WalletState) => (w.status !== 'active' ? 'inactive' : !config.free && w.balance <= 0n ? 'quota' : null);
       if (walletRefusal(wallet) && !config.liveWallet) wallet = await ledger.wallet(found.accountId);
       const walletRefused = walletRefusal(wallet);

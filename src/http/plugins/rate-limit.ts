@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Ledger } from '../../commands/ledger';
 import { ConcurrencySlot, type Admission, type LimitState, type RateLimiter } from '../../limits';
 import { GatewayError, sendError } from '../errors';
 
@@ -13,9 +12,6 @@ export interface RateLimitConfig {
 declare module 'fastify' {
   interface FastifyContextConfig extends RateLimitConfig {}
 }
-
-/** Limits changed through another instance take effect here within this time. */
-export const LIMITS_MAX_AGE_MS = 1000;
 
 /** The client API the spec limits; the wiki, MCP, usage and admin routes are not part of it. */
 const LIMITED_PREFIXES = ['/v1/', '/v1beta/'];
@@ -58,7 +54,6 @@ function refusal(admission: Extract<Admission, { admitted: false }>): GatewayErr
 
 export interface RateLimitOptions {
   readonly limiter: RateLimiter;
-  readonly ledger: Ledger;
 }
 
 /**
@@ -66,7 +61,7 @@ export interface RateLimitOptions {
  * route (registered after auth: a request that fails authentication is not counted).
  */
 export const rateLimitPlugin = fp<RateLimitOptions>(
-  async (app: FastifyInstance, { limiter, ledger }) => {
+  async (app: FastifyInstance, { limiter }) => {
     // Requests admitted under a limit: their non-2xx answers lose the x-ratelimit-* headers,
     // so an upstream 429 passed through is not mistaken for the account's own limit.
     const admitted = new WeakSet<FastifyRequest>();
@@ -79,9 +74,9 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
       if (!LIMITED_PREFIXES.some((prefix) => route.startsWith(prefix))) return;
       if (((request.routeOptions.config ?? {}) as RateLimitConfig).rateLimited === false) return;
 
-      // Not caller.wallet: that cache has no age limit, and limits set through another
-      // instance must apply here within a second.
-      const { limits } = await ledger.recentWallet(caller.accountId, LIMITS_MAX_AGE_MS);
+      // Authentication read the wallet at most a second behind the log: limits set through
+      // another instance apply here within that time.
+      const { limits } = caller.wallet;
       if (limits.rpm === null && limits.concurrency === null) return;
 
       let admission: Admission;
