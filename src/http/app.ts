@@ -13,7 +13,7 @@ import { GatewayError, sendError } from './errors';
 import { authPlugin } from './plugins/auth';
 import { rateLimitPlugin } from './plugins/rate-limit';
 import { idempotencyPlugin } from './plugins/idempotency';
-import { IdempotencyStore } from '../idempotency/store';
+import type { IdempotencyStore } from '../idempotency/store';
 import { balanceRoutes } from './resources/balance';
 import { mcpRoutes } from './resources/mcp';
 import { usageRoutes } from './resources/usage';
@@ -36,6 +36,8 @@ export interface AppDeps {
   readonly objects: ObjectStore;
   /** Per-account requests per minute and concurrency (Redis-shared or in-process). */
   readonly rateLimiter: RateLimiter;
+  /** Idempotency-Key claims and remembered answers (migrated by the caller). */
+  readonly idempotency: IdempotencyStore;
   /** Base of links the gateway hands out (signed downloads); default: the request's own origin. */
   readonly publicBaseUrl?: string | undefined;
   readonly version?: string;
@@ -43,8 +45,6 @@ export interface AppDeps {
   readonly chatTimeoutMs?: number;
   /** The image endpoints' hop, ladder and keep-alive times; the spec's unless a test shortens them. */
   readonly imageTimings?: Partial<ImageTimings>;
-  /** Largest 2xx answer kept for an Idempotency-Key replay (default 4 MiB). */
-  readonly idempotencyMaxStoredBytes?: number;
   readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   readonly now?: () => number;
 }
@@ -90,10 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });
-  await app.register(idempotencyPlugin, { store: new IdempotencyStore(deps.sql, {
-      ...(deps.now ? { now: deps.now } : {}),
-      ...(deps.idempotencyMaxStoredBytes ? { maxStoredBytes: deps.idempotencyMaxStoredBytes } : {}),
-    }) });
+  await app.register(idempotencyPlugin, { store: deps.idempotency });
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));

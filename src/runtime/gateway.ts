@@ -139,6 +139,7 @@ export interface GatewayOverrides {
    * key prefix of their own, a short lease TTL). */
   readonly rateLimits?: RateLimiterOptions;
   readonly imageTimings?: AppDeps['imageTimings'];
+  /** Largest 2xx answer kept for an Idempotency-Key replay (default 4 MiB). */
   readonly idempotencyMaxStoredBytes?: number;
 }
 
@@ -155,8 +156,11 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
   const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, 100, () => ledger.idle());
   await runner.migrate();
-  // Created before the app: the idempotency plugin (registered in buildApp) claims keys in it.
-  const idempotency = new IdempotencyStore(storage.sql, overrides.now ? { now: overrides.now } : {});
+  // One store: the app's Idempotency-Key plugin claims keys in it, the purge below trims it.
+  const idempotency = new IdempotencyStore(storage.sql, {
+    ...(overrides.now ? { now: overrides.now } : {}),
+    ...(overrides.idempotencyMaxStoredBytes ? { maxStoredBytes: overrides.idempotencyMaxStoredBytes } : {}),
+  });
   await idempotency.migrate();
   const adminToken = adminTokenOf(settings).value;
   // Built here (not in buildApp) so that close() ends its Redis connection after the app.
@@ -167,6 +171,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const rateLimiter = overrides.rateLimiter ?? ownLimiter!;
   const app = await buildApp({
     rateLimiter,
+    idempotency,
     ledger,
     runner,
     sql: storage.sql,
@@ -182,7 +187,6 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.now ? { now: overrides.now } : {}),
     ...(overrides.chatTimeoutMs ? { chatTimeoutMs: overrides.chatTimeoutMs } : {}),
     ...(overrides.imageTimings ? { imageTimings: overrides.imageTimings } : {}),
-    ...(overrides.idempotencyMaxStoredBytes ? { idempotencyMaxStoredBytes: overrides.idempotencyMaxStoredBytes } : {}),
   });
   reportLimiterError = (error) => app.log.warn({ err: error }, 'rate limiter: redis connection error');
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
