@@ -196,6 +196,33 @@ describe('POST /v1/images/generations', () => {
   });
 });
 
+describe('a client that leaves', () => {
+  it('releases the hold and logs client_disconnected when no channel answered before it left', async () => {
+    const { accountId, key } = await client();
+    // Both channels would fail; the client is gone before the first one answers.
+    h.sim.enqueue(['slow_first_byte:250', 'http_500']);
+    h.sim.enqueue('http_500');
+    const controller = new AbortController();
+    const sent = fetch(`${h.baseUrl}/v1/images/generations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'img-model', prompt: 'gone' }),
+      signal: controller.signal,
+    }).catch((e: unknown) => e);
+    await expect.poll(() => h.sim.requests.length).toBe(1);
+    controller.abort();
+    await sent;
+    await expect.poll(async () => (await rows(accountId)).length).toBe(1);
+    const [row] = await rows(accountId);
+    expect(row).toMatchObject({ status: 'error', error_code: 'client_disconnected', cost_usd: '0.00' });
+    // No second channel is tried for a client that is gone, and nothing is billed.
+    expect(h.sim.requests).toHaveLength(1);
+    expect((await wallet(accountId)).held).toBe(0n);
+    expect((await wallet(accountId)).balance).toBe(GRANT);
+    expect(h.t.logs.filter((line) => line.includes('"request failed"'))).toEqual([]);
+  });
+});
+
 describe('POST /v1/images/edits', () => {
   it('takes multipart from the openai SDK, forwards the files and bills per image', async () => {
     const { accountId, openai } = await client();

@@ -19,9 +19,8 @@ import {
 } from '../../upstream/protocols/images';
 import type { Route, Router } from '../../upstream/routing';
 import { CallSignal, classify, statusFailure, tryJson, upstreamAgent, type Failure } from '../../upstream/upstream-call';
-import { callRecord, type CallFacts } from '../call-record';
-import { errorBody, GatewayError, upstreamErrorBody, upstreamErrorCode, type ErrorCode } from '../errors';
-import { AUTH_MESSAGES } from '../plugins/auth';
+import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
+import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { completeHijacked } from '../plugins/idempotency';
 
 /** The spec's image timings: one upstream hop, the whole channel ladder, and when the
@@ -163,21 +162,14 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
     attempts: 0,
     channelId: null,
   };
-  const reject = (code: ErrorCode, message: string): never => {
-    deps.ledger
-      .recordRejected(caller.accountId, callRecord(facts, { status: 'rejected', error_code: code, error_message: message, unit_type: 'image' }), true)
-      .catch((error: unknown) => request.log.error({ err: error }, 'could not record a rejected call'));
-    throw new GatewayError(code, message);
-  };
+  const reject = (code: ErrorCode, message: string): never => rejectCall(deps.ledger, facts, code, message, { unit_type: 'image' });
 
   const parsed = parseRequest(endpoint, request);
   if ('invalid' in parsed) return reject('invalid_request', parsed.invalid);
   const { body, image } = parsed;
-  const model = deps.registry.resolve(body.model);
-  if (!model || !model.callable) return reject('model_not_found', `The model \`${body.model}\` does not exist or you do not have access to it.`);
+  const model = callableModel(deps.registry, caller.key.settings.allowed_models, body.model);
+  if ('code' in model) return reject(model.code, model.message);
   facts.model = model.id;
-  if (!deps.registry.allows(caller.key.settings.allowed_models, model.id))
-    return reject('model_not_allowed', `This API key is not allowed to use the model \`${model.id}\`.`);
   const routes: Route[] = model.kind === 'image' ? deps.router.routes(model.id, 'images') : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for image ${endpoint}.`);
 
@@ -192,10 +184,7 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
     purpose: `images.${endpoint} ${model.id}`,
     ttlSeconds: Math.ceil(timings.ladderMs / 1000) + HOLD_GRACE_S,
   });
-  if (!reserved.ok) {
-    if (reserved.error.code === 'account_inactive') throw new GatewayError('invalid_api_key', AUTH_MESSAGES.inactive);
-    return reject('quota_exceeded', reserved.error.message);
-  }
+  if (!reserved.ok) return refuseHold(reserved.error, reject);
 
   const call = new CallSignal(timings.ladderMs);
   const answer = new KeptAlive(request, reply, timings);
@@ -231,17 +220,22 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
       if ((failure.kind === 'status' && failure.status < 500) || call.expired) break;
     }
 
-    const f: Failure = answer.clientGone
-      ? { kind: 'unreachable', message: 'the client disconnected' }
-      : (failure ?? { kind: 'unreachable', message: 'no channel could be reached' });
-    const code = f.kind === 'status' ? upstreamErrorCode(f.status) : f.kind === 'timeout' ? 'upstream_timeout' : answer.clientGone ? 'client_disconnected' : 'upstream_unreachable';
-    const message = f.kind === 'status' ? (imagesErrorMessage(tryJson(f.body)) ?? (f.body.slice(0, 2000) || `upstream answered ${f.status}`)) : f.message;
-    await deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(facts, { status: 'error', error_code: code, error_message: message, unit_type: 'image' }));
+    const release = (code: string, message: string) =>
+      deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(facts, { status: 'error', error_code: code, error_message: message, unit_type: 'image' }));
+    if (answer.clientGone) {
+      // Nobody is left to answer: no other channel is tried, nothing is billed. 499 (nginx's
+      // "client closed the request") only ever reaches the access log.
+      await release('client_disconnected', 'the client disconnected');
+      return answer.send(499, JSON.stringify(errorBody('chat', new GatewayError('upstream_unreachable', 'the client disconnected'))));
+    }
+    const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
+    const { status, code, message } = failureSummary(f, imagesErrorMessage);
+    await release(code, message);
     if (f.kind === 'status') {
       if (f.headers['retry-after']) reply.header('retry-after', f.headers['retry-after']);
       // Passed through unchanged when the upstream spoke OpenAI's shape; else put into it.
       const passed = (tryJson(f.body) as { error?: unknown } | null)?.error !== undefined ? f.body : JSON.stringify(upstreamErrorBody('chat', f.status, message));
-      return answer.send(f.status, passed);
+      return answer.send(status, passed);
     }
     const error = new GatewayError(code as ErrorCode, message);
     if (answer.committed) return answer.send(error.status, JSON.stringify(errorBody('chat', error)));

@@ -6,13 +6,12 @@ import type { Ledger } from '../../commands/ledger';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
-import { callRecord, type CallFacts } from '../call-record';
+import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
 import { costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import type { Route, Router } from '../../upstream/routing';
 import { CallSignal, classify, statusFailure, tryJson, upstreamAgent, type Failure } from '../../upstream/upstream-call';
-import { GatewayError, upstreamErrorBody, upstreamErrorCode, type ErrorCode } from '../errors';
-import { AUTH_MESSAGES } from '../plugins/auth';
+import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { decodeCall, isTranslated, translatedRoutes, translationFor, type DecodedCall, type Translation } from './translated';
 
 export interface RelayDeps {
@@ -68,26 +67,18 @@ export async function relayChat(
   };
   reply.header('x-gateway-trace', request.id);
 
-  const reject = async (code: ErrorCode, message: string): Promise<never> => {
-    // Queued before the answer leaves, so every later read of the wallet sees it; not awaited.
-    deps.ledger
-      .recordRejected(caller.accountId, callRecord(ctx, { status: 'rejected', error_code: code, error_message: message }), true)
-      .catch((error: unknown) => request.log.error({ err: error }, 'could not record a rejected call'));
-    throw new GatewayError(code, message);
-  };
+  const reject = (code: ErrorCode, message: string): never => rejectCall(deps.ledger, ctx, code, message);
 
   const info = adapter.inspect(request.body, params);
   if ('invalid' in info) return reject('invalid_request', info.invalid);
   ctx.model = info.model;
-  const model = deps.registry.resolve(info.model);
-  if (!model || !model.callable) return reject('model_not_found', `The model \`${info.model}\` does not exist or you do not have access to it.`);
+  const model = callableModel(deps.registry, caller.key.settings.allowed_models, info.model);
+  if ('code' in model) return reject(model.code, model.message);
   ctx.model = model.id;
-  if (!deps.registry.allows(caller.key.settings.allowed_models, model.id))
-    return reject('model_not_allowed', `This API key is not allowed to use the model \`${model.id}\`.`);
   if (model.kind !== 'text' || model.endpoint_type)
     return reject('no_channel_available', `The model \`${model.id}\` is served only on its dedicated ${model.endpoint_type ?? model.kind} endpoint.`);
 
-  const routes = await routesFor(deps, adapter, model, info, reject);
+  const routes = routesFor(deps, adapter, model, info, reject);
   const estimate = estimateUsage(model, info.promptDocument, info.maxTokens);
   const pricing = pricingOf(model);
   const holdId = request.id;
@@ -99,10 +90,7 @@ export async function relayChat(
     purpose: `chat ${model.id}`,
     ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S,
   });
-  if (!reserved.ok) {
-    if (reserved.error.code === 'account_inactive') throw new GatewayError('invalid_api_key', AUTH_MESSAGES.inactive);
-    return reject('quota_exceeded', reserved.error.message);
-  }
+  if (!reserved.ok) return refuseHold(reserved.error, reject);
 
   const translated = routes.some(isTranslated) ? { call: decodeCall(adapter, request.body, params, info, deps.now()), model } : null;
   const call = new CallSignal(deps.timeoutMs);
@@ -169,12 +157,7 @@ async function relayRoutes(
 
   // Every channel failed before an answer started: nothing billed.
   const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
-  const [status, code, message] =
-    f.kind === 'status'
-      ? [f.status, upstreamErrorCode(f.status), failedAdapter.errorMessage(tryJson(f.body)) ?? (f.body.slice(0, 2000) || `upstream answered ${f.status}`)]
-      : f.kind === 'timeout'
-        ? [504, 'upstream_timeout', f.message]
-        : [502, 'upstream_unreachable', f.message];
+  const { status, code, message } = failureSummary(f, failedAdapter.errorMessage);
   await deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(ctx, { status: 'error', error_code: code, error_message: message }));
   if (f.kind === 'status') {
     if (f.headers['retry-after']) reply.header('retry-after', f.headers['retry-after']);
@@ -183,13 +166,13 @@ async function relayRoutes(
   throw new GatewayError(code as ErrorCode, message);
 }
 
-async function routesFor(
+function routesFor(
   deps: RelayDeps,
   adapter: ProtocolAdapter,
   model: ModelConfig,
   info: ChatRequestInfo,
-  reject: (code: ErrorCode, message: string) => Promise<never>,
-): Promise<Route[]> {
+  reject: (code: ErrorCode, message: string) => never,
+): Route[] {
   let routes: Route[] = deps.router.routes(model.id, adapter.protocol);
   // No native channel: channels of another protocol that translate for this one.
   if (routes.length === 0) routes = translatedRoutes(deps.router, model.id, adapter.protocol);

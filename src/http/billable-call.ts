@@ -1,0 +1,82 @@
+import type { FastifyRequest } from 'fastify';
+import type { DomainError } from '../commands/decision';
+import type { Ledger } from '../commands/ledger';
+import type { ModelRegistry } from '../config/registry';
+import type { ModelConfig } from '../config/schema';
+import type { CallRecord } from '../events/catalog';
+import { tryJson, type Failure } from '../upstream/upstream-call';
+import { GatewayError, upstreamErrorCode, type ErrorCode } from './errors';
+import { AUTH_MESSAGES } from './plugins/auth';
+
+// What every billable call (chat, media) shares around its hold: the call-log row, refusals
+// before the hold, model resolution, and the answer when no channel gave one.
+
+/** What a call-log row needs to know about a call in progress, whatever the endpoint. */
+export interface CallFacts {
+  readonly request: FastifyRequest;
+  /** The call-log `endpoint`: a chat protocol, or e.g. `images.generations`. */
+  readonly endpoint: string;
+  readonly startedAt: number;
+  readonly submittedAt: number;
+  model: string;
+  attempts: number;
+  channelId: string | null;
+}
+
+/** The outcome of a call as its call-log row: the facts so far, and what the outcome adds. */
+export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<CallRecord, 'status'>): CallRecord {
+  return {
+    request_id: facts.request.id,
+    key_id: facts.request.caller?.keyId ?? null,
+    model: facts.model,
+    endpoint: facts.endpoint,
+    error_code: null,
+    error_message: null,
+    input_tokens: 0,
+    output_tokens: 0,
+    cached_tokens: 0,
+    unit_count: null,
+    unit_type: null,
+    latency_ms: Math.max(0, Math.round(performance.now() - facts.startedAt)),
+    attempts_count: facts.attempts,
+    channel_id: facts.channelId,
+    task_id: null,
+    submitted_at: facts.submittedAt,
+    result_urls: [],
+    result_expires_at: null,
+    ...fields,
+  };
+}
+
+/** A call refused before it could hold money still gets its call-log row (cost 0). The record is
+ * queued before the answer leaves, so every later read of the wallet sees it; not awaited. */
+export function rejectCall(ledger: Ledger, facts: CallFacts, code: ErrorCode, message: string, fields: Partial<CallRecord> = {}): never {
+  ledger
+    .recordRejected(facts.request.caller!.accountId, callRecord(facts, { ...fields, status: 'rejected', error_code: code, error_message: message }), true)
+    .catch((error: unknown) => facts.request.log.error({ err: error }, 'could not record a rejected call'));
+  throw new GatewayError(code, message);
+}
+
+/** The canonical model a call names, if it exists, is callable and the key may use it. */
+export function callableModel(registry: ModelRegistry, allowList: readonly string[] | null, id: string): ModelConfig | { code: ErrorCode; message: string } {
+  const model = registry.resolve(id);
+  if (!model || !model.callable) return { code: 'model_not_found', message: `The model \`${id}\` does not exist or you do not have access to it.` };
+  if (!registry.allows(allowList, model.id)) return { code: 'model_not_allowed', message: `This API key is not allowed to use the model \`${model.id}\`.` };
+  return model;
+}
+
+/** A refused hold as the client sees it: an account deactivated meanwhile is a 401 like at
+ * authentication; anything else (balance, spend cap) a 402 with the decider's message. */
+export function refuseHold(error: DomainError, reject: (code: ErrorCode, message: string) => never): never {
+  if (error.code === 'account_inactive') throw new GatewayError('invalid_api_key', AUTH_MESSAGES.inactive);
+  return reject('quota_exceeded', error.message);
+}
+
+/** What the client is told when every channel failed before an answer: an upstream status keeps
+ * its status and message (Errors rule 5), a time-out is 504, a failed connection 502 (rule 6). */
+export function failureSummary(failure: Failure, errorMessage: (body: unknown) => string | null): { status: number; code: string; message: string } {
+  if (failure.kind === 'timeout') return { status: 504, code: 'upstream_timeout', message: failure.message };
+  if (failure.kind === 'unreachable') return { status: 502, code: 'upstream_unreachable', message: failure.message };
+  const message = errorMessage(tryJson(failure.body)) ?? (failure.body.slice(0, 2000) || `upstream answered ${failure.status}`);
+  return { status: failure.status, code: upstreamErrorCode(failure.status), message };
+}
