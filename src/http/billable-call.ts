@@ -4,7 +4,8 @@ import type { Ledger } from '../commands/ledger';
 import type { ModelRegistry } from '../config/registry';
 import type { ModelConfig } from '../config/schema';
 import type { CallRecord } from '../events/catalog';
-import { tryJson, type Failure } from '../upstream/upstream-call';
+import { tryJson } from '../upstream/json';
+import type { Failure } from '../upstream/upstream-call';
 import { GatewayError, upstreamErrorCode, type ErrorCode } from './errors';
 import { AUTH_MESSAGES } from './plugins/auth';
 

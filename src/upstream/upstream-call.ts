@@ -59,11 +59,3 @@ export async function statusFailure(statusCode: number, headers: Record<string, 
   if (typeof retryAfter === 'string') kept['retry-after'] = retryAfter;
   return { kind: 'status', status: statusCode, body: text, headers: kept };
 }
-
-export const tryJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-};

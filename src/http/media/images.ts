@@ -18,7 +18,8 @@ import {
   type UploadedImage,
 } from '../../upstream/protocols/images';
 import type { Route, Router } from '../../upstream/routing';
-import { CallSignal, classify, statusFailure, tryJson, upstreamAgent, type Failure } from '../../upstream/upstream-call';
+import { tryJson } from '../../upstream/json';
+import { CallSignal, classify, statusFailure, upstreamAgent, type Failure } from '../../upstream/upstream-call';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { completeHijacked } from '../plugins/idempotency';

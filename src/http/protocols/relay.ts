@@ -10,7 +10,8 @@ import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
 import { costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import type { Route, Router } from '../../upstream/routing';
-import { CallSignal, classify, statusFailure, tryJson, upstreamAgent, type Failure } from '../../upstream/upstream-call';
+import { tryJson } from '../../upstream/json';
+import { CallSignal, classify, statusFailure, upstreamAgent, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { decodeCall, isTranslated, translatedRoutes, translationFor, type DecodedCall, type Translation } from './translated';
 

@@ -1,5 +1,6 @@
 /** Small helpers the four protocol translators share. Pure functions, no I/O. */
 import type { CanonicalEvent, ImageSource, Message, Part } from './canonical';
+import { tryJson } from '../json';
 
 export type Json = Record<string, unknown>;
 
@@ -38,14 +39,6 @@ export function argumentsObject(text: string): Json {
   }
 }
 
-export function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
 /** Appends a part to the last message when it has the same role, else starts a message: for
  * wires that list items one by one (responses input, chat tool messages). */
 export function appendPart(messages: Message[], role: Message['role'], part: Part): void {
@@ -72,7 +65,7 @@ export function textOf(content: unknown): string {
 
 /** Decoded SSE `data` of one event, or undefined for `[DONE]` and non-JSON lines. */
 export function eventData(data: string): Json | undefined {
-  const value = parseJson(data);
+  const value = tryJson(data);
   return isRecord(value) ? value : undefined;
 }
 
