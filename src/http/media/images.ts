@@ -313,7 +313,8 @@ class KeptAlive {
       if (this.clientGone) return;
       this.committed = true;
       reply.hijack();
-      raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), 'content-type': 'application/json', 'x-gateway-trace': request.id });
+      // The headers set so far come along: x-gateway-trace (every media answer), x-ratelimit-*.
+      raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), 'content-type': 'application/json' });
       raw.write(' ');
       this.ticker = setInterval(() => raw.write(' '), timings.keepAliveEveryMs);
     }, timings.keepAliveAfterMs);
