@@ -68,8 +68,9 @@ async function buildTestApp(store: IdempotencyStore): Promise<FastifyInstance> {
     const body = request.body.fail ? '{"error":{"message":"upstream failed","type":"api_error","code":"upstream_error"}}' : `{"run":${runs}}`;
     reply.raw.writeHead(200, { 'content-type': 'application/json' });
     reply.raw.write(' ');
-    reply.raw.end(body);
+    // Recorded before the end of the response, so an immediate retry finds it.
     await completeHijacked(request, request.body.fail ? 502 : 200, 'application/json', body);
+    reply.raw.end(body);
   });
   app.post('/v1/hijacked-forgetful', billable, async (_request, reply) => {
     runs += 1;

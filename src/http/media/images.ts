@@ -320,12 +320,14 @@ class KeptAlive {
     }, timings.keepAliveAfterMs);
   }
 
-  send(status: number, body: string): FastifyReply {
+  async send(status: number, body: string): Promise<FastifyReply> {
     this.stop();
     if (!this.committed) return this.reply.code(status).type('application/json').send(body);
     const raw = this.reply.raw;
+    // Recorded before the last byte leaves, as the plugin's onSend does for ordinary replies: a
+    // client that retries at once finds the answer (or the key free), never the call in flight.
     // The status line said 200 whatever happened: only a real success is worth remembering.
-    void completeHijacked(this.request, status < 300 ? 200 : status, 'application/json', body);
+    await completeHijacked(this.request, status < 300 ? 200 : status, 'application/json', body);
     if (!this.clientGone) raw.end(body);
     return this.reply;
   }

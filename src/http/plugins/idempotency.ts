@@ -86,6 +86,7 @@ export class IdempotentCall {
 
 /** For a handler that wrote the response itself after `reply.hijack()`: record what it sent.
  * Pass the status that tells success (a keep-alive 200 carrying an error body is a failure).
+ * Await it before ending the response, so that a client retrying at once finds the record.
  * A no-op when the request holds no key. Never rejects. */
 export async function completeHijacked(request: FastifyRequest, status: number, contentType: string, body: string | Uint8Array | null): Promise<void> {
   await request.idempotency?.complete(status, contentType, body);
