@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { v5 as uuidv5 } from 'uuid';
 import { decodeRecorded, schemaVersion, type DomainEvent } from '../events/catalog';
-import { ConcurrencyError, type EventStore, type NewEvent, type Position } from '../events/store/port';
+import { ConcurrencyError, type AppendResult, type EventStore, type NewEvent, type Position } from '../events/store/port';
 import type { Decider, DomainError } from './decision';
 
 const EVENT_ID_NAMESPACE = '6f1d3c1e-2b7a-4c55-9d0e-3f6a8b9c0d21';
@@ -19,7 +19,7 @@ export type Handled<S> =
   | { ok: true; state: S; revision: bigint; position: Position | null; events: readonly DomainEvent[]; duplicate: boolean }
   | { ok: false; error: DomainError };
 
-export interface HandleOptions {
+export interface HandleOptions<S = unknown> {
   /** Makes the command idempotent; a random id is used when absent. */
   readonly commandId?: string;
   readonly metadata?: Record<string, unknown>;
@@ -28,6 +28,13 @@ export interface HandleOptions {
   /** Nobody waits for this command (a settlement after the answer was sent): it may wait
    * up to LINGER_MS for other commands of its stream, to share their append. */
   readonly deferrable?: boolean;
+  /**
+   * Called (at most once) with the state after the command when it has been decided on this
+   * process's state of a stream that no other process has written for TRUSTED_AFTER_MS, as its
+   * append leaves: work that needs only the decision may start while the commit is under way.
+   * The promise of `handle` stays the final word (a conflict can still turn the decision over).
+   */
+  readonly onDecided?: (state: S) => void;
 }
 
 const MAX_CONFLICT_RETRIES = 25;
@@ -36,12 +43,17 @@ const CACHE_LIMIT = 10_000;
 const MAX_BATCH = 256;
 /** How long a deferrable command waits for company before it is appended alone. */
 const LINGER_MS = 2;
+/** How long after another process was last seen writing a stream its cached state is no
+ * longer trusted for early decisions (onDecided). */
+const TRUSTED_AFTER_MS = 60_000;
 
 interface CommandJob<C, S> {
   readonly kind: 'command';
   readonly command: C;
-  readonly options: HandleOptions;
+  readonly options: HandleOptions<S>;
   readonly commandId: string;
+  /** onDecided has been called. */
+  told?: boolean;
   resolve(handled: Handled<S>): void;
   reject(error: unknown): void;
 }
@@ -59,6 +71,10 @@ interface Lane<C, S> {
   readonly jobs: Job<C, S>[];
   busy: boolean;
   linger: NodeJS.Timeout | null;
+  /** While a round's append is in flight: the state after it and after every command queued
+   * since, each decided on arrival exactly as the next round will decide it if the append
+   * commits. null when unknown (no round in flight, or a queued command was refused). */
+  ahead: S | null;
 }
 
 type Outcome<S> = { ok: true; state: S; revision: bigint; events: readonly DomainEvent[] } | { ok: false; error: DomainError; commandId: string | undefined };
@@ -79,6 +95,8 @@ export class CommandHandler<C, S, E extends DomainEvent> {
   /** When each cached state was last known to match the store (ms, performance.now()). */
   private readonly checkedAt = new Map<string, number>();
   private readonly lanes = new Map<string, Lane<C, S>>();
+  /** When another process was last seen writing each stream (ms, performance.now()). */
+  private readonly foreignWriteAt = new Map<string, number>();
   private idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -104,7 +122,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
     return this.load(streamId);
   }
 
-  handle(streamId: string, command: C, options: HandleOptions = {}): Promise<Handled<S>> {
+  handle(streamId: string, command: C, options: HandleOptions<S> = {}): Promise<Handled<S>> {
     const commandId = options.commandId ?? randomUUID();
     return new Promise((resolve, reject) =>
       this.enqueue(streamId, { kind: 'command', command, options, commandId, resolve, reject }, options.deferrable === true),
@@ -120,11 +138,14 @@ export class CommandHandler<C, S, E extends DomainEvent> {
   private enqueue(streamId: string, job: Job<C, S>, deferrable: boolean) {
     let lane = this.lanes.get(streamId);
     if (!lane) {
-      lane = { jobs: [], busy: false, linger: null };
+      lane = { jobs: [], busy: false, linger: null, ahead: null };
       this.lanes.set(streamId, lane);
     }
     lane.jobs.push(job);
-    if (lane.busy) return;
+    if (lane.busy) {
+      if (job.kind === 'command') this.decideAhead(streamId, lane, job);
+      return;
+    }
     if (deferrable) {
       if (!lane.linger) {
         const waiting = lane;
@@ -151,9 +172,10 @@ export class CommandHandler<C, S, E extends DomainEvent> {
         let n = 1;
         while (n < lane.jobs.length && n < MAX_BATCH && lane.jobs[n]!.kind === 'command') n++;
         const batch = lane.jobs.splice(0, n) as CommandJob<C, S>[];
-        if (batch.length === 1) await this.run(streamId, batch[0]!).then(batch[0]!.resolve, batch[0]!.reject);
+        if (batch.length === 1) await this.run(streamId, batch[0]!, lane).then(batch[0]!.resolve, batch[0]!.reject);
         // A bug in a decider must fail its callers, not leave the lane busy for ever.
-        else await this.runBatch(streamId, batch).catch((error: unknown) => batch.forEach((job) => job.reject(error)));
+        else await this.runBatch(streamId, batch, lane).catch((error: unknown) => batch.forEach((job) => job.reject(error)));
+        lane.ahead = null;
       }
       lane.busy = false;
       this.lanes.delete(streamId);
@@ -174,7 +196,39 @@ export class CommandHandler<C, S, E extends DomainEvent> {
     }));
   }
 
-  private async run(streamId: string, job: CommandJob<C, S>): Promise<Handled<S>> {
+  /** A round's append is in flight: what is queued behind it is decided on the state it leads to. */
+  private lookAhead(streamId: string, lane: Lane<C, S>, state: S) {
+    lane.ahead = state;
+    for (const job of lane.jobs) if (job.kind === 'command') this.decideAhead(streamId, lane, job);
+  }
+
+  /** The append's result; anything but a plain success voids the decisions made ahead of it. */
+  private async committed(appending: Promise<AppendResult>, lane: Lane<C, S> | undefined): Promise<AppendResult> {
+    try {
+      const result = await appending;
+      if (result.duplicate && lane) lane.ahead = null;
+      return result;
+    } catch (error) {
+      if (lane) lane.ahead = null;
+      throw error;
+    }
+  }
+
+  /** A command queued behind a round in flight, decided on the state that round leads to: a
+   * caller waiting for onDecided need not wait for the round's commit as well. */
+  private decideAhead(streamId: string, lane: Lane<C, S>, job: CommandJob<C, S>) {
+    if (lane.ahead === null) return;
+    const decision = this.decider.decide(job.command, lane.ahead);
+    if (!decision.ok) {
+      // What follows a refusal is left to the round, which may see it otherwise (a fresh read).
+      lane.ahead = null;
+      return;
+    }
+    for (const event of decision.events) lane.ahead = this.decider.evolve(lane.ahead, event as E);
+    if (decision.events.length > 0) this.tell(streamId, job, lane.ahead);
+  }
+
+  private async run(streamId: string, job: CommandJob<C, S>, lane?: Lane<C, S>): Promise<Handled<S>> {
     const { command, options, commandId } = job;
     // Optimistic: decide on the cached state and let the expected revision catch a
     // stale cache (another instance wrote); read forward only then, or before a refusal.
@@ -197,19 +251,22 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       if (decision.events.length === 0) {
         return { ok: true, state: loaded.state, revision: loaded.revision, position: null, events: [], duplicate: false };
       }
+      const state = decision.events.reduce((s, e) => this.decider.evolve(s, e as E), loaded.state);
       try {
-        const result = await this.store.append(
+        const appending = this.store.append(
           streamId,
           this.newEvents(job, decision.events),
           loaded.revision === -1n ? 'no_stream' : loaded.revision,
           { durable: options.durable !== false },
         );
+        this.tell(streamId, job, state);
+        if (lane) this.lookAhead(streamId, lane, state);
+        const result = await this.committed(appending, lane);
         if (result.duplicate) {
           this.cache.delete(streamId);
           const reloaded = await this.refresh(streamId);
           return { ok: true, state: reloaded.state, revision: reloaded.revision, position: result.position, events: [], duplicate: true };
         }
-        const state = decision.events.reduce((s, e) => this.decider.evolve(s, e as E), loaded.state);
         this.remember(streamId, { revision: result.nextRevision, state });
         return { ok: true, state, revision: result.nextRevision, position: result.position, events: decision.events, duplicate: false };
       } catch (error) {
@@ -227,7 +284,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
    * batch back through a read forward; a duplicate append falls back to one command
    * at a time, where the single path tells which command was the retry.
    */
-  private async runBatch(streamId: string, batch: readonly CommandJob<C, S>[]): Promise<void> {
+  private async runBatch(streamId: string, batch: readonly CommandJob<C, S>[], lane: Lane<C, S>): Promise<void> {
     const cached = this.cache.get(streamId);
     let loaded: Loaded<S>;
     try {
@@ -266,9 +323,15 @@ export class CommandHandler<C, S, E extends DomainEvent> {
         }
         let position: Position | null = null;
         if (events.length > 0) {
-          const result = await this.store.append(streamId, events, loaded.revision === -1n ? 'no_stream' : loaded.revision, {
+          const appending = this.store.append(streamId, events, loaded.revision === -1n ? 'no_stream' : loaded.revision, {
             durable: batch.some((job) => job.options.durable !== false),
           });
+          batch.forEach((job, i) => {
+            const outcome = outcomes[i]!;
+            if (outcome.ok && outcome.events.length > 0) this.tell(streamId, job, outcome.state);
+          });
+          this.lookAhead(streamId, lane, state);
+          const result = await this.committed(appending, lane);
           if (result.duplicate) return await this.oneByOne(streamId, batch);
           this.remember(streamId, { revision: result.nextRevision, state });
           position = result.position;
@@ -310,6 +373,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
   /** A conflict whose stream is behind the cache (the database lost its newest commits
    * in a crash) must not be read forward from the cache: start again from the stream. */
   private async afterConflict(streamId: string, error: ConcurrencyError): Promise<Loaded<S>> {
+    this.sawForeignWrite(streamId);
     const cached = this.cache.get(streamId);
     if (cached && (error.actual === 'no_stream' || error.actual < cached.revision)) this.cache.delete(streamId);
     return this.refresh(streamId);
@@ -323,6 +387,8 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       if (this.cache.has(streamId)) this.checkedAt.set(streamId, checked);
       return cached;
     }
+    // Events this process did not append (its cache is kept in step with its own appends).
+    if (this.cache.has(streamId)) this.sawForeignWrite(streamId);
     let state = cached.state;
     let revision = cached.revision;
     for (const recorded of newer) {
@@ -332,6 +398,24 @@ export class CommandHandler<C, S, E extends DomainEvent> {
     const loaded = { revision, state };
     this.remember(streamId, loaded, checked);
     return loaded;
+  }
+
+  /** Early word of a decision (HandleOptions.onDecided), only on a stream this process alone writes lately. */
+  private tell(streamId: string, job: CommandJob<C, S>, state: S) {
+    if (job.told || !job.options.onDecided) return;
+    const at = this.foreignWriteAt.get(streamId);
+    if (at !== undefined) {
+      if (performance.now() - at < TRUSTED_AFTER_MS) return;
+      this.foreignWriteAt.delete(streamId);
+    }
+    job.told = true;
+    job.options.onDecided(state);
+  }
+
+  private sawForeignWrite(streamId: string) {
+    this.foreignWriteAt.delete(streamId);
+    this.foreignWriteAt.set(streamId, performance.now());
+    if (this.foreignWriteAt.size > CACHE_LIMIT) this.foreignWriteAt.delete(this.foreignWriteAt.keys().next().value as string);
   }
 
   /** A refused command whose events are already in the stream was a retry of one that succeeded. */

@@ -103,8 +103,13 @@ export class Ledger {
   }
 
   /** A command that meters a call: committed as LEDGER_CALL_COMMIT says; `deferred` when nobody waits for it. */
-  private metered(accountId: string, command: WalletCommand, commandId: string, deferred = false) {
-    return this.wallets.handle(walletStream(accountId), command, { commandId, durable: this.callsDurable, deferrable: deferred });
+  private metered(accountId: string, command: WalletCommand, commandId: string, deferred = false, onDecided?: (state: WalletState) => void) {
+    return this.wallets.handle(walletStream(accountId), command, {
+      commandId,
+      durable: this.callsDurable,
+      deferrable: deferred,
+      ...(onDecided ? { onDecided } : {}),
+    });
   }
 
   private key$(keyId: string, command: KeyCommand, actor?: string) {
@@ -135,12 +140,29 @@ export class Ledger {
   }
 
   async reserve(accountId: string, request: ReserveRequest): Promise<Result<{ state: WalletState }>> {
-    let spendCap: bigint | null = request.spendCap ?? null;
-    if (request.spendCap === undefined && request.keyId !== null) spendCap = (await this.key(request.keyId)).settings.spend_cap;
-    const now = this.now();
-    const handled = await this.metered(
-      accountId,
-      {
+    return this.reserveEarly(accountId, request).committed;
+  }
+
+  /**
+   * A reservation that may be known before it is committed. `decided` resolves as soon as the
+   * hold is decided on this process's wallet state, provided that state can be trusted (no other
+   * process wrote the wallet lately) and the wallet could afford the same hold once more after
+   * this one: a concurrent spender elsewhere would have to take all of that headroom to turn the
+   * decision over. Otherwise `decided` is the final result. `committed` is always the final result:
+   * whatever needs the hold to exist (an answer, a settlement) waits for it.
+   */
+  reserveEarly(accountId: string, request: ReserveRequest): { decided: Promise<Result<{ state: WalletState }>>; committed: Promise<Result<{ state: WalletState }>> } {
+    let decide!: (result: Result<{ state: WalletState }>) => void;
+    let fail!: (error: unknown) => void;
+    const decided = new Promise<Result<{ state: WalletState }>>((resolve, reject) => {
+      decide = resolve;
+      fail = reject;
+    });
+    const committed = (async () => {
+      let spendCap: bigint | null = request.spendCap ?? null;
+      if (request.spendCap === undefined && request.keyId !== null) spendCap = (await this.key(request.keyId)).settings.spend_cap;
+      const now = this.now();
+      const command: WalletCommand = {
         type: 'Reserve',
         holdId: request.holdId,
         amount: request.amount,
@@ -149,10 +171,18 @@ export class Ledger {
         purpose: request.purpose,
         expiresAt: now + request.ttlSeconds,
         now,
-      },
-      `reserve:${request.holdId}`,
-    );
-    return outcome(handled, (state) => ({ state }));
+      };
+      const again = { ...command, holdId: `${request.holdId}#again` };
+      const handled = await this.metered(accountId, command, `reserve:${request.holdId}`, false, (state) => {
+        if (walletDecider.decide(again, state).ok) decide({ ok: true, position: null, state });
+      });
+      return outcome(handled, (state) => ({ state }));
+    })();
+    // The first word wins (a settled promise ignores the later one): an early decision, or the final result.
+    committed.then(decide, fail);
+    // A caller that only wants the final result need not listen to `decided` as well.
+    decided.catch(() => {});
+    return { decided, committed };
   }
 
   /** `deferrable`: the caller does not wait for the result (the answer has gone out);

@@ -52,6 +52,36 @@ export interface PostgresOptions {
   readonly max?: number;
 }
 
+/** Distinct statement texts given a name; texts built with varying literals beyond this run unnamed. */
+const MAX_NAMED_STATEMENTS = 500;
+
+/**
+ * Names for statement texts, so that each connection parses and plans a statement once and then
+ * only binds and executes it (for the event append that is a third of Postgres' CPU per call).
+ * A text gets its name the second time it is seen, so one-off texts (an operator's query) never
+ * take a prepared-statement slot in the server.
+ */
+export class StatementNames {
+  private readonly names = new Map<string, string | null>();
+  private named = 0;
+
+  constructor(private readonly limit = MAX_NAMED_STATEMENTS) {}
+
+  query(text: string, params: readonly unknown[]): pg.QueryConfig {
+    // Without parameters `pg` uses the simple protocol, which also takes several statements at once.
+    if (params.length === 0) return { text };
+    const name = this.names.get(text);
+    if (name) return { name, text, values: params as unknown[] };
+    if (name === null) {
+      const fresh = `s${this.named++}`;
+      this.names.set(text, fresh);
+      return { name: fresh, text, values: params as unknown[] };
+    }
+    if (this.names.size < this.limit) this.names.set(text, null);
+    return { text, values: params as unknown[] };
+  }
+}
+
 export function postgresSql(connectionString: string, options: PostgresOptions = {}): Sql {
   const pool = new pg.Pool({
     connectionString,
@@ -60,10 +90,11 @@ export function postgresSql(connectionString: string, options: PostgresOptions =
   });
   // An idle client that errors (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  const statements = new StatementNames();
   return {
     kind: 'postgres',
     async query<Row>(text: string, params: readonly unknown[] = []) {
-      const result = await pool.query(text, params as unknown[]);
+      const result = await pool.query(statements.query(text, params));
       return result.rows as Row[];
     },
     async transaction<T>(fn: (tx: SqlQuery) => Promise<T>) {
@@ -72,7 +103,7 @@ export function postgresSql(connectionString: string, options: PostgresOptions =
         await client.query('BEGIN');
         const value = await fn({
           async query<Row>(text: string, params: readonly unknown[] = []) {
-            return (await client.query(text, params as unknown[])).rows as Row[];
+            return (await client.query(statements.query(text, params))).rows as Row[];
           },
         });
         await client.query('COMMIT');

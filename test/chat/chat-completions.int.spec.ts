@@ -1,5 +1,10 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Ledger } from '../../src/commands/ledger';
+import { available } from '../../src/commands/wallet/decider';
+import { createPostgresEventStore } from '../../src/events/store/postgres';
+import { KeyCipher } from '../../src/secrets/api-key';
+import { KeyVault } from '../../src/secrets/key-vault';
 import { promptTokens } from '../../src/upstream/simulator';
 import { parseUsd } from '../../src/money/usd';
 import { expectedCost, startChatHarness, type ChatHarness } from './support';
@@ -190,5 +195,37 @@ describe('POST /v1/chat/completions with the openai SDK', () => {
     expect(JSON.parse(frames.at(-2)!.slice('data: '.length))).toEqual({
       error: { message: expect.any(String), type: 'api_error', code: 'upstream_error' },
     });
+  });
+});
+
+describe('the hold decided before its commit', () => {
+  it('stops the upstream request and answers 402 when the commit turns the decision over (another instance spent the wallet)', async () => {
+    const { accountId, openai } = await client();
+    await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'warm up' }] });
+    await h.t.gateway.ledger.idle();
+    const settled = await balance(accountId);
+
+    // Another instance on the same log holds all but 1,000 nano-USD: this one's cached wallet does not know.
+    const elsewhere = new Ledger(createPostgresEventStore(h.t.db.sql), new KeyVault(h.t.db.sql, new KeyCipher('ab'.repeat(32))));
+    const wallet = await elsewhere.wallet(accountId);
+    const held = await elsewhere.reserve(accountId, { holdId: `elsewhere-${accountId}`, amount: available(wallet) - 1000n, keyId: null, spendCap: null, purpose: 'test', ttlSeconds: 60 });
+    expect(held.ok).toBe(true);
+
+    // The upstream would never answer: only the turned-over hold can end this call before its 3 s budget.
+    const started = Date.now();
+    const error = await openai.chat.completions
+      .create({ model: 'chat-model', messages: [{ role: 'user', content: 'never answered [[sim:hang]]' }] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
+    expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe('quota_exceeded');
+    // Stopped, not waited out: the hanging upstream request would have kept the answer for the whole 3 s budget.
+    expect(Date.now() - started).toBeLessThan(2000);
+    // The request had left on the early decision (it may or may not have reached the upstream)…
+    expect(h.t.logs.some((line) => line.includes('hold refused at commit after an early decision'))).toBe(true);
+    // …and nothing was charged or left held for it.
+    const after = await h.t.gateway.ledger.wallet(accountId);
+    expect(after.balance).toBe(settled);
+    expect(after.held).toBe(available(wallet) - 1000n);
   });
 });

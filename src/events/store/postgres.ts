@@ -34,6 +34,25 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_log_order ON events (transaction_id, global_position);
 `;
 
+/** `$1` stream, `$2` 'any' or 'exact', `$3` expected revision, `$4` the events as a JSON array. */
+const appendStatement = (durable: boolean) =>
+  // set_config(..., true) lasts for this statement's own transaction: its commit alone
+  // does not wait for the WAL flush. The head CTE is always evaluated, so the setting is too.
+  `WITH head AS (SELECT coalesce(max(stream_revision), -1) AS rev${durable ? '' : ", set_config('synchronous_commit', 'off', true) AS sc"}
+                  FROM events WHERE stream_id = $1),
+        inserted AS (
+          INSERT INTO events (stream_id, stream_revision, event_id, type, data, metadata, transaction_id)
+          SELECT $1, head.rev + fresh.ord, (fresh.e->>'id')::uuid, fresh.e->>'type', fresh.e->'data', fresh.e->'metadata', pg_current_xact_id()
+            FROM head, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS fresh (e, ord)
+           WHERE $2 = 'any' OR head.rev = $3::bigint
+           ORDER BY fresh.ord
+          RETURNING global_position, transaction_id)
+   SELECT head.rev::text AS head, inserted.global_position::text AS global_position, inserted.transaction_id::text AS transaction_id
+     FROM head LEFT JOIN inserted ON true
+    ORDER BY inserted.global_position`;
+const APPEND = appendStatement(true);
+const APPEND_WITHOUT_FLUSH = appendStatement(false);
+
 interface EventRow {
   global_position: string;
   stream_id: string;
@@ -111,32 +130,16 @@ export function createPostgresEventStore(sql: Sql): EventStore {
    * expected revision and insert, with the insert as the transaction's only write (its
    * transaction id is taken then, after the check: see the ordering note above). A
    * writer that raced us fails the unique (stream_id, stream_revision) constraint.
+   * The events travel as one JSON array, so the text is the same for any number of them
+   * and the server plans it once per connection (a named statement).
    */
   async function tryAppend(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision, durable: boolean): Promise<AppendResult> {
-    const params: unknown[] = [streamId, expected === 'any' ? 'any' : 'exact', expected === 'any' ? '-1' : String(expected === 'no_stream' ? -1n : expected)];
-    const values = events.map((event, i) => {
-      params.push(event.id, event.type, encodeJson(event.data), encodeJson(event.metadata ?? {}));
-      const p = params.length;
-      return `(${i}, $${p - 3}::uuid, $${p - 2}, $${p - 1}::jsonb, $${p}::jsonb)`;
-    });
-    const rows = await sql.query<{ head: string; global_position: string | null; transaction_id: string | null }>(
-      // set_config(..., true) lasts for this statement's own transaction: its commit alone
-      // does not wait for the WAL flush. The head CTE is always evaluated, so the setting is too.
-      `WITH head AS (SELECT coalesce(max(stream_revision), -1) AS rev${durable ? '' : ", set_config('synchronous_commit', 'off', true) AS sc"}
-                      FROM events WHERE stream_id = $1),
-            fresh (ord, event_id, type, data, metadata) AS (VALUES ${values.join(', ')}),
-            inserted AS (
-              INSERT INTO events (stream_id, stream_revision, event_id, type, data, metadata, transaction_id)
-              SELECT $1, head.rev + 1 + fresh.ord, fresh.event_id, fresh.type, fresh.data, fresh.metadata, pg_current_xact_id()
-                FROM head, fresh
-               WHERE $2 = 'any' OR head.rev = $3::bigint
-               ORDER BY fresh.ord
-              RETURNING global_position, transaction_id)
-       SELECT head.rev::text AS head, inserted.global_position::text AS global_position, inserted.transaction_id::text AS transaction_id
-         FROM head LEFT JOIN inserted ON true
-        ORDER BY inserted.global_position`,
-      params,
-    );
+    const rows = await sql.query<{ head: string; global_position: string | null; transaction_id: string | null }>(durable ? APPEND : APPEND_WITHOUT_FLUSH, [
+      streamId,
+      expected === 'any' ? 'any' : 'exact',
+      expected === 'any' ? '-1' : String(expected === 'no_stream' ? -1n : expected),
+      encodeJson(events.map((event) => ({ id: event.id, type: event.type, data: event.data, metadata: event.metadata ?? {} }))),
+    ]);
     const current = BigInt(rows[0]!.head);
     const last = rows[rows.length - 1]!;
     if (last.global_position === null || last.transaction_id === null)

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
 import { request as undiciRequest, type Dispatcher } from 'undici';
-import type { Ledger } from '../../commands/ledger';
+import type { Ledger, Result } from '../../commands/ledger';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
@@ -11,6 +11,7 @@ import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../..
 import { costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import type { Route, Router } from '../../upstream/routing';
 import { tryJson } from '../../upstream/json';
+import { readAhead } from '../../upstream/read-ahead';
 import { CallSignal, classify, statusFailure, upstreamAgent, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { decodeCall, isTranslated, translatedRoutes, translationFor, type DecodedCall, type Translation } from './translated';
@@ -83,7 +84,9 @@ export async function relayChat(
   const estimate = estimateUsage(model, info.promptDocument, info.maxTokens);
   const pricing = pricingOf(model);
   const holdId = request.id;
-  const reserved = await deps.ledger.reserve(caller.accountId, {
+  // The upstream request may leave once the hold is decided; its commit is awaited before
+  // anything reaches the client, before a settlement and before another channel is tried.
+  const hold = deps.ledger.reserveEarly(caller.accountId, {
     holdId,
     amount: costOf(pricing, estimate),
     keyId: caller.keyId,
@@ -91,32 +94,73 @@ export async function relayChat(
     purpose: `chat ${model.id}`,
     ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S,
   });
-  if (!reserved.ok) return refuseHold(reserved.error, reject);
+  const decided = await hold.decided;
+  if (!decided.ok) return refuseHold(decided.error, reject);
 
-  const translated = routes.some(isTranslated) ? { call: decodeCall(adapter, request.body, params, info, deps.now()), model } : null;
-  const call = new CallSignal(deps.timeoutMs);
+  const signal = new CallSignal(deps.timeoutMs);
+  const call: Call = {
+    ctx,
+    info,
+    estimate,
+    pricing,
+    holdId,
+    signal,
+    commit: holdCommit(hold.committed, signal, request, reject),
+    translated: routes.some(isTranslated) ? { call: decodeCall(adapter, request.body, params, info, deps.now()), model } : null,
+  };
   try {
-    return await relayRoutes(deps, adapter, request, reply, ctx, info, routes, estimate, pricing, holdId, call, translated);
+    return await relayRoutes(deps, adapter, request, reply, routes, call);
   } finally {
-    call.clear();
+    signal.clear();
   }
 }
 
-async function relayRoutes(
-  deps: RelayDeps,
-  adapter: ProtocolAdapter,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  ctx: CallContext,
-  info: ChatRequestInfo,
-  routes: readonly Route[],
-  estimate: Usage,
-  pricing: TokenPricing,
-  holdId: string,
-  call: CallSignal,
-  translated: { call: DecodedCall; model: ModelConfig } | null,
-): Promise<unknown> {
+/** What the attempts of one call share. */
+interface Call {
+  readonly ctx: CallContext;
+  readonly info: ChatRequestInfo;
+  readonly estimate: Usage;
+  readonly pricing: TokenPricing;
+  readonly holdId: string;
+  readonly signal: CallSignal;
+  readonly commit: HoldCommit;
+  readonly translated: { call: DecodedCall; model: ModelConfig } | null;
+}
+
+/** The commit of a hold that was decided early: `known` once it is; `wait` throws the client's
+ * refusal if the commit turned the decision over (another instance spent the wallet first). */
+interface HoldCommit {
+  readonly known: boolean;
+  wait(): Promise<void>;
+}
+
+function holdCommit(committed: Promise<Result<unknown>>, signal: CallSignal, request: FastifyRequest, reject: (code: ErrorCode, message: string) => never): HoldCommit {
+  const commit = {
+    known: false,
+    async wait() {
+      const result = await committed;
+      if (!result.ok) refuseHold(result.error, reject);
+    },
+  };
+  committed.then(
+    (result) => {
+      commit.known = true;
+      if (result.ok) return;
+      // Nothing may be served without a committed hold: stop the upstream request now.
+      signal.abort();
+      request.log.warn({ holdId: request.id, code: result.error.code }, 'hold refused at commit after an early decision: upstream request stopped');
+    },
+    () => {
+      commit.known = true;
+      signal.abort();
+    },
+  );
+  return commit;
+}
+
+async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: FastifyRequest, reply: FastifyReply, routes: readonly Route[], call: Call): Promise<unknown> {
   const caller = request.caller!;
+  const { ctx, info, estimate, pricing, holdId, signal, commit, translated } = call;
   let failure: Failure | null = null;
   let failedAdapter = adapter;
   for (const route of routes) {
@@ -125,13 +169,19 @@ async function relayRoutes(
     const translation = translated && isTranslated(route) ? translationFor(translated.call, adapter, route, translated.model) : null;
     const routeAdapter = translation?.adapter ?? adapter;
     if (translation) for (const [name, value] of Object.entries(translation.headers)) reply.header(name, value);
-    const outcome = await send(deps, routeAdapter, route, request, info, call);
+    const outcome = await send(deps, routeAdapter, route, request, info, signal);
+    // A stream cut while the commit is awaited must not take the frames that came before the cut with it.
+    const body = 'response' in outcome ? (info.stream && !commit.known ? readAhead(outcome.response.body) : outcome.response.body) : null;
+    await commit.wait().catch((refusal: unknown) => {
+      if ('response' in outcome) outcome.response.body.destroy();
+      throw refusal;
+    });
     if ('failure' in outcome) {
       failure = outcome.failure;
       failedAdapter = routeAdapter;
       // 4xx is the caller's problem (or the key's): another channel would say the same.
       if (failure.kind === 'status' && failure.status < 500) break;
-      if (call.expired) break;
+      if (signal.expired) break;
       continue;
     }
     // Settled after the answer has gone out, without making the client wait: the command is
@@ -153,7 +203,7 @@ async function relayRoutes(
         .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
     };
     if (!info.stream) return relayBody(outcome.response, routeAdapter, reply, estimate, settle, translation);
-    return relayStream(outcome.response, adapter, info, request, reply, estimate, settle, call, translation);
+    return relayStream(body!, adapter, info, request, reply, estimate, settle, signal, translation);
   }
 
   // Every channel failed before an answer started: nothing billed.
@@ -248,7 +298,8 @@ async function relayBody(
 }
 
 async function relayStream(
-  response: Dispatcher.ResponseData,
+  /** The upstream body, or what reads it ahead. */
+  body: AsyncIterable<unknown>,
   adapter: ProtocolAdapter,
   info: ChatRequestInfo,
   request: FastifyRequest,
@@ -315,7 +366,7 @@ async function relayStream(
   const decoder = new TextDecoder();
   let broken: string | null = null;
   try {
-    for await (const chunk of response.body) parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
+    for await (const chunk of body) parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
     parser.feed(decoder.decode());
     parser.reset({ consume: true });
     // @google/genai recognises a bare error object only as a network read of its own:
