@@ -176,6 +176,10 @@ export class Ledger {
       const handled = await this.metered(accountId, command, `reserve:${request.holdId}`, false, (state) => {
         if (walletDecider.decide(again, state).ok) decide({ ok: true, position: null, state });
       });
+      // The log already has this reservation (its event id) but the hold is not open: the id was
+      // used and closed before, longer ago than the wallet remembers closed holds. A hold ends once.
+      if (handled.ok && handled.duplicate && !handled.state.holds.has(request.holdId))
+        return { ok: false, error: { code: 'hold_exists', message: `hold ${request.holdId} already exists` } } as const;
       return outcome(handled, (state) => ({ state }));
     })();
     // The first word wins (a settled promise ignores the later one): an early decision, or the final result.

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, randomBytes } from 'node:crypto';
 
 /** `sk-` + 8 alphanumerics + `-` (the 12-character prefix) + 64 hex characters = 76. */
 export const API_KEY_LENGTH = 76;
@@ -22,7 +22,7 @@ export function generateApiKey(): GeneratedKey {
 
 export const isWellFormedApiKey = (value: string): boolean => value.length === API_KEY_LENGTH && API_KEY_SHAPE.test(value);
 
-export const hashApiKey = (raw: string): string => createHash('sha256').update(raw).digest('hex');
+export const hashApiKey = (raw: string): string => hash('sha256', raw, 'hex');
 
 /** AES-256-GCM under KEY_ENCRYPTION_SECRET; the key id is bound as associated data so a
  * ciphertext cannot be moved onto another key's row. */

@@ -29,20 +29,26 @@ function weightedOrder<T extends { channel: ChannelConfig }>(items: T[], random:
 /** The channels to try for a model on a protocol: lower priority first, equal
  * priority balanced by weight, at most three per request. */
 export class Router {
-  private readonly byKey = new Map<string, Route[]>();
+  /** Per protocol and model: the routes grouped by priority, lowest first (built once). */
+  private readonly byKey = new Map<string, Route[][]>();
 
   constructor(
     config: GatewayConfig,
     private readonly random: () => number = Math.random,
   ) {
+    const flat = new Map<string, Route[]>();
     for (const channel of config.channels) {
       const ids = Array.isArray(channel.models) ? channel.models : Object.keys(channel.models);
       for (const id of ids) {
         const key = `${channel.protocol}\n${id}`;
-        const routes = this.byKey.get(key) ?? [];
+        const routes = flat.get(key) ?? [];
         routes.push({ channel, upstreamModel: upstreamIdOf(channel, id)! });
-        this.byKey.set(key, routes);
+        flat.set(key, routes);
       }
+    }
+    for (const [key, routes] of flat) {
+      const priorities = [...new Set(routes.map((r) => r.channel.priority))].sort((a, b) => a - b);
+      this.byKey.set(key, priorities.map((p) => routes.filter((r) => r.channel.priority === p)));
     }
   }
 
@@ -51,11 +57,14 @@ export class Router {
   }
 
   /** `accept` keeps only some channels (before the cut to three). */
-  routes(modelId: string, protocol: ChatProtocol | string, accept: (channel: ChannelConfig) => boolean = () => true): Route[] {
-    const candidates = (this.byKey.get(`${protocol}\n${modelId}`) ?? []).filter((r) => accept(r.channel));
-    const priorities = [...new Set(candidates.map((r) => r.channel.priority))].sort((a, b) => a - b);
-    return priorities
-      .flatMap((p) => weightedOrder(candidates.filter((r) => r.channel.priority === p), this.random))
-      .slice(0, MAX_CHANNELS_PER_REQUEST);
+  routes(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean): Route[] {
+    const ordered: Route[] = [];
+    for (const group of this.byKey.get(`${protocol}\n${modelId}`) ?? []) {
+      const candidates = accept ? group.filter((r) => accept(r.channel)) : group;
+      if (candidates.length === 1) ordered.push(candidates[0]!);
+      else if (candidates.length > 1) ordered.push(...weightedOrder(candidates, this.random));
+      if (ordered.length >= MAX_CHANNELS_PER_REQUEST) break;
+    }
+    return ordered.length > MAX_CHANNELS_PER_REQUEST ? ordered.slice(0, MAX_CHANNELS_PER_REQUEST) : ordered;
   }
 }

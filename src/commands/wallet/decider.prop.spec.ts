@@ -12,6 +12,7 @@
  * the shrunk counterexample and the path to replay it.
  */
 import fc from 'fast-check';
+import { Map as PersistentMap } from 'immutable';
 import { describe, expect, it } from 'vitest';
 import type { WalletEvent } from '../../events/catalog';
 import {
@@ -354,13 +355,13 @@ const show = (value: unknown) => JSON.stringify(value, (_k, v) => (typeof v === 
 function cloneState(state: WalletState): WalletState {
   return {
     ...state,
-    holds: new Map([...state.holds].map(([id, hold]) => [id, { ...hold }])),
-    keys: new Map([...state.keys].map(([id, usage]) => [id, { ...usage }])),
+    holds: PersistentMap([...state.holds].map(([id, hold]) => [id, { ...hold }])),
+    keys: PersistentMap([...state.keys].map(([id, usage]) => [id, { ...usage }])),
     limits: { ...state.limits },
   };
 }
 
-function sameMap<V extends object>(a: ReadonlyMap<string, V>, b: ReadonlyMap<string, V>): boolean {
+function sameMap<V extends object>(a: PersistentMap<string, V>, b: PersistentMap<string, V>): boolean {
   if (a.size !== b.size) return false;
   for (const [key, value] of a) {
     const other = b.get(key) as Record<string, unknown> | undefined;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeEvent, type WalletEvent } from '../../events/catalog';
 import { parseUsd } from '../../money/usd';
 import {
+  CLOSED_HOLD_GENERATION,
   MINIMUM_TOPUP,
   SIGNUP_GRANT,
   available,
@@ -201,6 +202,24 @@ describe('wallet decider: Reserve', () => {
 
   it('refuses to reopen a hold id that was already released', () => {
     given([...opened, reserved('h-1', 5n), released('h-1', 5n)]).when(reserve('h-1', 5n)).thenRefused('hold_exists');
+  });
+
+  // A hot wallet closes a hold per call: its state remembers the last 10,000 to 20,000 closed ids
+  // (two generations), not every id for ever. Older ids are guarded by the event log (the ledger's test).
+  it('remembers closed hold ids for two generations, then forgets the oldest', () => {
+    const closedMany = (from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => [reserved(`h-${from + i}`, 1n), settled(`h-${from + i}`, 1n, 1n)]).flat();
+    const oneGeneration = [...opened, toppedUp(usd('200')), ...closedMany(0, CLOSED_HOLD_GENERATION)];
+    // h-0 is in the generation that just filled up, then in the previous one: still refused.
+    given(oneGeneration).when(reserve('h-0', 1n)).thenRefused('hold_exists');
+    const twoGenerations = [...oneGeneration, ...closedMany(CLOSED_HOLD_GENERATION, CLOSED_HOLD_GENERATION)];
+    given(twoGenerations).when(reserve('h-0', 1n)).thenRefused('hold_exists');
+    given(twoGenerations).when(reserve(`h-${CLOSED_HOLD_GENERATION}`, 1n)).thenRefused('hold_exists');
+    // One more close starts a third generation: the first one is forgotten, the second is not.
+    const three = [...twoGenerations, ...closedMany(2 * CLOSED_HOLD_GENERATION, 1)];
+    given(three).when(reserve('h-0', 1n)).then([reserved('h-0', 1n)]);
+    given(three).when(reserve(`h-${CLOSED_HOLD_GENERATION}`, 1n)).thenRefused('hold_exists');
+    given(three).when(reserve(`h-${2 * CLOSED_HOLD_GENERATION}`, 1n)).thenRefused('hold_exists');
   });
 });
 

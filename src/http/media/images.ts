@@ -267,14 +267,13 @@ function withExpiry(text: string, expiresAt: number | null): string {
 
 async function send(deps: ImagesDeps, timings: ImageTimings, route: Route, image: ImageRequest, call: CallSignal): Promise<Attempt> {
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
-  const hop = new CallSignal(timings.hopMs);
-  const signal = AbortSignal.any([call.signal, hop.signal]);
+  const hop = new CallSignal(timings.hopMs, call);
   try {
     const response = await undiciRequest(`${route.channel.base_url.replace(/\/+$/, '')}${imagesPath(image.endpoint)}`, {
       method: 'POST',
       headers: { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) },
       body,
-      signal,
+      signal: hop.signal,
       dispatcher: deps.dispatcher ?? upstreamAgent,
       headersTimeout: timings.hopMs,
       bodyTimeout: timings.hopMs,
