@@ -51,6 +51,10 @@ const RATE = 500;
 const ADMIN_TOKEN = `adm_bench_${Math.random().toString(36).slice(2)}`;
 const MODEL = 'bench-mini';
 const USER_TEXT = 'Say hello to the benchmark.';
+/** The node flags of `npm start` (package.json), so the benchmark runs the gateway as it ships. */
+const START_FLAGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+  .split(/\s+/)
+  .filter((word) => word.startsWith('--'));
 const dbName = `bench_chat_${STAMP.replace('-', '_')}_${process.pid}`;
 
 const log = (...parts: unknown[]) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
@@ -347,11 +351,11 @@ async function main() {
         LOG_LEVEL: 'warn',
         ...extraEnv,
       };
-      const child = await start(name, GATEWAY_CORE, [process.execPath, ...nodeFlags, 'bin/gateway.mjs', 'serve'], env, /gateway listening on/);
+      const child = await start(name, GATEWAY_CORE, [process.execPath, ...START_FLAGS, ...nodeFlags, 'bin/gateway.mjs', 'serve'], env, /gateway listening on/);
       gateways.add(child);
       child.once('exit', () => gateways.delete(child));
       const url = `http://127.0.0.1:${port}`;
-      log(`${name} ${url} (pid ${child.pid}, core ${GATEWAY_CORE})${nodeFlags.length ? ` node ${nodeFlags.join(' ')}` : ''}${extraEnv.DATABASE_URL ? ` DATABASE_URL ${extraEnv.DATABASE_URL}` : ''}`);
+      log(`${name} ${url} (pid ${child.pid}, core ${GATEWAY_CORE}) node ${[...START_FLAGS, ...nodeFlags].join(' ')}${extraEnv.DATABASE_URL ? ` DATABASE_URL ${extraEnv.DATABASE_URL}` : ''}`);
       return { name, child, pid: child.pid!, url };
     };
     let primary = await startGateway('gateway', CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(OUT, 'cpu-prof')}`] : []);

@@ -53,7 +53,7 @@ export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<
  * queued before the answer leaves, so every later read of the wallet sees it; not awaited. */
 export function rejectCall(ledger: Ledger, facts: CallFacts, code: ErrorCode, message: string, fields: Partial<CallRecord> = {}): never {
   ledger
-    .recordRejected(facts.request.caller!.accountId, callRecord(facts, { ...fields, status: 'rejected', error_code: code, error_message: message }), true)
+    .recordRejected(facts.request.caller!.accountId, callRecord(facts, Object.assign({}, fields, { status: 'rejected' as const, error_code: code, error_message: message })), true)
     .catch((error: unknown) => facts.request.log.error({ err: error }, 'could not record a rejected call'));
   throw new GatewayError(code, message);
 }

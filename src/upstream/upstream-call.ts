@@ -4,6 +4,23 @@ import { Agent } from 'undici';
 /** Keep-alive connections to upstreams, shared by every request. */
 export const upstreamAgent = new Agent({ keepAliveTimeout: 30_000, connections: 512 });
 
+const targets = new Map<string, { origin: string; prefix: string }>();
+
+/**
+ * A channel's base URL as undici's `origin` and a path prefix, parsed once per base URL: a
+ * dispatcher's `request({ origin, path })` takes them as they are, where the top-level
+ * `request(url)` parses a whole URL on every call.
+ */
+export function upstreamTarget(baseUrl: string, path: string): { origin: string; path: string } {
+  let target = targets.get(baseUrl);
+  if (!target) {
+    const url = new URL(baseUrl);
+    target = { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
+    targets.set(baseUrl, target);
+  }
+  return { origin: target.origin, path: `${target.prefix}${path}` };
+}
+
 /** Why an upstream attempt gave no usable answer; decides failover and the client's error. */
 export type Failure =
   | { kind: 'status'; status: number; body: string; headers: Record<string, string> }

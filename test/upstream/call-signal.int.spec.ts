@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CallSignal, classify } from '../../src/upstream/upstream-call';
+import { CallSignal, classify, upstreamTarget } from '../../src/upstream/upstream-call';
 
 // The call's budget and the client's disconnect reach undici through CallSignal, an EventEmitter
 // signal (cheaper per call than an AbortController); an image hop's signal follows its ladder's.
@@ -57,5 +57,13 @@ describe('CallSignal', () => {
     const late = new CallSignal(60_000, ladder);
     expect(late.aborted).toBe(true);
     late.clear();
+  });
+});
+
+describe('upstreamTarget', () => {
+  it('splits a channel base URL into origin and path prefix, with or without a prefix or trailing slashes', () => {
+    expect(upstreamTarget('http://127.0.0.1:9001', '/v1/chat/completions')).toEqual({ origin: 'http://127.0.0.1:9001', path: '/v1/chat/completions' });
+    expect(upstreamTarget('http://127.0.0.1:9001/', '/v1/messages')).toEqual({ origin: 'http://127.0.0.1:9001', path: '/v1/messages' });
+    expect(upstreamTarget('https://api.example.com/proxy/openai//', '/v1/responses')).toEqual({ origin: 'https://api.example.com', path: '/proxy/openai/v1/responses' });
   });
 });

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
-import { request as undiciRequest, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { Ledger } from '../../commands/ledger';
 import type { ModelRegistry } from '../../config/registry';
@@ -19,7 +19,7 @@ import {
 } from '../../upstream/protocols/images';
 import type { Route, Router } from '../../upstream/routing';
 import { tryJson } from '../../upstream/json';
-import { CallSignal, classify, statusFailure, upstreamAgent, type Failure } from '../../upstream/upstream-call';
+import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { completeHijacked } from '../plugins/idempotency';
@@ -269,12 +269,14 @@ async function send(deps: ImagesDeps, timings: ImageTimings, route: Route, image
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
   const hop = new CallSignal(timings.hopMs, call);
   try {
-    const response = await undiciRequest(`${route.channel.base_url.replace(/\/+$/, '')}${imagesPath(image.endpoint)}`, {
+    const target = upstreamTarget(route.channel.base_url, imagesPath(image.endpoint));
+    const response = await (deps.dispatcher ?? upstreamAgent).request({
+      origin: target.origin,
+      path: target.path,
       method: 'POST',
       headers: { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) },
       body,
       signal: hop.signal,
-      dispatcher: deps.dispatcher ?? upstreamAgent,
       headersTimeout: timings.hopMs,
       bodyTimeout: timings.hopMs,
     });

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
-import { request as undiciRequest, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Ledger, Result } from '../../commands/ledger';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
@@ -12,7 +12,7 @@ import { costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } 
 import type { Route, Router } from '../../upstream/routing';
 import { tryJson } from '../../upstream/json';
 import { readAhead } from '../../upstream/read-ahead';
-import { CallSignal, classify, statusFailure, upstreamAgent, type Failure } from '../../upstream/upstream-call';
+import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { decodeCall, isTranslated, translatedRoutes, translationFor, type DecodedCall, type Translation } from './translated';
 
@@ -254,12 +254,14 @@ async function send(
     if (value !== undefined) headers[to] = Array.isArray(value) ? value.join(',') : value;
   }
   try {
-    const response = await undiciRequest(`${route.channel.base_url.replace(/\/+$/, '')}${path}`, {
+    const target = upstreamTarget(route.channel.base_url, path);
+    const response = await (deps.dispatcher ?? upstreamAgent).request({
+      origin: target.origin,
+      path: target.path,
       method: 'POST',
       headers,
       body: JSON.stringify(body),
       signal: call.signal,
-      dispatcher: deps.dispatcher ?? upstreamAgent,
       headersTimeout: deps.timeoutMs,
       bodyTimeout: deps.timeoutMs,
     });

@@ -72,7 +72,10 @@ export const chatCompletions: ProtocolAdapter = {
     return {
       path: '/v1/chat/completions',
       // Usage is asked for on every stream, so a stream is billed on what the upstream counted.
-      body: { ...b, model: upstreamModel, ...(info.stream ? { stream_options: { ...(b.stream_options ?? {}), include_usage: true } } : {}) },
+      // (Object.assign where a field may be new: V8 builds `{ ...x, newField }` through a slow path.)
+      body: info.stream
+        ? Object.assign({}, b, { model: upstreamModel, stream_options: Object.assign({}, b.stream_options, { include_usage: true }) })
+        : { ...b, model: upstreamModel },
     };
   },
 
