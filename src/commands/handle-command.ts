@@ -121,10 +121,14 @@ export class CommandHandler<C, S, E extends DomainEvent> {
    * decision repeats on fresh state anyway (authentication before a reservation).
    */
   recent(streamId: string, maxAgeMs: number): Promise<Loaded<S>> | Loaded<S> {
+    return this.fresh(streamId, maxAgeMs) ?? this.load(streamId);
+  }
+
+  /** The cached state when it was checked against the store less than `maxAgeMs` ago. */
+  fresh(streamId: string, maxAgeMs: number): Loaded<S> | undefined {
     const cached = this.cache.get(streamId);
     const at = this.checkedAt.get(streamId);
-    if (cached && at !== undefined && performance.now() - at <= maxAgeMs) return cached;
-    return this.load(streamId);
+    return cached && at !== undefined && performance.now() - at <= maxAgeMs ? cached : undefined;
   }
 
   handle(streamId: string, command: C, options: HandleOptions<S> = {}): Promise<Handled<S>> {

@@ -86,6 +86,17 @@ export class Ledger {
     return (await this.keys.recent(keyStream(keyId), KEY_STATE_MAX_AGE_MS)).state;
   }
 
+  /** The key's cached state if it was checked against the log within KEY_STATE_MAX_AGE_MS, without
+   * waiting (authentication's fast path); undefined when a read is due. */
+  freshKey(keyId: string): KeyState | undefined {
+    return this.keys.fresh(keyStream(keyId), KEY_STATE_MAX_AGE_MS)?.state;
+  }
+
+  /** The same for a wallet, within WALLET_STATE_MAX_AGE_MS. */
+  freshWallet(accountId: string): WalletState | undefined {
+    return this.wallets.fresh(walletStream(accountId), WALLET_STATE_MAX_AGE_MS)?.state;
+  }
+
   /** The wallet as authentication needs it: cached, at most WALLET_STATE_MAX_AGE_MS behind the
    * log, so that a deactivation or new rate limits set through another instance apply here
    * within that time. Money decisions repeat on the aggregate (the reservation). */

@@ -84,9 +84,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     sendError(request, reply, new GatewayError('not_found', `no route for ${request.method} ${redactUrl(request.url).split('?')[0]}`)),
   );
 
-  // Media responses carry the request id on every answer, a refused key's included.
-  app.addHook('onRequest', async (request, reply) => {
+  // Media responses carry the request id on every answer, a refused key's included (so before
+  // authentication). A callback hook: no promise per request for what is one header at most.
+  app.addHook('onRequest', (request, reply, done) => {
     if (request.routeOptions.config?.trace) reply.header('x-gateway-trace', request.id);
+    done();
   });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });

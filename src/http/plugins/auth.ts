@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Ledger } from '../../commands/ledger';
 import { usability, type KeyState } from '../../commands/key/decider';
@@ -112,33 +112,59 @@ export const authPlugin = fp<AuthOptions>(
         .catch((error: unknown) => app.log.warn({ err: error, keyId }, 'could not record key last-used time'));
     }
 
-    app.decorateRequest('caller', null);
-    app.addHook('onRequest', async (request, reply) => {
-      const config = (request.routeOptions.config ?? {}) as AuthConfig;
-      if (config.auth !== 'key') return;
-      const fail = (message: string) => sendError(request, reply, new GatewayError('invalid_api_key', message));
+    const keyRefusal = (key: KeyState, at: number) => (key.status === 'none' ? 'revoked' : usability(key, at));
+    const walletRefusal = (wallet: WalletState, config: AuthConfig) =>
+      wallet.status !== 'active' ? 'inactive' : !config.free && wallet.balance <= 0n ? 'quota' : null;
 
-      const raw = presentedKey(request, config.headerKeyOnly === true);
-      if (raw === undefined || !isWellFormedApiKey(raw)) return fail(AUTH_MESSAGES.missing);
-      const found = await lookup(hashApiKey(raw));
+    /** The whole check, reading what is not cached (a new key, a state older than its freshness
+     * window, the live wallet of a balance view) and anything that would refuse. */
+    async function authenticate(request: FastifyRequest, reply: FastifyReply, config: AuthConfig, hash: string) {
+      const fail = (message: string) => sendError(request, reply, new GatewayError('invalid_api_key', message));
+      const found = await lookup(hash);
       if (!found) return fail(AUTH_MESSAGES.invalid);
       const at = now();
       // Cached states first: the reservation decides on the aggregate again, and a refusal
       // is only ever given on a state read from the log just now.
       let key = await ledger.recentKey(found.keyId);
-      const refused = (k: KeyState) => (k.status === 'none' ? 'revoked' : usability(k, at));
-      if (refused(key)) key = await ledger.key(found.keyId);
-      const refusal = refused(key);
+      if (keyRefusal(key, at)) key = await ledger.key(found.keyId);
+      const refusal = keyRefusal(key, at);
       if (refusal) return fail(AUTH_MESSAGES[refusal]);
       let wallet = config.liveWallet ? await ledger.wallet(found.accountId) : await ledger.recentWallet(found.accountId);
-      const walletRefusal = (w: WalletState) => (w.status !== 'active' ? 'inactive' : !config.free && w.balance <= 0n ? 'quota' : null);
-      if (walletRefusal(wallet) && !config.liveWallet) wallet = await ledger.wallet(found.accountId);
-      const walletRefused = walletRefusal(wallet);
+      if (walletRefusal(wallet, config) && !config.liveWallet) wallet = await ledger.wallet(found.accountId);
+      const walletRefused = walletRefusal(wallet, config);
       if (walletRefused === 'inactive') return fail(AUTH_MESSAGES.inactive);
       if (walletRefused === 'quota') return sendError(request, reply, new GatewayError('quota_exceeded', QUOTA_MESSAGE));
+      admit(request, config, found, key, wallet, at);
+    }
 
+    function admit(request: FastifyRequest, config: AuthConfig, found: { keyId: string; accountId: string }, key: KeyState, wallet: WalletState, at: number) {
       request.caller = { keyId: found.keyId, accountId: found.accountId, key, wallet };
       if (config.touchesLastUsed !== false) touch(found.keyId, at);
+    }
+
+    app.decorateRequest('caller', null);
+    // A callback hook: the usual request (a known key, its key and wallet states fresh and
+    // passing) is decided without a promise; anything else goes through `authenticate`.
+    app.addHook('onRequest', (request, reply, done) => {
+      const config = (request.routeOptions.config ?? {}) as AuthConfig;
+      if (config.auth !== 'key') return done();
+      const raw = presentedKey(request, config.headerKeyOnly === true);
+      if (raw === undefined || !isWellFormedApiKey(raw)) {
+        sendError(request, reply, new GatewayError('invalid_api_key', AUTH_MESSAGES.missing));
+        return done();
+      }
+      const hash = hashApiKey(raw);
+      const found = byHash.get(hash);
+      if (found && !config.liveWallet) {
+        const at = now();
+        const key = ledger.freshKey(found.keyId);
+        const wallet = ledger.freshWallet(found.accountId);
+        if (key && wallet && !keyRefusal(key, at) && !walletRefusal(wallet, config)) {
+          admit(request, config, found, key, wallet, at);
+          return done();
+        }
+      }
+      authenticate(request, reply, config, hash).then(() => done(), done);
     });
   },
   { name: 'auth' },

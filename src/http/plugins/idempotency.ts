@@ -5,6 +5,7 @@ import { fingerprintBody, fingerprintParts, type BodyParts } from '../../idempot
 import { checkIdempotencyKey } from '../../idempotency/key';
 import type { Claim, CompleteOutcome, IdempotencyStore } from '../../idempotency/store';
 import { GatewayError, sendError } from '../errors';
+import { addRouteHook } from './route-hooks';
 
 /** Per-route setting, in the route's `config`: billable POSTs honour `Idempotency-Key`. */
 export interface IdempotencyConfig {
@@ -97,10 +98,6 @@ export async function abandonHijacked(request: FastifyRequest): Promise<void> {
   await request.idempotency?.abandon();
 }
 
-function isIdempotentRoute(request: FastifyRequest): boolean {
-  return request.routeOptions.config?.idempotent === true;
-}
-
 function fingerprintOf(request: FastifyRequest): string {
   if (request.idempotencyFingerprint) return request.idempotencyFingerprint;
   const path = request.url.split('?')[0] ?? request.url;
@@ -119,8 +116,14 @@ export const idempotencyPlugin = fp<IdempotencyPluginOptions>(
     app.decorateRequest('idempotencyFingerprint', null);
     app.decorateRequest('idempotencyFingerprintParts', null);
 
-    app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-      if (!isIdempotentRoute(request)) return;
+    // Only the routes that take an Idempotency-Key get these hooks.
+    app.addHook('onRoute', (route) => {
+      if (route.config?.idempotent !== true) return;
+      addRouteHook(route, 'preHandler', preHandler);
+      addRouteHook(route, 'onSend', onSend);
+    });
+
+    async function preHandler(request: FastifyRequest, reply: FastifyReply) {
       const check = checkIdempotencyKey(request.headers['idempotency-key']);
       if (check.kind === 'absent') return;
       if (check.kind === 'invalid') return sendError(request, reply, new GatewayError('invalid_idempotency_key', check.message));
@@ -163,9 +166,9 @@ export const idempotencyPlugin = fp<IdempotencyPluginOptions>(
         setImmediate(backstop);
       });
       raw.once('close', () => setImmediate(backstop));
-    });
+    }
 
-    app.addHook('onSend', async (request, reply, payload) => {
+    async function onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
       const call = request.idempotency;
       if (!call || call.settled) return payload;
       const contentType = reply.getHeader('content-type');
@@ -178,7 +181,7 @@ export const idempotencyPlugin = fp<IdempotencyPluginOptions>(
       // Awaited: the record exists before the client can see the response and retry.
       await call.complete(reply.statusCode, typeof contentType === 'string' ? contentType : '', body);
       return payload;
-    });
+    }
   },
   { name: 'idempotency' },
 );

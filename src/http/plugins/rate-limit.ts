@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ConcurrencySlot, type Admission, type LimitState, type RateLimiter } from '../../limits';
 import { GatewayError, sendError } from '../errors';
@@ -67,18 +67,8 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
     const admitted = new WeakSet<FastifyRequest>();
     const slots = new WeakMap<FastifyRequest, ConcurrencySlot>();
 
-    app.addHook('onRequest', async (request, reply) => {
-      const caller = request.caller;
-      if (!caller || reply.sent) return;
-      const route = request.routeOptions.url ?? '';
-      if (!LIMITED_PREFIXES.some((prefix) => route.startsWith(prefix))) return;
-      if (((request.routeOptions.config ?? {}) as RateLimitConfig).rateLimited === false) return;
-
-      // Authentication read the wallet at most a second behind the log: limits set through
-      // another instance apply here within that time.
+    async function admit(request: FastifyRequest, reply: FastifyReply, caller: NonNullable<FastifyRequest['caller']>) {
       const { limits } = caller.wallet;
-      if (limits.rpm === null && limits.concurrency === null) return;
-
       let admission: Admission;
       try {
         admission = await limiter.admit(caller.accountId, limits);
@@ -100,18 +90,34 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
         // 'close' fires on completion and on a client disconnect, hijacked streams included.
         reply.raw.once('close', () => slot.release());
       }
+    }
+
+    // Callback hooks: most accounts have no limits, and their requests should not pay a
+    // promise per hook for that.
+    app.addHook('onRequest', (request, reply, done) => {
+      const caller = request.caller;
+      if (!caller || reply.sent) return done();
+      const route = request.routeOptions.url ?? '';
+      if (!LIMITED_PREFIXES.some((prefix) => route.startsWith(prefix))) return done();
+      if (((request.routeOptions.config ?? {}) as RateLimitConfig).rateLimited === false) return done();
+      // Authentication read the wallet at most a second behind the log: limits set through
+      // another instance apply here within that time.
+      const { limits } = caller.wallet;
+      if (limits.rpm === null && limits.concurrency === null) return done();
+      admit(request, reply, caller).then(() => done(), done);
     });
 
-    app.addHook('onSend', async (request, reply, payload) => {
+    app.addHook('onSend', (request, reply, payload, done) => {
       if (admitted.has(request) && (reply.statusCode < 200 || reply.statusCode >= 300)) {
         for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name);
       }
-      return payload;
+      done(null, payload);
     });
 
     // Injected requests (light-my-request) may not emit 'close'; release is idempotent.
-    app.addHook('onResponse', async (request) => {
+    app.addHook('onResponse', (request, _reply, done) => {
       slots.get(request)?.release();
+      done();
     });
   },
   { name: 'rate-limit', dependencies: ['auth'] },
