@@ -174,8 +174,15 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       while (lane.jobs.length > 0) {
         const first = lane.jobs[0]!;
         if (first.kind === 'load') {
-          lane.jobs.shift();
-          await this.refresh(streamId).then(first.resolve, first.reject);
+          // Reads waiting together share one read forward (a cache that went stale under load
+          // has every request in flight asking for it at once).
+          let n = 1;
+          while (n < lane.jobs.length && lane.jobs[n]!.kind === 'load') n++;
+          const loads = lane.jobs.splice(0, n) as LoadJob<S>[];
+          await this.refresh(streamId).then(
+            (loaded) => loads.forEach((job) => job.resolve(loaded)),
+            (error: unknown) => loads.forEach((job) => job.reject(error)),
+          );
           continue;
         }
         let n = 1;

@@ -1,0 +1,25 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { encodeJson } from './json';
+
+describe('encodeJson', () => {
+  it('writes bigints as decimal strings, everything else as JSON.stringify does', () => {
+    const date = new Date(1_700_000_000_000);
+    expect(encodeJson({ amount: 12345678901234567890n, list: [1n, 'x', null], at: date, skip: undefined, nested: { n: -5n } })).toBe(
+      JSON.stringify({ amount: '12345678901234567890', list: ['1', 'x', null], at: date, nested: { n: '-5' } }),
+    );
+  });
+
+  it('keeps a key named __proto__ a key', () => {
+    const value = JSON.parse('{"__proto__": {"a": 1}, "b": 2}');
+    expect(encodeJson(value)).toBe(JSON.stringify(value));
+  });
+
+  it('equals JSON.stringify with a bigint replacer on any JSON-like value', () => {
+    const value = fc.letrec((tie) => ({
+      leaf: fc.oneof(fc.bigInt(), fc.string(), fc.integer(), fc.double({ noNaN: true }), fc.boolean(), fc.constant(null)),
+      node: fc.oneof({ depthSize: 'small' }, tie('leaf'), fc.array(tie('node')), fc.dictionary(fc.string(), tie('node'))),
+    })).node;
+    fc.assert(fc.property(value, (v) => encodeJson(v) === JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x))));
+  });
+});

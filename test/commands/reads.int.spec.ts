@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CommandHandler } from '../../src/commands/handle-command';
+import { walletDecider } from '../../src/commands/wallet/decider';
+import { walletStream } from '../../src/events/catalog';
+import { createPostgresEventStore, migrateEvents } from '../../src/events/store/postgres';
+import type { EventStore } from '../../src/events/store/port';
+import { testDatabase, type TestDatabase } from '../support/storage';
+
+// A cached state that goes stale under load has every request in flight asking for it at once:
+// the reads queued together on a stream share one read forward.
+
+let db: TestDatabase;
+let store: EventStore;
+beforeAll(async () => {
+  db = await testDatabase();
+  await migrateEvents(db.sql);
+  store = createPostgresEventStore(db.sql);
+});
+afterAll(() => db.drop());
+
+describe('reads of a stream', () => {
+  it('queued together, share one read of the log and all get the state after the commands before them', async () => {
+    let reads = 0;
+    const counted: EventStore = {
+      engine: store.engine,
+      append: (...args) => store.append(...args),
+      readStream: (...args) => {
+        reads++;
+        return store.readStream(...args);
+      },
+      readAll: (...args) => store.readAll(...args),
+      headPosition: () => store.headPosition(),
+      follow: (...args) => store.follow(...args),
+      close: () => store.close(),
+    };
+    const wallets = new CommandHandler(counted, walletDecider);
+    const stream = walletStream('acct_reads');
+    expect((await wallets.handle(stream, { type: 'OpenAccount', accountId: 'acct_reads', name: 'reads', now: 1 })).ok).toBe(true);
+    reads = 0;
+    const topUp = wallets.handle(stream, { type: 'TopUp', topupId: 't1', amount: 200_000_000_000n, reference: 'r', now: 1 });
+    const loads = Array.from({ length: 20 }, () => wallets.load(stream));
+    const states = await Promise.all(loads);
+    expect((await topUp).ok).toBe(true);
+    // One read forward for the twenty (the top-up before them needed none: the cache was current).
+    expect(reads).toBe(1);
+    for (const loaded of states) expect(loaded.state.credited).toBe(40_440_000_000n + 200_000_000_000n);
+  });
+});
