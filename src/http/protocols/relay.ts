@@ -292,11 +292,20 @@ async function relayBody(
   const reported = adapter.usageOf(json);
   // No usage in a complete answer: bill the estimated prompt and the delivered characters.
   const usage = reported ?? { ...estimate, outputTokens: tokensFromChars(text.length) };
+  let answer: string;
+  try {
+    // Translated: the answer in the client's protocol (billed on the channel's own usage).
+    answer = translation ? JSON.stringify(translation.answer(json)) : text;
+  } catch (error) {
+    settle(usage, 'success');
+    throw error;
+  }
+  const type = translation ? 'application/json' : response.headers['content-type'];
+  const sent = reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(answer);
+  // Queued as the answer leaves, in the same turn of the event loop: no later request (the
+  // client's next one, a balance read) can be handled before the wallet has it.
   settle(usage, 'success');
-  // Translated: the answer in the client's protocol (billed above on the channel's own usage).
-  if (translation) return reply.code(200).type('application/json').send(JSON.stringify(translation.answer(json)));
-  const type = response.headers['content-type'];
-  return reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(text);
+  return sent;
 }
 
 async function relayStream(
