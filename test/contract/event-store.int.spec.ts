@@ -511,6 +511,22 @@ export function eventStoreContract(name: string, adapter: Adapter): void {
       expect(fromLog!.data).toEqual(expectedData);
     });
 
+    it('reads back what it appended exactly as another instance reads it from the log, interleaved with that instance\'s events', async () => {
+      const prefix = uniquePrefix();
+      const after = await logEnd(store);
+      const other = h.writer();
+      await store.append(`${prefix}a`, [ev('Mine', { amount: 5n, nested: { list: [1, 'x', null, 2n] }, left: undefined }, { actor: 'ops' }), ev('Mine')], 'no_stream');
+      await other.append(`${prefix}b`, [ev('Theirs', { n: 1 })], 'no_stream');
+      await store.append(`${prefix}a`, [ev('Mine', { last: true })], 1n);
+      const seenByOther = await readOurs(h.writer(), after, prefix, 4);
+      const seenHere = await readOurs(store, after, prefix, 4);
+      expect(seenHere).toEqual(seenByOther);
+      expect(seenHere.map((e) => `${e.type} ${e.streamId.slice(prefix.length)}@${e.revision}`)).toEqual(['Mine a@0', 'Mine a@1', 'Theirs b@0', 'Mine a@2']);
+      expect(seenHere[0]!.data).toEqual({ amount: '5', nested: { list: [1, 'x', null, '2'] } });
+      // Read again here: the same events, whatever this instance kept of its own appends.
+      expect(await readOurs(store, after, prefix, 4)).toEqual(seenByOther);
+    });
+
     describe('readAll', () => {
       it('reads from START and strictly after a position', async () => {
         await store.append(`${uniquePrefix()}s`, [ev(), ev(), ev()], 'no_stream');

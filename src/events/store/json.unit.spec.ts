@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeJson } from './json';
+import { encodeJson, toJsonValue } from './json';
 
 describe('encodeJson', () => {
   it('writes bigints as decimal strings, everything else as JSON.stringify does', () => {
@@ -21,5 +21,18 @@ describe('encodeJson', () => {
       node: fc.oneof({ depthSize: 'small' }, tie('leaf'), fc.array(tie('node')), fc.dictionary(fc.string(), tie('node'))),
     })).node;
     fc.assert(fc.property(value, (v) => encodeJson(v) === JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x))));
+  });
+
+  it('gives the value a JSON round trip would give, bigints as strings', () => {
+    const value = fc.letrec((tie) => ({
+      leaf: fc.oneof(fc.bigInt(), fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.date({ noInvalidDate: true })),
+      node: fc.oneof({ depthSize: 'small' }, tie('leaf'), fc.array(tie('node')), fc.dictionary(fc.string(), tie('node'))),
+    })).node;
+    fc.assert(
+      fc.property(value, (v) => {
+        const text = encodeJson(v);
+        expect(toJsonValue(v)).toStrictEqual(text === undefined ? undefined : JSON.parse(text));
+      }),
+    );
   });
 });

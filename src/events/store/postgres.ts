@@ -15,7 +15,7 @@ import {
   type ReadStreamOptions,
   type RecordedEvent,
 } from './port';
-import { encodeJson } from './json';
+import { toJsonValue } from './json';
 
 export const EVENTS_SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
@@ -46,8 +46,9 @@ const appendStatement = (durable: boolean) =>
             FROM head, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS fresh (e, ord)
            WHERE $2 = 'any' OR head.rev = $3::bigint
            ORDER BY fresh.ord
-          RETURNING global_position, transaction_id)
-   SELECT head.rev::text AS head, inserted.global_position::text AS global_position, inserted.transaction_id::text AS transaction_id
+          RETURNING global_position, transaction_id, created_at)
+   SELECT head.rev::text AS head, inserted.global_position::text AS global_position, inserted.transaction_id::text AS transaction_id,
+          (extract(epoch FROM inserted.created_at) * 1000)::float8 AS created_ms
      FROM head LEFT JOIN inserted ON true
     ORDER BY inserted.global_position`;
 const APPEND = appendStatement(true);
@@ -85,6 +86,44 @@ function toRecorded(row: EventRow): RecordedEvent {
   };
 }
 
+/** The global log after a position (`$1` commit, `$2` prepare), below the oldest transaction in flight, `$3` at most. */
+const READ_ALL = `FROM events
+  WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+    AND (transaction_id, global_position) > ($1::text::xid8, $2::bigint)
+  ORDER BY events.transaction_id, events.global_position
+  LIMIT $3`;
+
+/** Events appended by this process kept at most, until read back (about a second of a busy gateway). */
+const RECENT_APPENDS = 10_000;
+
+/**
+ * The events this process appended lately, as a reader of the log would get them, until a read
+ * of the log takes them: the projection runner reads every event back within a moment, and
+ * reading one from Postgres again costs more on both sides (jsonb turned back into text, that
+ * text parsed again) than the rest of its projection. The oldest are forgotten past
+ * RECENT_APPENDS; a reader then gets them from the table, as it does events of other processes.
+ */
+class RecentAppends {
+  private readonly events = new Map<string, RecordedEvent>();
+
+  get size(): number {
+    return this.events.size;
+  }
+
+  keep(globalPosition: string, event: RecordedEvent) {
+    this.events.set(globalPosition, event);
+    if (this.events.size > RECENT_APPENDS) this.events.delete(this.events.keys().next().value as string);
+  }
+
+  /** The event at a position of the log, if it is the one this process appended there. */
+  take(globalPosition: string, eventId: string): RecordedEvent | undefined {
+    const event = this.events.get(globalPosition);
+    if (event === undefined) return undefined;
+    this.events.delete(globalPosition);
+    return event.id === eventId ? event : undefined;
+  }
+}
+
 /**
  * The events table on Postgres or PGlite.
  *
@@ -95,6 +134,7 @@ function toRecorded(row: EventRow): RecordedEvent {
  * has finished, and every transaction that can still commit has an id at or above it.
  */
 export function createPostgresEventStore(sql: Sql): EventStore {
+  const recent = new RecentAppends();
   const appended = new Set<() => void>();
   const wake = () => {
     for (const fn of appended) fn();
@@ -136,16 +176,32 @@ export function createPostgresEventStore(sql: Sql): EventStore {
    * and the server plans it once per connection (a named statement).
    */
   async function tryAppend(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision, durable: boolean): Promise<AppendResult> {
-    const rows = await sql.query<{ head: string; global_position: string | null; transaction_id: string | null }>(durable ? APPEND : APPEND_WITHOUT_FLUSH, [
-      streamId,
-      expected === 'any' ? 'any' : 'exact',
-      expected === 'any' ? '-1' : String(expected === 'no_stream' ? -1n : expected),
-      encodeJson(events.map((event) => ({ id: event.id, type: event.type, data: event.data, metadata: event.metadata ?? {} }))),
-    ]);
+    const plain = toJsonValue(events.map((event) => ({ id: event.id, type: event.type, data: event.data, metadata: event.metadata ?? {} }))) as Array<{
+      id: string;
+      type: string;
+      data: unknown;
+      metadata: Record<string, unknown>;
+    }>;
+    const rows = await sql.query<{ head: string; global_position: string | null; transaction_id: string | null; created_ms: number | null }>(
+      durable ? APPEND : APPEND_WITHOUT_FLUSH,
+      [streamId, expected === 'any' ? 'any' : 'exact', expected === 'any' ? '-1' : String(expected === 'no_stream' ? -1n : expected), JSON.stringify(plain)],
+    );
     const current = BigInt(rows[0]!.head);
     const last = rows[rows.length - 1]!;
     if (last.global_position === null || last.transaction_id === null)
       throw new ConcurrencyError(streamId, expected, current === -1n ? 'no_stream' : current);
+    rows.forEach((row, i) =>
+      recent.keep(row.global_position!, {
+        id: plain[i]!.id,
+        streamId,
+        revision: current + 1n + BigInt(i),
+        position: { commit: BigInt(row.transaction_id!), prepare: BigInt(row.global_position!) },
+        type: plain[i]!.type,
+        data: plain[i]!.data,
+        metadata: plain[i]!.metadata,
+        createdAt: new Date(row.created_ms!),
+      }),
+    );
     return {
       duplicate: false,
       nextRevision: current + BigInt(events.length),
@@ -198,15 +254,22 @@ export function createPostgresEventStore(sql: Sql): EventStore {
 
     async readAll(options: ReadAllOptions = {}) {
       const after = options.after ?? START;
-      const rows = await sql.query<EventRow>(
-        `SELECT ${COLUMNS} FROM events
-          WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-            AND (transaction_id, global_position) > ($1::text::xid8, $2::bigint)
-          ORDER BY events.transaction_id, events.global_position
-          LIMIT $3`,
-        [after.commit < 0n ? '0' : String(after.commit), String(after.prepare), options.maxCount ?? 1000],
+      const range = [after.commit < 0n ? '0' : String(after.commit), String(after.prepare), options.maxCount ?? 1000];
+      // Nothing of ours to read back: one query with the events' contents.
+      if (recent.size === 0) return (await sql.query<EventRow>(`SELECT ${COLUMNS} ${READ_ALL}`, range)).map(toRecorded);
+      // The log's order and the events' ids, then the contents of only those this process did not append.
+      const heads = await sql.query<{ global_position: string; event_id: string }>(
+        `SELECT global_position::text AS global_position, event_id::text AS event_id ${READ_ALL}`,
+        range,
       );
-      return rows.map(toRecorded);
+      const events = heads.map((head) => recent.take(head.global_position, head.event_id));
+      const missing = heads.filter((_, i) => events[i] === undefined).map((head) => head.global_position);
+      if (missing.length > 0) {
+        const rows = await sql.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE global_position = ANY($1::bigint[])`, [missing]);
+        const fetched = new Map(rows.map((row) => [row.global_position, toRecorded(row)]));
+        heads.forEach((head, i) => (events[i] ??= fetched.get(head.global_position)));
+      }
+      return events as RecordedEvent[];
     },
 
     async headPosition() {
