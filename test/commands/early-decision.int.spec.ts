@@ -1,12 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger, type ReserveRequest } from '../../src/commands/ledger';
-import { createPostgresEventStore, migrateEvents } from '../../src/events/store/postgres';
+import type { Ledger, ReserveRequest } from '../../src/commands/ledger';
 import type { EventStore } from '../../src/events/store/port';
 import { parseUsd } from '../../src/money/usd';
-import { KeyCipher } from '../../src/secrets/api-key';
-import { KEY_VAULT_SCHEMA, KeyVault } from '../../src/secrets/key-vault';
-import { testDatabase, type TestDatabase } from '../support/storage';
+import { ledgerTestbed, storeWith, type LedgerTestbed } from '../support/ledger';
 
 // A reservation's early word (Ledger.reserveEarly / HandleOptions.onDecided): decided on this
 // process's state as the append leaves, or behind an append in flight, and never in place of
@@ -17,20 +14,13 @@ function gated(store: EventStore) {
   let open: () => void = () => {};
   let gate: Promise<void> = Promise.resolve();
   let appends = 0;
-  const wrapped: EventStore = {
-    ...store,
-    engine: store.engine,
+  const wrapped = storeWith(store, {
     async append(...args) {
       appends++;
       await gate;
       return store.append(...args);
     },
-    readStream: (...args) => store.readStream(...args),
-    readAll: (...args) => store.readAll(...args),
-    headPosition: () => store.headPosition(),
-    follow: (...args) => store.follow(...args),
-    close: () => store.close(),
-  };
+  });
   return {
     store: wrapped,
     close() {
@@ -53,18 +43,15 @@ function gated(store: EventStore) {
   };
 }
 
-let db: TestDatabase;
+let t: LedgerTestbed;
 let store: EventStore;
-const cipher = new KeyCipher('cd'.repeat(32));
-const ledgerOn = (s: EventStore) => new Ledger(s, new KeyVault(db.sql, cipher), { now: () => 1_700_000_000 });
+const ledgerOn = (s: EventStore) => t.ledger({ store: s });
 
 beforeAll(async () => {
-  db = await testDatabase();
-  await migrateEvents(db.sql);
-  await db.sql.exec(KEY_VAULT_SCHEMA);
-  store = createPostgresEventStore(db.sql);
+  t = await ledgerTestbed();
+  store = t.store;
 });
-afterAll(() => db.drop());
+afterAll(() => t.db.drop());
 
 /** An account with the sign-up grant (40.44 USD), its wallet cached by `ledger`. */
 async function account(ledger: Ledger): Promise<string> {
@@ -93,12 +80,18 @@ async function settled(promise: Promise<unknown>): Promise<boolean> {
   return done;
 }
 
+/** A ledger over a gated store, an account opened through it, and the gate closed. */
+async function behindAGate() {
+  const g = gated(store);
+  const ledger = ledgerOn(g.store);
+  const accountId = await account(ledger);
+  g.close();
+  return { g, ledger, accountId };
+}
+
 describe('early word of a reservation', () => {
   it('is given as the append leaves, and the commit confirms it', async () => {
-    const g = gated(store);
-    const ledger = ledgerOn(g.store);
-    const accountId = await account(ledger);
-    g.close();
+    const { g, ledger, accountId } = await behindAGate();
     const hold = ledger.reserveEarly(accountId, request(accountId, 'a', '1'));
     const decided = await hold.decided;
     expect(decided.ok && decided.state.held).toBe(parseUsd('1'));
@@ -110,10 +103,7 @@ describe('early word of a reservation', () => {
   });
 
   it('reaches the commands queued behind an append in flight, in order', async () => {
-    const g = gated(store);
-    const ledger = ledgerOn(g.store);
-    const accountId = await account(ledger);
-    g.close();
+    const { g, ledger, accountId } = await behindAGate();
     const holds = ['a', 'b', 'c'].map((name) => ledger.reserveEarly(accountId, request(accountId, name, '2')));
     const decided = await Promise.all(holds.map((h) => h.decided));
     // All three decided while the first append waits at the gate: b and c behind it.
@@ -126,10 +116,7 @@ describe('early word of a reservation', () => {
   });
 
   it('waits for the commit when the wallet could not afford the same hold once more', async () => {
-    const g = gated(store);
-    const ledger = ledgerOn(g.store);
-    const accountId = await account(ledger);
-    g.close();
+    const { g, ledger, accountId } = await behindAGate();
     const hold = ledger.reserveEarly(accountId, request(accountId, 'big', '30'));
     expect(await settled(hold.decided)).toBe(false);
     g.open();
@@ -139,10 +126,7 @@ describe('early word of a reservation', () => {
   });
 
   it('stops looking ahead at a refusal: what follows it waits for its own round', async () => {
-    const g = gated(store);
-    const ledger = ledgerOn(g.store);
-    const accountId = await account(ledger);
-    g.close();
+    const { g, ledger, accountId } = await behindAGate();
     const first = ledger.reserveEarly(accountId, request(accountId, 'first', '1'));
     await first.decided;
     const tooBig = ledger.reserveEarly(accountId, request(accountId, 'too-big', '100'));
@@ -158,7 +142,7 @@ describe('early word of a reservation', () => {
   it('is turned over at commit when another process spent the wallet, and not given on it for a while after', async () => {
     const g = gated(store);
     const here = ledgerOn(g.store);
-    const elsewhere = ledgerOn(createPostgresEventStore(db.sql));
+    const elsewhere = t.ledger();
     const accountId = await account(here);
     await here.reserve(accountId, request(accountId, 'warm', '1'));
 

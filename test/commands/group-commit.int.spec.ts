@@ -1,46 +1,28 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger } from '../../src/commands/ledger';
+import type { Ledger } from '../../src/commands/ledger';
 import { evolve, initialWalletState, type WalletState } from '../../src/commands/wallet/decider';
 import { decodeRecorded, walletStream, type WalletEvent } from '../../src/events/catalog';
-import { createPostgresEventStore, migrateEvents } from '../../src/events/store/postgres';
 import type { AppendOptions, EventStore } from '../../src/events/store/port';
-import { KeyCipher } from '../../src/secrets/api-key';
-import { KEY_VAULT_SCHEMA, KeyVault } from '../../src/secrets/key-vault';
-import type { Sql } from '../../src/storage/sql';
-import { testDatabase, type TestDatabase } from '../support/storage';
+import { ledgerTestbed, storeWith, type LedgerTestbed } from '../support/ledger';
 
 /** The event store with every append counted: how many round trips the commands took. */
 function counted(store: EventStore) {
   const appends: { events: number; durable: boolean }[] = [];
-  const wrapped: EventStore = {
-    ...store,
-    engine: store.engine,
+  const wrapped = storeWith(store, {
     append(streamId, events, expected, options?: AppendOptions) {
       appends.push({ events: events.length, durable: options?.durable !== false });
       return store.append(streamId, events, expected, options);
     },
-    readStream: (...args) => store.readStream(...args),
-    readAll: (...args) => store.readAll(...args),
-    headPosition: () => store.headPosition(),
-    follow: (...args) => store.follow(...args),
-    close: () => store.close(),
-  };
+  });
   return { store: wrapped, appends };
 }
 
-let db: TestDatabase;
-let store: EventStore;
-const cipher = new KeyCipher('cd'.repeat(32));
-const ledgerOn = (sql: Sql, s: EventStore = createPostgresEventStore(sql)) => new Ledger(s, new KeyVault(sql, cipher), { now: () => 1_700_000_000 });
-
+let t: LedgerTestbed;
 beforeAll(async () => {
-  db = await testDatabase();
-  await migrateEvents(db.sql);
-  await db.sql.exec(KEY_VAULT_SCHEMA);
-  store = createPostgresEventStore(db.sql);
+  t = await ledgerTestbed();
 });
-afterAll(() => db.drop());
+afterAll(() => t.db.drop());
 
 async function openAccount(ledger: Ledger, name: string): Promise<string> {
   const opened = await ledger.openAccount(name);
@@ -50,7 +32,7 @@ async function openAccount(ledger: Ledger, name: string): Promise<string> {
 
 /** The wallet folded from its whole stream, with nothing cached. */
 async function replayed(accountId: string): Promise<{ state: WalletState; events: WalletEvent[] }> {
-  const recorded = await store.readStream(walletStream(accountId));
+  const recorded = await t.store.readStream(walletStream(accountId));
   recorded.forEach((r, i) => expect(r.revision).toBe(BigInt(i)));
   const events = recorded.map((r) => decodeRecorded(r) as WalletEvent);
   return { state: events.reduce(evolve, initialWalletState), events };
@@ -64,8 +46,8 @@ const reserve = (ledger: Ledger, accountId: string, name: string, amount: bigint
 
 describe('group commit of a wallet’s commands', () => {
   it('decides concurrent commands in order and appends them together', async () => {
-    const { store: countingStore, appends } = counted(store);
-    const ledger = ledgerOn(db.sql, countingStore);
+    const { store: countingStore, appends } = counted(t.store);
+    const ledger = t.ledger({ store: countingStore });
     const accountId = await openAccount(ledger, 'batch');
     appends.length = 0;
 
@@ -84,7 +66,7 @@ describe('group commit of a wallet’s commands', () => {
   });
 
   it('queues a deferrable settlement at once and appends it without a waiting caller', async () => {
-    const ledger = ledgerOn(db.sql);
+    const ledger = t.ledger();
     const accountId = await openAccount(ledger, 'deferred');
     expect((await reserve(ledger, accountId, 'h1', 5_000n)).ok).toBe(true);
 
@@ -98,8 +80,8 @@ describe('group commit of a wallet’s commands', () => {
 
   it('meters calls without waiting for the WAL flush unless configured to, and money in always waits', async () => {
     for (const callCommit of ['async', 'sync'] as const) {
-      const { store: countingStore, appends } = counted(store);
-      const ledger = new Ledger(countingStore, new KeyVault(db.sql, cipher), { callCommit });
+      const { store: countingStore, appends } = counted(t.store);
+      const ledger = t.ledger({ store: countingStore, callCommit });
       const accountId = await openAccount(ledger, `commit ${callCommit}`);
       await ledger.topUp(accountId, 200_000_000_000n, 'wire');
       await reserve(ledger, accountId, 'h1', 10n);
@@ -109,8 +91,8 @@ describe('group commit of a wallet’s commands', () => {
   });
 
   it('two instances never hold more than the wallet has: 200 concurrent reservations, room for 50', async () => {
-    const a = ledgerOn(db.sql);
-    const b = ledgerOn(db.another());
+    const a = t.ledger();
+    const b = t.ledger({ sql: t.db.another() });
     const accountId = await openAccount(a, 'race');
     const signup = (await a.wallet(accountId)).balance;
     const unit = signup / 50n;
@@ -128,8 +110,8 @@ describe('group commit of a wallet’s commands', () => {
   });
 
   it('refuses only on a fresh state: a top-up by another instance is seen before a refusal', async () => {
-    const a = ledgerOn(db.sql);
-    const b = ledgerOn(db.another());
+    const a = t.ledger();
+    const b = t.ledger({ sql: t.db.another() });
     const accountId = await openAccount(a, 'stale');
     const before = (await a.wallet(accountId)).balance;
     await b.topUp(accountId, 200_000_000_000n, 'wire');
@@ -149,8 +131,8 @@ describe('group commit of a wallet’s commands', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(op, fc.boolean()), { minLength: 1, maxLength: 40 }), async (ops) => {
         round += 1;
-        const a = ledgerOn(db.sql);
-        const b = ledgerOn(db.another());
+        const a = t.ledger();
+        const b = t.ledger({ sql: t.db.another() });
         const id = await openAccount(a, `prop ${round}`);
         const results = await Promise.all(
           ops.map(([o, onA]) => {

@@ -1,25 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger, type ReserveRequest } from '../../src/commands/ledger';
-import { createPostgresEventStore, migrateEvents } from '../../src/events/store/postgres';
+import type { Ledger, ReserveRequest } from '../../src/commands/ledger';
 import { parseUsd } from '../../src/money/usd';
-import { KeyCipher } from '../../src/secrets/api-key';
-import { KEY_VAULT_SCHEMA, KeyVault } from '../../src/secrets/key-vault';
-import { testDatabase, type TestDatabase } from '../support/storage';
+import { ledgerTestbed, type LedgerTestbed } from '../support/ledger';
 
 // A hold ends exactly once, and its id never opens a second hold. The wallet's state remembers
 // only the holds closed lately; the event log remembers every reservation (its event id is derived
 // from the hold id), and the ledger turns a reservation the log already has into `hold_exists`
 // whenever its hold is not open.
 
-let db: TestDatabase;
+let t: LedgerTestbed;
 let ledger: Ledger;
 beforeAll(async () => {
-  db = await testDatabase();
-  await migrateEvents(db.sql);
-  await db.sql.exec(KEY_VAULT_SCHEMA);
-  ledger = new Ledger(createPostgresEventStore(db.sql), new KeyVault(db.sql, new KeyCipher('cd'.repeat(32))), { now: () => 1_700_000_000 });
+  t = await ledgerTestbed();
+  ledger = t.ledger();
 });
-afterAll(() => db.drop());
+afterAll(() => t.db.drop());
 
 const hold = (holdId: string): ReserveRequest => ({ holdId, amount: parseUsd('1'), keyId: null, spendCap: null, purpose: 'test', ttlSeconds: 60 });
 

@@ -2,37 +2,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandHandler } from '../../src/commands/handle-command';
 import { walletDecider } from '../../src/commands/wallet/decider';
 import { walletStream } from '../../src/events/catalog';
-import { createPostgresEventStore, migrateEvents } from '../../src/events/store/postgres';
-import type { EventStore } from '../../src/events/store/port';
-import { testDatabase, type TestDatabase } from '../support/storage';
+import { ledgerTestbed, storeWith, type LedgerTestbed } from '../support/ledger';
 
 // A cached state that goes stale under load has every request in flight asking for it at once:
 // the reads queued together on a stream share one read forward.
 
-let db: TestDatabase;
-let store: EventStore;
+let t: LedgerTestbed;
 beforeAll(async () => {
-  db = await testDatabase();
-  await migrateEvents(db.sql);
-  store = createPostgresEventStore(db.sql);
+  t = await ledgerTestbed();
 });
-afterAll(() => db.drop());
+afterAll(() => t.db.drop());
 
 describe('reads of a stream', () => {
   it('queued together, share one read of the log and all get the state after the commands before them', async () => {
     let reads = 0;
-    const counted: EventStore = {
-      engine: store.engine,
-      append: (...args) => store.append(...args),
+    const counted = storeWith(t.store, {
       readStream: (...args) => {
         reads++;
-        return store.readStream(...args);
+        return t.store.readStream(...args);
       },
-      readAll: (...args) => store.readAll(...args),
-      headPosition: () => store.headPosition(),
-      follow: (...args) => store.follow(...args),
-      close: () => store.close(),
-    };
+    });
     const wallets = new CommandHandler(counted, walletDecider);
     const stream = walletStream('acct_reads');
     expect((await wallets.handle(stream, { type: 'OpenAccount', accountId: 'acct_reads', name: 'reads', now: 1 })).ok).toBe(true);
