@@ -29,4 +29,4 @@ USER node
 
 # The heap flags are npm start's: a smaller young generation and earlier full collections keep the
 # resident set near what is live (docs/operations.md, "Memory").
-CMD ["node", "--max-semi-space-size=8", "--heap-growing-percent=50", "bin/gateway.mjs", "serve"]
+CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "bin/gateway.mjs", "serve"]

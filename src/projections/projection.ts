@@ -12,8 +12,9 @@ export interface ProjectedEvent {
  * transaction that also moves the projection's checkpoint, so it must only write
  * through `tx`. It gets the events of its streams in log order, a whole batch at once,
  * so that the hot projections can write each table with a few multi-row statements
- * instead of a few statements per event. Applying an event twice must not be possible
- * (the runner guarantees once) but must not be fatal either. */
+ * instead of a few statements per event (`writes` says how many rows one may take).
+ * Applying an event twice must not be possible (the runner guarantees once) but must
+ * not be fatal either. */
 export interface Projection {
   readonly name: string;
   /** Stream categories (prefixes) this projection follows; revisions are checked per stream. */
@@ -21,7 +22,7 @@ export interface Projection {
   /** Its tables, emptied by a rebuild, in an order safe to truncate. */
   readonly tables: readonly string[];
   readonly schema: string;
-  applyBatch(tx: SqlQuery, items: readonly ProjectedEvent[]): Promise<void>;
+  applyBatch(tx: SqlQuery, items: readonly ProjectedEvent[], writes?: BatchWrites): Promise<void>;
 }
 
 /** For projections that see few events: each event with its own statements, in order. */
@@ -29,4 +30,29 @@ export function oneAtATime(apply: (tx: SqlQuery, event: DomainEvent, recorded: R
   return async (tx, items) => {
     for (const { event, recorded } of items) await apply(tx, event, recorded);
   };
+}
+
+/**
+ * How a batch's rows go to the database. A statement of a few hundred rows keeps its backend busy
+ * for milliseconds without a break, and whatever else needs that database core meanwhile (the next
+ * call's hold append) waits behind it: the gateway's latency tail. Slices of a few dozen rows cost
+ * about the same per row, but each is a round trip, and on a busy gateway a round trip waits for
+ * its turn in the event loop: the runner would fall behind. So the runner has a batch that caught
+ * up with the log (shorter than its read) written in slices while the gateway has time to spare,
+ * and a full one (it is behind) or any batch of a busy gateway written a table a statement.
+ */
+export interface BatchWrites {
+  readonly rowsPerStatement: number;
+}
+
+export const IN_SLICES: BatchWrites = { rowsPerStatement: 32 };
+export const WHOLE: BatchWrites = { rowsPerStatement: Number.POSITIVE_INFINITY };
+
+/** Writes rows in order, at most `writes.rowsPerStatement` a statement. */
+export async function inSlices<T>(rows: readonly T[], writes: BatchWrites, write: (slice: readonly T[]) => Promise<unknown>): Promise<void> {
+  if (rows.length <= writes.rowsPerStatement) {
+    if (rows.length > 0) await write(rows);
+    return;
+  }
+  for (let i = 0; i < rows.length; i += writes.rowsPerStatement) await write(rows.slice(i, i + writes.rowsPerStatement));
 }

@@ -154,7 +154,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Download links are signed with a key derived from the key-encryption secret, never the secret itself.
   const linkSecret = createHmac('sha256', secret.value).update('object-download-links').digest('hex');
   const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
-  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, 100, () => ledger.idle());
+  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, { pendingAppends: () => ledger.idle() });
   await runner.migrate();
   // One store: the app's Idempotency-Key plugin claims keys in it, the purge below trims it.
   const idempotency = new IdempotencyStore(storage.sql, {

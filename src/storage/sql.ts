@@ -7,9 +7,15 @@ export interface SqlQuery {
   query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<Row[]>;
 }
 
+export interface TransactionOptions {
+  /** false: the commit returns without waiting for the WAL flush (for writes that can be made
+   * again from what is durable, e.g. a projection's batch with its checkpoint). Postgres only. */
+  readonly durable?: boolean;
+}
+
 export interface Sql extends SqlQuery {
   readonly kind: 'pglite' | 'postgres';
-  transaction<T>(fn: (tx: SqlQuery) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: SqlQuery) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Runs several statements without parameters (schema changes). */
   exec(text: string): Promise<void>;
   close(): Promise<void>;
@@ -97,10 +103,11 @@ export function postgresSql(connectionString: string, options: PostgresOptions =
       const result = await pool.query(statements.query(text, params));
       return result.rows as Row[];
     },
-    async transaction<T>(fn: (tx: SqlQuery) => Promise<T>) {
+    async transaction<T>(fn: (tx: SqlQuery) => Promise<T>, options: TransactionOptions = {}) {
       const client = await pool.connect();
       try {
-        await client.query('BEGIN');
+        // One round trip either way (the simple protocol takes both statements at once).
+        await client.query(options.durable === false ? 'BEGIN; SET LOCAL synchronous_commit TO off' : 'BEGIN');
         const value = await fn({
           async query<Row>(text: string, params: readonly unknown[] = []) {
             return (await client.query(statements.query(text, params))).rows as Row[];

@@ -100,4 +100,26 @@ describe('call log', () => {
     expect(body).toMatchObject({ object: 'usage', scope: 'account', total_requests: 5, success_requests: 2, error_requests: 1, rejected_requests: 2 });
     expect(body.by_model.map((m: { model: string }) => m.model).sort()).toEqual(['chat-model', 'nope']);
   });
+
+  it('a model name no event store can hold as sent (U+0000, an unpaired surrogate) still gets its rejected row, and calls sharing its append succeed', async () => {
+    const other = await h.t.accountWithKey();
+    const post = (model: string) =>
+      fetch(`${h.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${other.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+    const answers = await Promise.all([post('chat-model'), post('bad\ud800model'), post('nul\u0000model'), post('chat-model')]);
+    expect(answers.map((a) => a.status)).toEqual([200, 400, 400, 200]);
+    expect(((await answers[1]!.json()) as { error: { code: string } }).error.code).toBe('model_not_found');
+    await h.t.gateway.runner.catchUpToHead();
+    const { data } = (await (await h.t.admin('GET', `/accounts/${other.accountId}/logs`)).json()) as { data: Row[] };
+    expect(data.map((r) => [r.status, r.model]).sort()).toEqual([
+      ['rejected', 'bad\ufffdmodel'],
+      ['rejected', 'nul\ufffdmodel'],
+      ['success', 'chat-model'],
+      ['success', 'chat-model'],
+    ]);
+  });
 });
+

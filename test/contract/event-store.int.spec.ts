@@ -349,6 +349,15 @@ export function eventStoreContract(name: string, adapter: Adapter): void {
         expect(revisions(await store.readStream(s))).toEqual([0n, 1n, 2n, 3n, 4n]);
       });
 
+      it('text the store cannot hold as it is (U+0000, an unpaired surrogate) is kept with U+FFFD in its place; the append does not fail', async () => {
+        const s = `${uniquePrefix()}s`;
+        const data = { model: 'bad\ud800model', message: 'nul\u0000here', pair: 'emoji \ud83d\ude00 kept', ['key\udc00']: 'tail\udbff' };
+        await store.append(s, [ev('Tested', data, { note: 'x\u0000' })], 'no_stream');
+        const [read] = await store.readStream(s);
+        expect(read!.data).toEqual({ model: 'bad\ufffdmodel', message: 'nul\ufffdhere', pair: 'emoji \ud83d\ude00 kept', ['key\ufffd']: 'tail\ufffd' });
+        expect(read!.metadata).toMatchObject({ note: 'x\ufffd' });
+      });
+
       it('an append without events is refused', async () => {
         const s = `${uniquePrefix()}s`;
         await expect(store.append(s, [], 'any')).rejects.toThrow();

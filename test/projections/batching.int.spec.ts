@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountsProjection } from '../../src/projections/accounts/projection';
 import { callLogProjection } from '../../src/projections/call-log/projection';
 import { ledgerProjection } from '../../src/projections/ledger/projection';
-import type { ProjectedEvent } from '../../src/projections/projection';
+import { WHOLE, type BatchWrites, type ProjectedEvent } from '../../src/projections/projection';
 import { testDatabase, type TestDatabase } from '../support/storage';
+import type { CallRecord } from '../../src/events/catalog';
 import { inBatches, walletLog, walletStep, type WalletStep } from './wallet-log';
 
 const projections = [accountsProjection, ledgerProjection, callLogProjection];
@@ -25,12 +26,12 @@ beforeAll(async () => {
 afterAll(() => db.drop());
 
 /** Empties the tables, applies the log in the given batches (one transaction each, as the
- * runner does), and returns every row. */
-async function project(items: readonly ProjectedEvent[], sizes: readonly number[]) {
+ * runner does, each table written `writes.rowsPerStatement` rows a statement), and returns every row. */
+async function project(items: readonly ProjectedEvent[], sizes: readonly number[], writes: BatchWrites = WHOLE) {
   for (const p of projections) for (const table of p.tables) await db.sql.query(`DELETE FROM ${table}`);
   for (const batch of inBatches(items, sizes))
     await db.sql.transaction(async (tx) => {
-      for (const p of projections) await p.applyBatch(tx, batch);
+      for (const p of projections) await p.applyBatch(tx, batch, writes);
     });
   const rows: Record<string, Record<string, unknown>[]> = {};
   for (const [name, query] of Object.entries(TABLES)) rows[name] = await db.sql.query(query);
@@ -60,16 +61,59 @@ function expectMatchesDecider(rows: Rows, log: ReturnType<typeof walletLog>) {
   }
 }
 
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+
+/** Every call-log row is its event's call record, field for field (awkward text included). */
+function expectCallRows(rows: Rows, log: ReturnType<typeof walletLog>) {
+  const records = log.items.flatMap(({ event, recorded }) => {
+    const call = (event.data as { call?: CallRecord }).call;
+    return call ? [{ id: recorded.id, call }] : [];
+  });
+  expect(rows.call_log!.length).toBe(records.length);
+  for (const { id, call } of records) {
+    const row = rows.call_log!.find((r) => r.id === id)!;
+    expect({
+      request_id: row.request_id,
+      key_id: row.key_id,
+      model: row.model,
+      endpoint: row.endpoint,
+      status: row.status,
+      error_code: row.error_code,
+      error_message: row.error_message,
+      input_tokens: num(row.input_tokens),
+      output_tokens: num(row.output_tokens),
+      cached_tokens: num(row.cached_tokens),
+      unit_count: num(row.unit_count),
+      unit_type: row.unit_type,
+      latency_ms: num(row.latency_ms),
+      attempts_count: num(row.attempts_count),
+      channel_id: row.channel_id,
+      task_id: row.task_id,
+      submitted_at: num(row.submitted_at),
+      result_urls: row.result_urls,
+      result_expires_at: num(row.result_expires_at),
+    }).toEqual(call);
+  }
+}
+
 describe('hot projections in batches', () => {
-  it('write the same rows whether a log comes in one batch, one event at a time or in batches of random sizes', async () => {
+  it('write the same rows whether a log comes in one batch, one event at a time or in batches of random sizes, in statements of any number of rows', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(walletStep, { minLength: 1, maxLength: 40 }), fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 6 }), async (steps, sizes) => {
-        const log = walletLog(steps);
-        const oneAtATime = await project(log.items, [1]);
-        expectMatchesDecider(oneAtATime, log);
-        expect(await project(log.items, [log.items.length])).toEqual(oneAtATime);
-        expect(await project(log.items, sizes)).toEqual(oneAtATime);
-      }),
+      fc.asyncProperty(
+        fc.array(walletStep, { minLength: 1, maxLength: 40 }),
+        fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 1, max: 5 }),
+        async (steps, sizes, rowsPerStatement) => {
+          const log = walletLog(steps);
+          const oneAtATime = await project(log.items, [1]);
+          expectMatchesDecider(oneAtATime, log);
+          expectCallRows(oneAtATime, log);
+          expect(await project(log.items, [log.items.length])).toEqual(oneAtATime);
+          expect(await project(log.items, sizes)).toEqual(oneAtATime);
+          expect(await project(log.items, [log.items.length], { rowsPerStatement })).toEqual(oneAtATime);
+          expect(await project(log.items, sizes, { rowsPerStatement })).toEqual(oneAtATime);
+        },
+      ),
       { numRuns: Number(process.env.FC_RUNS ?? 15), seed: process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined },
     );
   });

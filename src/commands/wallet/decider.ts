@@ -19,8 +19,9 @@ export interface KeyUsage {
   readonly held: bigint;
 }
 
-/** Closed hold ids remembered per generation; the last 10,000 to 20,000 are remembered. */
-export const CLOSED_HOLD_GENERATION = 10_000;
+/** Closed hold ids remembered per generation; the last 1,000 to 2,000 are remembered (about 100 bytes
+ * each, in every process that caches the wallet: a few hundred kilobytes for a busy one). */
+export const CLOSED_HOLD_GENERATION = 1_000;
 
 /**
  * The ids of holds closed lately, in two generations: when the current one is full it becomes the

@@ -204,7 +204,7 @@ describe('wallet decider: Reserve', () => {
     given([...opened, reserved('h-1', 5n), released('h-1', 5n)]).when(reserve('h-1', 5n)).thenRefused('hold_exists');
   });
 
-  // A hot wallet closes a hold per call: its state remembers the last 10,000 to 20,000 closed ids
+  // A hot wallet closes a hold per call: its state remembers the last CLOSED_HOLD_GENERATION to twice that many closed ids
   // (two generations), not every id for ever. Older ids are guarded by the event log (the ledger's test).
   it('remembers closed hold ids for two generations, then forgets the oldest', () => {
     const closedMany = (from: number, count: number) =>

@@ -5,12 +5,27 @@ export function encodeJson(value: unknown): string {
   return JSON.stringify(toJsonValue(value));
 }
 
+/** Text Postgres' jsonb cannot hold: U+0000 and UTF-16 surrogates (paired ones are looked at again below). */
+const UNSTORABLE = /[\u0000\ud800-\udfff]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * Text as every event store keeps it: U+0000 and unpaired surrogates become U+FFFD. Postgres'
+ * jsonb refuses both, and one such character (a model name a client made up, an upstream's error
+ * message) would fail the whole append, with the other commands that share it.
+ */
+export function storableText(text: string): string {
+  if (!UNSTORABLE.test(text)) return text;
+  return text.replace(LONE_SURROGATE, '\ufffd').replaceAll('\u0000', '\ufffd');
+}
+
 /**
  * The value as JSON would give it back after a round trip: bigints as decimal strings, what
  * `toJSON` returns for objects that have it (a Date), no properties whose value JSON leaves out
- * (undefined, functions, symbols), and null in their place in arrays.
+ * (undefined, functions, symbols), and null in their place in arrays; text as `storableText`.
  */
 export function toJsonValue(value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value);
   if (typeof value === 'bigint') return value.toString();
   if (value === null || typeof value !== 'object') return typeof value === 'function' || typeof value === 'symbol' ? undefined : value;
   if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return toJsonValue((value as { toJSON(): unknown }).toJSON());
@@ -20,9 +35,10 @@ export function toJsonValue(value: unknown): unknown {
     if (!Object.prototype.hasOwnProperty.call(value, key)) continue;
     const item = toJsonValue((value as Record<string, unknown>)[key]);
     if (item === undefined) continue;
+    const name = storableText(key);
     // A key named __proto__ stays a key, as in the original (an assignment would set the prototype).
-    if (key === '__proto__') Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
-    else copy[key] = item;
+    if (name === '__proto__') Object.defineProperty(copy, name, { value: item, enumerable: true, writable: true, configurable: true });
+    else copy[name] = item;
   }
   return copy;
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeJson, toJsonValue } from './json';
+import { encodeJson, storableText, toJsonValue } from './json';
 
 describe('encodeJson', () => {
   it('writes bigints as decimal strings, everything else as JSON.stringify does', () => {
@@ -35,4 +35,22 @@ describe('encodeJson', () => {
       }),
     );
   });
+
+  it('replaces U+0000 and unpaired surrogates with U+FFFD, keeps everything else, the same string when there is nothing to replace', () => {
+    expect(storableText('a\u0000b\ud800c\udc00d\ud83d\ude00e')).toBe('a\ufffdb\ufffdc\ufffdd\ud83d\ude00e');
+    expect(storableText('\ud83d')).toBe('\ufffd');
+    expect(encodeJson({ ['k\u0000']: ['v\udfff'] })).toBe('{"k\ufffd":["v\ufffd"]}');
+    // Well formed: survives a UTF-8 round trip unchanged (an unpaired surrogate does not).
+    const wellFormed = (text: string) => Buffer.from(text, 'utf8').toString('utf8') === text;
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (text) => {
+        const stored = storableText(text);
+        expect(wellFormed(stored)).toBe(true);
+        expect(stored.includes('\u0000')).toBe(false);
+        expect(stored.length).toBe(text.length);
+        if (wellFormed(text) && !text.includes('\u0000')) expect(stored).toBe(text);
+      }),
+    );
+  });
 });
+

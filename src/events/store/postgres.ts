@@ -93,8 +93,9 @@ const READ_ALL = `FROM events
   ORDER BY events.transaction_id, events.global_position
   LIMIT $3`;
 
-/** Events appended by this process kept at most, until read back (about a second of a busy gateway). */
-const RECENT_APPENDS = 10_000;
+/** Events appended by this process kept at most, until read back: a few hundred milliseconds of a busy
+ * gateway, several batches of the runner (each entry is the event as an object tree, about a kilobyte). */
+const RECENT_APPENDS = 4_000;
 
 /**
  * The events this process appended lately, as a reader of the log would get them, until a read

@@ -1,5 +1,5 @@
 import type { SqlQuery } from '../../storage/sql';
-import type { Projection } from '../projection';
+import { inSlices, WHOLE, type BatchWrites, type Projection } from '../projection';
 import { foldAccounts, holdKey, type AccountChange, type HoldChange } from './changes';
 
 /** Accounts with balances, their open and closed holds, and per-key spend. */
@@ -42,10 +42,10 @@ CREATE TABLE IF NOT EXISTS key_spend (
   held bigint NOT NULL DEFAULT 0
 );`,
 
-  async applyBatch(tx, items) {
+  async applyBatch(tx, items, writes = WHOLE) {
     const { accounts, holds } = foldAccounts(items);
     await writeAccounts(tx, [...accounts.values()]);
-    await writeHolds(tx, holds);
+    await writeHolds(tx, holds, writes);
   },
 };
 
@@ -102,27 +102,33 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
 
 /** Holds reserved in the batch are inserted as the batch leaves them; holds reserved
  * earlier are updated, and their rows tell which key the batch's spend goes to. */
-async function writeHolds(tx: SqlQuery, holds: ReadonlyMap<string, HoldChange>) {
+async function writeHolds(tx: SqlQuery, holds: ReadonlyMap<string, HoldChange>, writes: BatchWrites) {
   const changes = [...holds.values()];
   const reserved = changes.filter((h) => h.reserved !== null);
-  if (reserved.length)
-    await tx.query(
+  await inSlices(reserved, writes, (slice) =>
+    tx.query(
       `INSERT INTO holds (hold_id, account_id, key_id, purpose, amount, status, captured, expires_at, created_at, closed_at)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bigint[],
-                            $8::bigint[], $9::bigint[], $10::bigint[])`,
+       SELECT * FROM json_to_recordset($1::json)
+                  AS r(hold_id text, account_id text, key_id text, purpose text, amount bigint, status text, captured bigint,
+                       expires_at bigint, created_at bigint, closed_at bigint)`,
       [
-        reserved.map((h) => h.holdId),
-        reserved.map((h) => h.accountId),
-        reserved.map((h) => h.reserved!.keyId),
-        reserved.map((h) => h.reserved!.purpose),
-        reserved.map((h) => text(h.reserved!.amount)),
-        reserved.map((h) => h.status),
-        reserved.map((h) => text(h.captured)),
-        reserved.map((h) => h.reserved!.expiresAt),
-        reserved.map((h) => h.reserved!.createdAt),
-        reserved.map((h) => h.closedAt),
+        JSON.stringify(
+          slice.map((h) => ({
+            hold_id: h.holdId,
+            account_id: h.accountId,
+            key_id: h.reserved!.keyId,
+            purpose: h.reserved!.purpose,
+            amount: text(h.reserved!.amount),
+            status: h.status,
+            captured: text(h.captured),
+            expires_at: h.reserved!.expiresAt,
+            created_at: h.reserved!.createdAt,
+            closed_at: h.closedAt,
+          })),
+        ),
       ],
-    );
+    ),
+  );
   const spend = new Map<string, { accountId: string; spent: bigint; held: bigint }>();
   const charge = (keyId: string | null, h: HoldChange) => {
     if (keyId === null) return;
@@ -133,16 +139,16 @@ async function writeHolds(tx: SqlQuery, holds: ReadonlyMap<string, HoldChange>) 
   };
   for (const h of reserved) charge(h.reserved!.keyId, h);
   const closed = changes.filter((h) => h.reserved === null);
-  if (closed.length) {
+  await inSlices(closed, writes, async (slice) => {
     const rows = await tx.query<{ account_id: string; hold_id: string; key_id: string | null }>(
       `UPDATE holds AS h SET status = c.status, captured = c.captured, closed_at = c.closed_at
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS c(account_id, hold_id, status, captured, closed_at)
+         FROM json_to_recordset($1::json) AS c(account_id text, hold_id text, status text, captured bigint, closed_at bigint)
         WHERE h.account_id = c.account_id AND h.hold_id = c.hold_id
         RETURNING h.account_id, h.hold_id, h.key_id`,
-      [closed.map((h) => h.accountId), closed.map((h) => h.holdId), closed.map((h) => h.status), closed.map((h) => text(h.captured)), closed.map((h) => h.closedAt)],
+      [JSON.stringify(slice.map((h) => ({ account_id: h.accountId, hold_id: h.holdId, status: h.status, captured: text(h.captured), closed_at: h.closedAt })))],
     );
     for (const row of rows) charge(row.key_id, holds.get(holdKey(row.account_id, row.hold_id))!);
-  }
+  });
   if (spend.size === 0) return;
   // One upsert serves reserves and closes alike: a key's row is created by its first
   // reserve, in the same transaction as the hold row a later close reads the key from.

@@ -1,5 +1,6 @@
 import type { CallRecord } from '../../events/catalog';
-import type { ProjectedEvent, Projection } from '../projection';
+import type { SqlQuery } from '../../storage/sql';
+import { inSlices, WHOLE, type ProjectedEvent, type Projection } from '../projection';
 
 /** One row per final outcome of an external call: from the event that ended its hold
  * (cost = what was captured) or from CallRejected (cost 0). Attempts are folded in. */
@@ -36,54 +37,29 @@ CREATE TABLE IF NOT EXISTS call_log (
 CREATE INDEX IF NOT EXISTS call_log_by_account_time ON call_log (account_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS call_log_by_request ON call_log (request_id);`,
 
-  async applyBatch(tx, items) {
-    const rows = items.flatMap(toRow);
-    if (rows.length === 0) return;
-    const column = <T>(pick: (r: Row) => T) => rows.map(pick);
-    // result_urls is a list per row, and unnest would flatten an array of arrays: it travels as JSON.
-    await tx.query(
-      `INSERT INTO call_log (id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
-                             cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
-                             created_at, attempts_count, result_urls, result_expires_at)
-       SELECT id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
-              cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
-              created_at, attempts_count,
-              ARRAY(SELECT u.url FROM jsonb_array_elements_text(result_urls::jsonb) WITH ORDINALITY AS u(url, n) ORDER BY u.n),
-              result_expires_at
-         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[],
-                     $10::bigint[], $11::bigint[], $12::int[], $13::text[], $14::bigint[], $15::int[], $16::text[], $17::text[],
-                     $18::text[], $19::bigint[], $20::bigint[], $21::int[], $22::text[], $23::bigint[])
-              AS r(id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
-                   cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
-                   created_at, attempts_count, result_urls, result_expires_at)`,
-      [
-        column((r) => r.id),
-        column((r) => r.accountId),
-        column((r) => r.call.key_id),
-        column((r) => r.call.model),
-        column((r) => r.call.endpoint),
-        column((r) => r.call.status),
-        column((r) => r.call.error_code),
-        column((r) => r.call.error_message),
-        column((r) => r.call.input_tokens),
-        column((r) => r.call.output_tokens),
-        column((r) => r.call.cached_tokens),
-        column((r) => r.call.unit_count),
-        column((r) => r.call.unit_type),
-        column((r) => String(r.cost)),
-        column((r) => r.call.latency_ms),
-        column((r) => r.call.request_id),
-        column((r) => r.call.task_id),
-        column((r) => r.call.channel_id),
-        column((r) => r.call.submitted_at),
-        column((r) => r.at),
-        column((r) => r.call.attempts_count),
-        column((r) => JSON.stringify(r.call.result_urls)),
-        column((r) => r.call.result_expires_at),
-      ],
-    );
+  async applyBatch(tx, items, writes = WHOLE) {
+    await inSlices(items.flatMap(toRow), writes, (rows) => insertRows(tx, rows));
   },
 };
+
+/** The rows travel as one JSON document: the call record is JSON already, and one native
+ * JSON.stringify costs far less than `pg` building a Postgres array literal per column. */
+async function insertRows(tx: SqlQuery, rows: readonly Row[]) {
+  await tx.query(
+    `INSERT INTO call_log (id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
+                           cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
+                           created_at, attempts_count, result_urls, result_expires_at)
+     SELECT r.id, r.account_id, c.key_id, c.model, c.endpoint, c.status, c.error_code, c.error_message, c.input_tokens, c.output_tokens,
+            c.cached_tokens, c.unit_count, c.unit_type, r.cost, c.latency_ms, c.request_id, c.task_id, c.channel_id, c.submitted_at,
+            r.created_at, c.attempts_count, c.result_urls, c.result_expires_at
+       FROM json_to_recordset($1::json) AS r(id uuid, account_id text, cost bigint, created_at bigint, call json),
+            json_to_record(r.call) AS c(key_id text, model text, endpoint text, status text, error_code text, error_message text,
+                                        input_tokens bigint, output_tokens bigint, cached_tokens bigint, unit_count int, unit_type text,
+                                        latency_ms int, request_id text, task_id text, channel_id text, submitted_at bigint,
+                                        attempts_count int, result_urls text[], result_expires_at bigint)`,
+    [JSON.stringify(rows.map((r) => ({ id: r.id, account_id: r.accountId, cost: String(r.cost), created_at: r.at, call: r.call })))],
+  );
+}
 
 interface Row {
   id: string;

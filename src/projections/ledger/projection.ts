@@ -1,5 +1,5 @@
 import type { SqlQuery } from '../../storage/sql';
-import type { ProjectedEvent, Projection } from '../projection';
+import { inSlices, WHOLE, type ProjectedEvent, type Projection } from '../projection';
 
 /** One row per money movement of an account, with the running balance and held
  * amount after it: the statement a finance team reconciles against. */
@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS ledger_entries (
 -- A capture or release looks up its hold's row: without this a hot account's settlement scans its whole ledger.
 CREATE INDEX IF NOT EXISTS ledger_entries_by_hold ON ledger_entries (account_id, hold_id) WHERE hold_id IS NOT NULL;`,
 
-  async applyBatch(tx, items) {
+  async applyBatch(tx, items, writes = WHOLE) {
     const entries: Entry[] = [];
     for (const item of items) {
       const entry = toEntry(item);
@@ -43,23 +43,30 @@ CREATE INDEX IF NOT EXISTS ledger_entries_by_hold ON ledger_entries (account_id,
       if (e.type === 'hold') keyOf.set(holdKey(e.accountId, e.holdId!), e.keyId ?? null);
       return { entry: e, keyId, after };
     });
-    await tx.query(
-      `INSERT INTO ledger_entries (account_id, seq, event_id, entry_type, amount, balance_after, held_after, hold_id, key_id, reference, at)
-       SELECT * FROM unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[],
-                            $8::text[], $9::text[], $10::text[], $11::bigint[])`,
-      [
-        rows.map((r) => r.entry.accountId),
-        rows.map((r) => String(r.entry.seq)),
-        rows.map((r) => r.entry.eventId),
-        rows.map((r) => r.entry.type),
-        rows.map((r) => String(r.entry.amount)),
-        rows.map((r) => String(r.after.balance)),
-        rows.map((r) => String(r.after.held)),
-        rows.map((r) => r.entry.holdId),
-        rows.map((r) => r.keyId),
-        rows.map((r) => r.entry.reference),
-        rows.map((r) => r.entry.at),
-      ],
+    await inSlices(rows, writes, (slice) =>
+      tx.query(
+        `INSERT INTO ledger_entries (account_id, seq, event_id, entry_type, amount, balance_after, held_after, hold_id, key_id, reference, at)
+         SELECT * FROM json_to_recordset($1::json)
+                    AS r(account_id text, seq bigint, event_id uuid, entry_type text, amount bigint, balance_after bigint, held_after bigint,
+                         hold_id text, key_id text, reference text, at bigint)`,
+        [
+          JSON.stringify(
+            slice.map(({ entry, keyId, after }) => ({
+              account_id: entry.accountId,
+              seq: String(entry.seq),
+              event_id: entry.eventId,
+              entry_type: entry.type,
+              amount: String(entry.amount),
+              balance_after: String(after.balance),
+              held_after: String(after.held),
+              hold_id: entry.holdId,
+              key_id: keyId,
+              reference: entry.reference,
+              at: entry.at,
+            })),
+          ),
+        ],
+      ),
     );
   },
 };

@@ -1,7 +1,7 @@
 import { decodeRecorded } from '../../events/catalog';
 import { START, comparePositions, type EventStore, type Position, type RecordedEvent } from '../../events/store/port';
 import type { Sql } from '../../storage/sql';
-import type { ProjectedEvent, Projection } from '../projection';
+import { IN_SLICES, WHOLE, type ProjectedEvent, type Projection } from '../projection';
 import { checkRevisions } from './revisions';
 
 export const RUNNER_SCHEMA = `
@@ -21,6 +21,30 @@ CREATE TABLE IF NOT EXISTS projection_stream_revisions (
 export { StreamGapError } from './revisions';
 
 const BATCH = 500;
+/** Busier than this (share of the time between two batches), the gateway has no time to spare for
+ * the runner's extra round trips: it writes a batch in whole statements (BatchWrites). */
+const SLICES_BELOW_LOOP_UTILIZATION = 0.75;
+
+export interface RunnerOptions {
+  /** How often to look for new events when nobody wakes the runner. */
+  readonly pollMs?: number;
+  /** Resolves when this process has no queued command left to append (Ledger.idle). */
+  readonly pendingAppends?: () => Promise<void>;
+  /** Whether the process is busy enough that a batch must be written in whole statements; asked
+   * once a batch. Default: this event loop's utilization since the last batch. */
+  readonly busy?: () => boolean;
+}
+
+/** Whether this event loop was busier than `threshold` since the last time it was asked. */
+export function loopBusierThan(threshold: number): () => boolean {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(now, last).utilization > threshold;
+    last = now;
+    return busy;
+  };
+}
 
 /** What one transaction did for a group of projections that shared a checkpoint. */
 interface Outcome {
@@ -46,14 +70,20 @@ export class ProjectionRunner {
   private failure: unknown = null;
   private readonly positions = new Map<string, Position>();
 
+  private readonly pollMs: number;
+  private readonly pendingAppends: () => Promise<void>;
+  private readonly busy: () => boolean;
+
   constructor(
     private readonly sql: Sql,
     private readonly store: EventStore,
     readonly projections: readonly Projection[],
-    private readonly pollMs = 100,
-    /** Resolves when this process has no queued command left to append (Ledger.idle). */
-    private readonly pendingAppends: () => Promise<void> = async () => {},
-  ) {}
+    options: RunnerOptions = {},
+  ) {
+    this.pollMs = options.pollMs ?? 100;
+    this.pendingAppends = options.pendingAppends ?? (async () => {});
+    this.busy = options.busy ?? loopBusierThan(SLICES_BELOW_LOOP_UTILIZATION);
+  }
 
   async migrate(): Promise<void> {
     await this.sql.exec(RUNNER_SCHEMA);
@@ -149,6 +179,9 @@ export class ProjectionRunner {
 
   private applyTogether(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Map<RecordedEvent, ProjectedEvent>): Promise<Outcome> {
     const to = batch[batch.length - 1]!.position;
+    // Not durable: a batch lost with the database's last unflushed moments is applied again
+    // from the log (its checkpoint is lost with it), and the WAL is flushed in order, so a
+    // batch that survives a crash never survives without the events it was built from.
     return this.sql.transaction(async (tx) => {
       // One statement, rows in name order: instances locking overlapping groups cannot deadlock.
       const locked = await tx.query<{ name: string; c: string; p: string }>(
@@ -167,12 +200,14 @@ export class ProjectionRunner {
       }
       if (ready.length === 0) return outcome;
 
+      // A full batch (the runner is behind the log) or a busy gateway: the runner's throughput is what counts.
+      const writes = batch.length < BATCH && !this.busy() ? IN_SLICES : WHOLE;
       const followed = new Map(ready.map((p) => [p, batch.filter((e) => p.streams.some((prefix) => e.streamId.startsWith(prefix)))]));
       const { clean, gap } = await checkRevisions(tx, followed);
       outcome.failure = gap;
       for (const p of clean) {
         const events = followed.get(p)!;
-        if (events.length) await p.applyBatch(tx, events.map((recorded) => decode(recorded, decoded)));
+        if (events.length) await p.applyBatch(tx, events.map((recorded) => decode(recorded, decoded)), writes);
       }
       if (clean.length)
         await tx.query(
@@ -181,7 +216,7 @@ export class ProjectionRunner {
         );
       outcome.applied.push(...clean);
       return outcome;
-    });
+    }, { durable: false });
   }
 
   /** Catches up until every projection has applied the log's current head, waiting for
