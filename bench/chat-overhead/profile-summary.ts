@@ -9,25 +9,7 @@
  * and module loading are left out): run.ts records each run's CLOCK_MONOTONIC window, the clock
  * of the profile's timestamps.
  */
-import { readFileSync } from 'node:fs';
-
-interface CallFrame {
-  functionName: string;
-  url: string;
-  lineNumber: number;
-}
-interface Node {
-  id: number;
-  callFrame: CallFrame;
-  children?: number[];
-}
-interface Profile {
-  nodes: Node[];
-  samples: number[];
-  timeDeltas: number[];
-  startTime: number;
-  endTime: number;
-}
+import { loadProfile, runWindow, type CallFrame } from './cpuprofile';
 
 const file = process.argv[2];
 if (!file) {
@@ -36,21 +18,11 @@ if (!file) {
 }
 const topIndex = process.argv.indexOf('--top');
 const TOP = topIndex === -1 ? 40 : Number(process.argv[topIndex + 1]);
-const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const { profile, byId, parent } = loadProfile(file);
 
 const resultsIndex = process.argv.indexOf('--results');
 const runIndex = process.argv.indexOf('--run');
-let window: [number, number] | null = null;
-if (resultsIndex !== -1 && runIndex !== -1) {
-  const results = JSON.parse(readFileSync(process.argv[resultsIndex + 1]!, 'utf8')) as { measurements: Array<{ name: string; monotonicUs: [number, number] }> };
-  const run = results.measurements.find((m) => m.name === process.argv[runIndex + 1]);
-  if (!run) throw new Error(`no run ${process.argv[runIndex + 1]} in the results`);
-  window = run.monotonicUs;
-}
-
-const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-const parent = new Map<number, number>();
-for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const window: [number, number] | null = resultsIndex !== -1 && runIndex !== -1 ? runWindow(process.argv[resultsIndex + 1]!, process.argv[runIndex + 1]!) : null;
 
 const selfUs = new Map<number, number>();
 let at = profile.startTime;

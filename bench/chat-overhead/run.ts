@@ -2,7 +2,8 @@
  * Chat-completions overhead benchmark (issue 3, item 8). Run by hand, never by CI — see README.md:
  *
  *   node --import tsx bench/chat-overhead/run.ts [--duration 10] [--warmup 2] [--only REGEX]
- *        [--out DIR] [--cpu-prof] [--no-diag] [--keep-db] [--quiet 0.3] [--quiet-wait 60]
+ *        [--out DIR] [--cpu-prof] [--cpu-prof-interval US] [--gateway-flags 'FLAGS'] [--no-diag] [--keep-db]
+ *        [--quiet 0.3] [--quiet-wait 60]
  *
  * Creates a fresh Postgres database, writes a GATEWAY_CONFIG with one chat model served by the
  * upstream simulator, starts the simulator (core 0) and the gateway (core 1; DATABASE_URL,
@@ -36,6 +37,10 @@ const DURATION_MS = Number(arg('duration', '10')) * 1000;
 const WARMUP_MS = Number(arg('warmup', '2')) * 1000;
 const ONLY = arg('only') ? new RegExp(arg('only')!) : null;
 const CPU_PROF = flag('cpu-prof');
+/** V8's sampling interval for --cpu-prof, in microseconds (V8's default is 1000). */
+const CPU_PROF_INTERVAL = arg('cpu-prof-interval');
+/** More node flags for the gateways, after npm start's (e.g. `--trace-gc`). */
+const GATEWAY_FLAGS = arg('gateway-flags')?.split(/\s+/).filter(Boolean) ?? [];
 const DIAG = !flag('no-diag');
 const KEEP_DB = flag('keep-db');
 /** before each timed run, wait (up to --quiet-wait s) until other processes use less than --quiet cores */
@@ -351,14 +356,17 @@ async function main() {
         LOG_LEVEL: 'warn',
         ...extraEnv,
       };
-      const child = await start(name, GATEWAY_CORE, [process.execPath, ...START_FLAGS, ...nodeFlags, 'bin/gateway.mjs', 'serve'], env, /gateway listening on/);
+      const child = await start(name, GATEWAY_CORE, [process.execPath, ...START_FLAGS, ...GATEWAY_FLAGS, ...nodeFlags, 'bin/gateway.mjs', 'serve'], env, /gateway listening on/);
       gateways.add(child);
       child.once('exit', () => gateways.delete(child));
       const url = `http://127.0.0.1:${port}`;
-      log(`${name} ${url} (pid ${child.pid}, core ${GATEWAY_CORE}) node ${[...START_FLAGS, ...nodeFlags].join(' ')}${extraEnv.DATABASE_URL ? ` DATABASE_URL ${extraEnv.DATABASE_URL}` : ''}`);
+      log(`${name} ${url} (pid ${child.pid}, core ${GATEWAY_CORE}) node ${[...START_FLAGS, ...GATEWAY_FLAGS, ...nodeFlags].join(' ')}${extraEnv.DATABASE_URL ? ` DATABASE_URL ${extraEnv.DATABASE_URL}` : ''}`);
       return { name, child, pid: child.pid!, url };
     };
-    let primary = await startGateway('gateway', CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(OUT, 'cpu-prof')}`] : []);
+    let primary = await startGateway(
+      'gateway',
+      CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(OUT, 'cpu-prof')}`, ...(CPU_PROF_INTERVAL ? [`--cpu-prof-interval=${CPU_PROF_INTERVAL}`] : [])] : [],
+    );
     const gatewayRssAfterStartMb = memMb(primary.pid, 'VmRSS');
 
     db = new pg.Client({ connectionString: DATABASE_URL });
