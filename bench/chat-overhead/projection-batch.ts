@@ -11,12 +11,12 @@
  * Postgres: BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres); a schema of its own,
  * dropped at the end. The backend must be on this machine (its CPU is read from /proc).
  */
-import { readFileSync } from 'node:fs';
 import { decodeRecorded } from '../../src/events/catalog';
 import { allProjections } from '../../src/projections';
 import { WHOLE, type BatchWrites } from '../../src/projections/projection';
 import { postgresSql } from '../../src/storage/sql';
-import { walletLog, type WalletStep } from '../../test/projections/wallet-log';
+import { chatCalls, walletLog } from '../../test/projections/wallet-log';
+import { cpuMs } from './proc';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -37,19 +37,12 @@ async function main() {
   try {
     for (const p of projections) await sql.exec(p.schema);
     const [backend] = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    const backendMs = () => {
-      const fields = readFileSync(`/proc/${backend!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) * (1000 / 100); // utime + stime, USER_HZ = 100
-    };
+    const backendMs = () => cpuMs(backend!.pid);
     let gatewayUs = 0;
     let postgresMs = 0;
     let measured = 0;
     for (let b = 0; b < BATCHES; b++) {
-      const steps: WalletStep[] = Array.from({ length: CALLS }, (_, i) => [
-        { kind: 'reserve' as const, account: 0, key: 0, cents: 10, capped: false },
-        { kind: 'settle' as const, account: 0, hold: i, cents: 7, call: true },
-      ]).flat();
-      const items = walletLog(steps, `batch${b}`).events.map((recorded) => ({ event: decodeRecorded(recorded), recorded }));
+      const items = walletLog(chatCalls(CALLS), `batch${b}`).events.map((recorded) => ({ event: decodeRecorded(recorded), recorded }));
       const cpu = process.cpuUsage();
       const pgBefore = backendMs();
       await sql.transaction(async (tx) => {

@@ -22,6 +22,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { cpuMs, cpuSplitMs, machineBusyMs, memMb, threadCpuMs } from './proc';
 import { closedLoop, openLoop, type RunResult, type Target } from './loadgen';
 
 // ---------------------------------------------------------------- options
@@ -64,60 +65,6 @@ const dbName = `bench_chat_${STAMP.replace('-', '_')}_${process.pid}`;
 
 const log = (...parts: unknown[]) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
 const selected = (name: string) => !ONLY || ONLY.test(name);
-
-// ---------------------------------------------------------------- /proc helpers
-
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim() || 100);
-
-/** utime and stime of a process (all its threads), in ms. */
-function cpuSplitMs(pid: number): { user: number; system: number } {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { user: Number(fields[11]) * TICK_MS, system: Number(fields[12]) * TICK_MS };
-  } catch {
-    return { user: 0, system: 0 };
-  }
-}
-const cpuMs = (pid: number) => {
-  const c = cpuSplitMs(pid);
-  return c.user + c.system;
-};
-
-/** CPU ms of each thread of a process, summed by thread name (`node` is the main thread, V8's helpers are `V8 DefaultWorke`, libuv's pool `libuv-worker`). */
-function threadCpuMs(pid: number): Map<string, number> {
-  const byName = new Map<string, number>();
-  let tids: string[] = [];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return byName;
-  }
-  for (const tid of tids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const label = tid === String(pid) ? `${name} (main thread)` : name;
-      byName.set(label, (byName.get(label) ?? 0) + (Number(fields[11]) + Number(fields[12])) * TICK_MS);
-    } catch {
-      /* thread ended */
-    }
-  }
-  return byName;
-}
-
-/** Busy CPU time of the whole machine (all cores, every process), ms. */
-function machineBusyMs(): number {
-  const v = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  // user nice system idle iowait irq softirq steal
-  return ((v[0] ?? 0) + (v[1] ?? 0) + (v[2] ?? 0) + (v[5] ?? 0) + (v[6] ?? 0) + (v[7] ?? 0)) * TICK_MS;
-}
-
-function memMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 function pin(pid: number, core: string) {
   execFileSync('taskset', ['-a', '-p', '-c', core, String(pid)], { stdio: 'ignore' });

@@ -48,11 +48,8 @@ export interface BatchWrites {
 export const IN_SLICES: BatchWrites = { rowsPerStatement: 32 };
 export const WHOLE: BatchWrites = { rowsPerStatement: Number.POSITIVE_INFINITY };
 
-/** Writes rows in order, at most `writes.rowsPerStatement` a statement. */
+/** Writes rows in order, at most `writes.rowsPerStatement` a statement (nothing for no rows). */
 export async function inSlices<T>(rows: readonly T[], writes: BatchWrites, write: (slice: readonly T[]) => Promise<unknown>): Promise<void> {
-  if (rows.length <= writes.rowsPerStatement) {
-    if (rows.length > 0) await write(rows);
-    return;
-  }
-  for (let i = 0; i < rows.length; i += writes.rowsPerStatement) await write(rows.slice(i, i + writes.rowsPerStatement));
+  const size = writes.rowsPerStatement;
+  for (let i = 0; i < rows.length; i += size) await write(rows.length <= size ? rows : rows.slice(i, i + size));
 }

@@ -6,7 +6,7 @@ import { IN_SLICES } from '../../src/projections/projection';
 import { ProjectionRunner, StreamGapError } from '../../src/projections/runner/runner';
 import type { Sql, SqlQuery } from '../../src/storage/sql';
 import { testDatabase, type TestDatabase } from '../support/storage';
-import { memoryStore, walletLog, type WalletStep } from './wallet-log';
+import { chatCalls, memoryStore, walletLog, type WalletStep } from './wallet-log';
 
 let db: TestDatabase;
 let store: ReturnType<typeof memoryStore>;
@@ -42,12 +42,6 @@ function counted(sql: Sql) {
   return { sql: wrapped, counts };
 }
 
-const calls = (n: number, account = 0): WalletStep[] =>
-  Array.from({ length: n }, (_, i) => [
-    { kind: 'reserve' as const, account, key: 0, cents: 10, capped: false },
-    { kind: 'settle' as const, account, hold: i, cents: 7, call: true },
-  ]).flat();
-
 async function runner(sql: Sql = db.sql, busy = false) {
   // Busy or not as the test says: what a batch writes must not depend on this test process's load.
   const r = new ProjectionRunner(sql, store, allProjections, { busy: () => busy });
@@ -69,7 +63,7 @@ describe('projection runner', () => {
     // An account's opening (2 events) and 249 calls are 500 events, a full read: the runner is
     // behind and writes each table at once.
     for (const [prefix, n] of [['small', 2], ['full', 249], ['short', 100]] as const) {
-      store.push(walletLog(calls(n), prefix).events);
+      store.push(walletLog(chatCalls(n), prefix).events);
       measured.counts.statements = 0;
       measured.counts.transactions = 0;
       await r.catchUp();
@@ -91,7 +85,7 @@ describe('projection runner', () => {
     const r = await runner(measured.sql, true);
     const perCatchUp: number[] = [];
     for (const [prefix, n] of [['small', 2], ['short', 100]] as const) {
-      store.push(walletLog(calls(n), prefix).events);
+      store.push(walletLog(chatCalls(n), prefix).events);
       measured.counts.statements = 0;
       await r.catchUp();
       perCatchUp.push(measured.counts.statements);
@@ -104,7 +98,7 @@ describe('projection runner', () => {
     const a = await runner(db.sql);
     const b = await runner(db.another());
     const steps: WalletStep[] = [];
-    for (let i = 0; i < 300; i++) steps.push(...calls(1, i % 4).map((s) => ({ ...s, hold: Math.floor(i / 4) })));
+    for (let i = 0; i < 300; i++) steps.push(...chatCalls(1, i % 4).map((s) => ({ ...s, hold: Math.floor(i / 4) })));
     const log = walletLog(steps).events;
     for (let at = 0; at < log.length; ) {
       const size = at === 0 ? 520 : 37;
@@ -123,7 +117,7 @@ describe('projection runner', () => {
 
   it('stops the projections that follow a stream with a gap; the others go on', async () => {
     const r = await runner();
-    const log = walletLog(calls(3)).events;
+    const log = walletLog(chatCalls(3)).events;
     const gap = log.filter((_, i) => i !== 3);
     const keyIssued: RecordedEvent = {
       ...log[0]!,
@@ -158,7 +152,7 @@ describe('projection runner', () => {
 
   it('rebuilds one projection from position 0 while the others stay where they are', async () => {
     const r = await runner();
-    store.push(walletLog(calls(5)).events);
+    store.push(walletLog(chatCalls(5)).events);
     await r.catchUpToHead();
     const before = await snapshot();
     const stamps = async () => db.sql.query<{ name: string; at: string }>('SELECT name, updated_at::text AS at FROM projection_checkpoints ORDER BY name');
@@ -175,9 +169,9 @@ describe('projection runner', () => {
     const errors: unknown[] = [];
     r.start((e) => errors.push(e));
     try {
-      await r.waitFor(store.push(walletLog(calls(2)).events));
+      await r.waitFor(store.push(walletLog(chatCalls(2)).events));
       expect(await db.sql.query('SELECT count(*)::int AS n FROM call_log')).toEqual([{ n: 2 }]);
-      const next = store.push(walletLog(calls(1), 'other').events);
+      const next = store.push(walletLog(chatCalls(1), 'other').events);
       await r.waitFor(next);
       for (const p of allProjections) expect(await r.checkpoint(p.name)).toEqual(next);
     } finally {

@@ -62,6 +62,13 @@ function callRecord(n: number, keyId: string | null, status: CallRecord['status'
 
 const uuid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
 
+/** `n` chat calls on one account: a hold and its settlement each, with a call record. */
+export const chatCalls = (n: number, account = 0): WalletStep[] =>
+  Array.from({ length: n }, (_, i) => [
+    { kind: 'reserve' as const, account, key: 0, cents: 10, capped: false },
+    { kind: 'settle' as const, account, hold: i, cents: 7, call: true },
+  ]).flat();
+
 export interface WalletLog {
   readonly events: RecordedEvent[];
   readonly items: ProjectedEvent[];
