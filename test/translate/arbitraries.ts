@@ -2,6 +2,7 @@
  * fast-check generators of canonical requests and answers limited to what a set of protocols
  * can all express, so that a trip through any of them must give the value back unchanged.
  */
+import { Type } from '@google/genai';
 import fc from 'fast-check';
 import type { ChatProtocol } from '../../src/config/schema';
 import type { CanonicalRequest, CanonicalResponse, FunctionTool, Message, OutputPart, Part, ResponseFormat, Usage } from '../../src/upstream/translate';
@@ -99,6 +100,28 @@ function conversation(caps: Capabilities, tools: readonly FunctionTool[]): fc.Ar
     turns === 0 ? fc.constant([{ role: 'user' as const, parts: first }]) : fc.tuple(...Array.from({ length: turns }, (_, i) => turn(i))).map((ts) => [{ role: 'user' as const, parts: first }, ...ts.flat()]),
   );
 }
+
+/** A JSON Schema as clients of the OpenAI and Anthropic SDKs write them: nested objects, arrays,
+ * enums, type unions with null, anyOf, bounds and annotations. Every protocol must carry it unchanged. */
+export const jsonSchemaArb: fc.Arbitrary<Record<string, unknown>> = fc.letrec<{ node: Record<string, unknown> }>((tie) => ({
+  node: fc.oneof(
+    { maxDepth: 2, withCrossShrink: true },
+    fc.record({ type: fc.constantFrom('string', 'number', 'integer', 'boolean', 'null') }, { requiredKeys: ['type'] }),
+    fc.record({ type: fc.constant(['string', 'null']), enum: fc.uniqueArray(word, { minLength: 1, maxLength: 3 }).map((e) => [...e, null]) }),
+    fc.record({ type: fc.constant('integer'), minimum: fc.integer({ min: -5, max: 0 }), maximum: fc.integer({ min: 1, max: 5 }), description: text }, { requiredKeys: ['type'] }),
+    fc.record({ type: fc.constant('array'), items: tie('node'), minItems: fc.integer({ min: 0, max: 2 }) }, { requiredKeys: ['type', 'items'] }),
+    fc.record({ anyOf: fc.array(tie('node'), { minLength: 1, maxLength: 3 }) }),
+    fc
+      .uniqueArray(identifier, { minLength: 1, maxLength: 3 })
+      .chain((names) => fc.record({ props: fc.tuple(...names.map(() => tie('node'))), required: fc.subarray(names), additional: fc.boolean() }).map((r) => ({ names, ...r })))
+      .map(({ names, props, required, additional }) => ({
+        type: 'object',
+        properties: Object.fromEntries(names.map((n, i) => [n, props[i]])),
+        ...(required.length > 0 ? { required } : {}),
+        ...(additional ? {} : { additionalProperties: false }),
+      })),
+  ),
+})).node;
 
 const toolsArb = fc.uniqueArray(identifier, { maxLength: 3 }).chain((names) =>
   fc.tuple(
@@ -200,3 +223,56 @@ export function responseArb(caps: Capabilities): fc.Arbitrary<CanonicalResponse>
       return { id: 'resp_1', model: 'm', content, finishReason: hasCalls ? 'tool_calls' : r.length ? 'length' : 'stop', usage };
     });
 }
+
+/** A Gemini `Schema` (OpenAPI subset) as the `@google/genai` SDK writes it with its `Type` enum,
+ * with a value that schema accepts. */
+export interface GeminiSchemaCase {
+  readonly schema: Record<string, unknown>;
+  readonly value: fc.Arbitrary<unknown>;
+}
+
+const annotations = fc.record({ description: text, title: word, example: word }, { requiredKeys: [] });
+
+export const geminiSchemaArb: fc.Arbitrary<GeminiSchemaCase> = fc.letrec<{ node: GeminiSchemaCase }>((tie) => {
+  const nullable = (c: fc.Arbitrary<GeminiSchemaCase>) =>
+    fc.tuple(c, fc.boolean(), annotations).map(([inner, isNullable, notes]) => ({
+      schema: { ...notes, ...inner.schema, ...(isNullable ? { nullable: true } : {}) },
+      value: isNullable ? fc.oneof(inner.value, fc.constant(null)) : inner.value,
+    }));
+  const leaf = (schema: Record<string, unknown>, value: fc.Arbitrary<unknown>) => fc.constant({ schema, value });
+  return {
+    node: nullable(
+      fc.oneof(
+        { maxDepth: 3, withCrossShrink: true },
+        leaf({ type: Type.STRING }, text),
+        leaf({ type: Type.STRING, format: 'date-time' }, fc.constant('2026-01-02T03:04:05Z')),
+        fc.uniqueArray(word, { minLength: 1, maxLength: 3 }).chain((e) => leaf({ type: Type.STRING, format: 'enum', enum: e }, fc.constantFrom(...e))),
+        fc
+          .tuple(fc.integer({ min: -10, max: 0 }), fc.integer({ min: 1, max: 10 }), fc.constantFrom(undefined, 'int32', 'int64'))
+          .chain(([min, max, format]) => leaf({ type: Type.INTEGER, minimum: min, maximum: max, ...(format ? { format } : {}) }, fc.integer({ min, max }))),
+        fc.constantFrom(undefined, 'float', 'double').chain((format) => leaf({ type: Type.NUMBER, ...(format ? { format } : {}) }, fc.double({ noNaN: true, noDefaultInfinity: true }))),
+        leaf({ type: Type.BOOLEAN }, fc.boolean()),
+        leaf({ type: Type.NULL }, fc.constant(null)),
+        leaf({ type: Type.TYPE_UNSPECIFIED }, fc.jsonValue({ maxDepth: 1 })),
+        fc.tuple(tie('node'), fc.integer({ min: 0, max: 2 }), fc.integer({ min: 0, max: 2 })).map(([items, min, extra]) => ({
+          // int64 counts are strings in Google's JSON (the SDK's types say so).
+          schema: { type: Type.ARRAY, items: items.schema, minItems: String(min), maxItems: String(min + extra) },
+          value: fc.array(items.value, { minLength: min, maxLength: min + extra }),
+        })),
+        fc.array(tie('node'), { minLength: 1, maxLength: 3 }).map((branches) => ({ schema: { anyOf: branches.map((b) => b.schema) }, value: fc.oneof(...branches.map((b) => b.value)) })),
+        fc
+          .uniqueArray(identifier, { minLength: 1, maxLength: 4 })
+          .chain((names) => fc.record({ props: fc.tuple(...names.map(() => tie('node'))), required: fc.subarray(names), ordering: fc.shuffledSubarray(names, { minLength: names.length }) }).map((r) => ({ names, ...r })))
+          .map(({ names, props, required, ordering }) => ({
+            schema: {
+              type: Type.OBJECT,
+              properties: Object.fromEntries(names.map((n, i) => [n, props[i]!.schema])),
+              ...(required.length > 0 ? { required } : {}),
+              propertyOrdering: ordering,
+            },
+            value: fc.record(Object.fromEntries(names.map((n, i) => [n, props[i]!.value])), { requiredKeys: required }),
+          })),
+      ),
+    ),
+  };
+}).node;

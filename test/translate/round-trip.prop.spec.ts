@@ -3,6 +3,8 @@
  * requests, answers and streams, for all 16 ordered pairs (the 12 directions and each protocol
  * with itself) — and nothing is reported as dropped along the way.
  */
+import { Type } from '@google/genai';
+import { Ajv2020 } from 'ajv/dist/2020';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatProtocol } from '../../src/config/schema';
@@ -16,7 +18,8 @@ import {
   type OutputPart,
   type Usage,
 } from '../../src/upstream/translate';
-import { CAPABILITIES, intersect, requestArb, responseArb } from './arbitraries';
+import { schemaTypeProblem } from '../../src/upstream/simulator/schema-check';
+import { CAPABILITIES, geminiSchemaArb, intersect, jsonSchemaArb, requestArb, responseArb } from './arbitraries';
 import { PROTOCOLS } from './support';
 
 const RUNS = Math.max(50, Math.min(Number(process.env.FC_RUNS ?? 200), 300));
@@ -149,6 +152,71 @@ describe.each(PAIRS.filter(([a, b]) => a !== b))('a %s request for a %s channel'
         const { dropped } = TRANSLATORS[channel].encodeRequest(request, { model: MODEL, defaultMaxTokens: 4096 });
         for (const { field, lost } of UNCARRIABLE) expect(dropped.includes(field)).toBe(lost(request, channel));
       }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+/** Where each protocol's wire carries a function's schema and the structured-output schema. */
+const SCHEMAS_IN: Record<ChatProtocol, (body: Record<string, any>) => { tool: unknown; format: unknown }> = {
+  'chat-completions': (b) => ({ tool: b.tools?.[0]?.function?.parameters, format: b.response_format?.json_schema?.schema }),
+  responses: (b) => ({ tool: b.tools?.[0]?.parameters, format: b.text?.format?.schema }),
+  messages: (b) => ({ tool: b.tools?.[0]?.input_schema, format: undefined }),
+  'generate-content': (b) => ({ tool: b.tools?.[0]?.functionDeclarations?.[0]?.parametersJsonSchema, format: b.generationConfig?.responseJsonSchema }),
+};
+
+describe.each(PAIRS)('a JSON Schema through %s then %s', (a, b) => {
+  it('arrives unchanged as a function\'s parameters and, where both have it, as the response format', () => {
+    const formats = intersect(CAPABILITIES[a], CAPABILITIES[b]).formats.filter((f) => f.startsWith('json_schema'));
+    fc.assert(
+      fc.property(jsonSchemaArb, (schema) => {
+        const parameters = { type: 'object', properties: { value: schema } };
+        const request: CanonicalRequest = {
+          model: MODEL,
+          messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+          tools: [{ name: 'f', parameters }],
+          ...(formats.length > 0 ? { responseFormat: { type: 'json_schema' as const, ...(formats[0] === 'json_schema_named' ? { name: 'r' } : {}), schema } } : {}),
+          maxOutputTokens: 8192,
+          stream: false,
+        };
+        const dropped: string[] = [];
+        const back = tripRequest(b, tripRequest(a, request, dropped), dropped);
+        expect(back.tools?.[0]?.parameters).toEqual(parameters);
+        if (request.responseFormat) expect(back.responseFormat).toEqual(request.responseFormat);
+        expect(dropped).toEqual([]);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+describe('a Gemini client\'s OpenAPI schemas (the SDK\'s Type enum)', () => {
+  // Strict: a keyword JSON Schema does not know (nullable, propertyOrdering, example) is an error.
+  const ajv = new Ajv2020({ strict: true, strictTypes: false, validateFormats: false });
+
+  it.each(PROTOCOLS)('reach a %s channel as JSON Schema accepting the values Gemini accepts', (channel) => {
+    fc.assert(
+      fc.property(
+        geminiSchemaArb.chain((c) => fc.tuple(fc.constant(c.schema), c.value)),
+        ([schema, value]) => {
+          const body = {
+            contents: [{ role: 'user', parts: [{ text: 'hi' }] }],
+            tools: [{ functionDeclarations: [{ name: 'f', parameters: schema }] }],
+            generationConfig: { responseMimeType: 'application/json', responseSchema: schema },
+          };
+          const decoded = TRANSLATORS['generate-content'].decodeRequest(JSON.parse(JSON.stringify(body)), { model: MODEL, stream: false });
+          expect(decoded.dropped).toEqual([]);
+          const encoded = TRANSLATORS[channel].encodeRequest(decoded.value, { model: MODEL, defaultMaxTokens: 4096 });
+          const sent = SCHEMAS_IN[channel](JSON.parse(JSON.stringify(encoded.value)));
+          for (const s of [sent.tool, sent.format].filter((s) => s !== undefined)) {
+            expect(schemaTypeProblem(s)).toBeNull();
+            const validate = ajv.compile(s as object);
+            expect(validate(value)).toBe(true);
+            // null passes exactly where Gemini lets it: nullable, NULL, or no type at all.
+            if (!('anyOf' in schema)) expect(validate(null)).toBe(schema.nullable === true || schema.type === Type.NULL || schema.type === Type.TYPE_UNSPECIFIED);
+          }
+        },
+      ),
       { numRuns: RUNS },
     );
   });

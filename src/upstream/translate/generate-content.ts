@@ -23,6 +23,7 @@ import type {
   Usage,
   WireEvent,
 } from './canonical';
+import { jsonSchemaFromGemini } from './gemini-schema';
 import { argumentsObject, asArray, asRecord, BUDGET_FOR_EFFORT, compact, eventData, isRecord, num, OpenCalls, str, toolNameFor, unreadKeys, type Json } from './shared';
 
 const READ = ['contents', 'systemInstruction', 'generationConfig', 'tools', 'toolConfig', 'model'];
@@ -109,9 +110,12 @@ function decodeToolChoice(v: unknown): ToolChoice | undefined {
 
 function decodeFormat(config: Json): ResponseFormat | undefined {
   if (config.responseMimeType !== 'application/json') return undefined;
-  const schema = config.responseJsonSchema ?? config.responseSchema;
+  // `responseJsonSchema` is JSON Schema already; `responseSchema` is Gemini's OpenAPI subset.
+  const schema = config.responseJsonSchema ?? jsonSchemaFromGemini(config.responseSchema);
   return isRecord(schema) ? { type: 'json_schema', schema } : { type: 'json_object' };
 }
+
+const DECLARATION_READ = ['name', 'description', 'parameters', 'parametersJsonSchema'];
 
 export function decodeRequest(body: unknown, params: { model?: string; stream?: boolean } = {}): { value: CanonicalRequest; dropped: string[] } {
   const b = asRecord(body);
@@ -128,7 +132,10 @@ export function decodeRequest(body: unknown, params: { model?: string; stream?: 
       }
       for (const declaration of asArray(value)) {
         const d = asRecord(declaration);
-        tools.push(compact({ name: str(d.name) ?? '', description: str(d.description), parameters: asRecord(d.parametersJsonSchema ?? d.parameters) }));
+        for (const key of unreadKeys(d, DECLARATION_READ, 'tools.functionDeclarations.')) dropped.add(key);
+        // `parametersJsonSchema` is JSON Schema already; `parameters` is Gemini's OpenAPI subset.
+        const parameters = d.parametersJsonSchema ?? jsonSchemaFromGemini(d.parameters);
+        tools.push(compact({ name: str(d.name) ?? '', description: str(d.description), parameters: asRecord(parameters) }));
       }
     }
   }

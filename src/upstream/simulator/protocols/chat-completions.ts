@@ -16,6 +16,7 @@ import {
 } from '../conversation';
 import { STREAM_ERRORS, vendorError } from '../errors';
 import { dataFrame, nowSeconds, pad, sendJson, sendStream, type Ctx } from '../http';
+import { schemaTypeProblem } from '../schema-check';
 import { promptTokens } from '../tokens';
 
 export function chatTurn(body: unknown): Turn {
@@ -97,6 +98,8 @@ export async function handleChat(ctx: Ctx): Promise<void> {
   if (!Array.isArray(b.messages) || b.messages.length === 0) {
     return sendError(ctx, "Missing required parameter: 'messages'.");
   }
+  const invalid = invalidSchema(b);
+  if (invalid) return sendError(ctx, invalid);
   const turn = chatTurn(ctx.body);
   const reply = decideReply(turn, ctx.scenario);
   const prompt = promptTokens('chat-completions', ctx.body);
@@ -173,6 +176,19 @@ export async function handleChat(ctx: Ctx): Promise<void> {
     frames,
     errorFrame: () => dataFrame({ error: STREAM_ERRORS.openai }),
   });
+}
+
+/** OpenAI's refusal of a function or response-format schema with a type that is no JSON Schema type. */
+function invalidSchema(b: Record<string, unknown>): string | undefined {
+  for (const tool of asArray(b.tools).map(asRecord)) {
+    const fn = asRecord(tool.function);
+    const problem = tool.type === 'function' ? schemaTypeProblem(fn.parameters) : null;
+    if (problem) return `Invalid schema for function '${String(fn.name)}': ${problem}.`;
+  }
+  const format = asRecord(b.response_format);
+  const schema = asRecord(format.json_schema);
+  const problem = format.type === 'json_schema' ? schemaTypeProblem(schema.schema) : null;
+  return problem ? `Invalid schema for response_format '${String(schema.name)}': ${problem}.` : undefined;
 }
 
 function sendError(ctx: Ctx, message: string): void {

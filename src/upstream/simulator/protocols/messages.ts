@@ -13,6 +13,7 @@ import {
 } from '../conversation';
 import { STREAM_ERRORS, vendorError } from '../errors';
 import { eventFrame, pad, sendJson, sendStream, type Ctx } from '../http';
+import { schemaTypeProblem } from '../schema-check';
 import { cachedTokensFor, promptTokens, type ReasoningEffort } from '../tokens';
 
 const THINKING_TEXT = 'Considering the request step by step.';
@@ -88,6 +89,12 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
   if (typeof b.model !== 'string') return sendError(ctx, 'model: Field required');
   if (typeof b.max_tokens !== 'number') return sendError(ctx, 'max_tokens: Field required');
   if (!Array.isArray(b.messages)) return sendError(ctx, 'messages: Field required');
+  const badTool = asArray(b.tools).findIndex((t) => schemaTypeProblem(asRecord(t).input_schema) !== null);
+  if (badTool >= 0)
+    return sendError(
+      ctx,
+      `tools.${badTool}.custom.input_schema: JSON schema is invalid. It must match JSON Schema draft 2020-12 (https://json-schema.org/draft/2020-12). Learn more about tool use at https://docs.claude.com/en/docs/tool-use.`,
+    );
   const turn = messagesTurn(ctx.body);
   const reply = decideReply(turn, ctx.scenario);
   const prompt = promptTokens('messages', ctx.body);

@@ -16,6 +16,7 @@ import {
 } from '../conversation';
 import { STREAM_ERRORS, vendorError } from '../errors';
 import { eventFrame, nowSeconds, pad, sendJson, sendStream, type Ctx } from '../http';
+import { schemaTypeProblem } from '../schema-check';
 import { promptTokens } from '../tokens';
 
 export function responsesTurn(body: unknown): Turn {
@@ -84,6 +85,8 @@ export async function handleResponses(ctx: Ctx): Promise<void> {
   const b = asRecord(ctx.body);
   if (typeof b.model !== 'string') return sendError(ctx, "Missing required parameter: 'model'.");
   if (typeof b.input !== 'string' && !Array.isArray(b.input)) return sendError(ctx, "Missing required parameter: 'input'.");
+  const invalid = invalidSchema(b);
+  if (invalid) return sendError(ctx, invalid);
   const turn = responsesTurn(ctx.body);
   const reply = decideReply(turn, ctx.scenario);
   const prompt = promptTokens('responses', ctx.body);
@@ -191,6 +194,17 @@ export async function handleResponses(ctx: Ctx): Promise<void> {
         sequence_number: index,
       }),
   });
+}
+
+/** OpenAI's refusal of a function or `text.format` schema with a type that is no JSON Schema type. */
+function invalidSchema(b: Record<string, unknown>): string | undefined {
+  for (const tool of asArray(b.tools).map(asRecord)) {
+    const problem = tool.type === 'function' ? schemaTypeProblem(tool.parameters) : null;
+    if (problem) return `Invalid schema for function '${String(tool.name)}': ${problem}.`;
+  }
+  const format = asRecord(asRecord(b.text).format);
+  const problem = format.type === 'json_schema' ? schemaTypeProblem(format.schema) : null;
+  return problem ? `Invalid schema for response_format '${String(format.name)}': ${problem}.` : undefined;
 }
 
 function sendError(ctx: Ctx, message: string): void {
