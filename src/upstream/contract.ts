@@ -9,6 +9,9 @@ export interface Usage {
   readonly cacheWriteTokens: number;
   readonly outputTokens: number;
   readonly reasoningTokens: number;
+  /** Built-in tool calls the upstream reported, by tool type (`image_generation`: images made by
+   * the image tool, counted from its output items), billed apart from the tokens. */
+  readonly toolCalls?: Readonly<Record<string, number>>;
 }
 
 /** What the gateway needs to know about a chat request before calling upstream. */
@@ -36,6 +39,9 @@ export interface StreamObserver {
   usage(): Usage | null;
   /** Characters of output delivered so far, for billing a stream that ended without usage. */
   outputChars(): number;
+  /** Built-in tool calls delivered so far (as `Usage.toolCalls`), for billing a stream that ended
+   * without usage: what the client received is billed either way. */
+  toolCalls?(): Readonly<Record<string, number>> | undefined;
   /** True once the protocol's own end-of-stream marker went by. */
   completed(): boolean;
   /** Text the upstream sent outside the SSE framing (lines that are no SSE field, up to the next

@@ -10,6 +10,8 @@ export interface TokenPricing {
   readonly output: bigint;
   readonly cacheWriteMultiplier: bigint;
   readonly longContext: { readonly thresholdTokens: number; readonly multiplier: bigint } | null;
+  /** A text model's `per_image`: each image its built-in image tool makes (`Usage.toolCalls.image_generation`). */
+  readonly perImage: bigint;
 }
 
 const ONE = UNITS_PER_USD;
@@ -35,6 +37,7 @@ function parsePricing(model: ModelConfig): TokenPricing {
     output: parseUsd(model.price.output ?? '0'),
     cacheWriteMultiplier: model.cache_write_multiplier !== undefined ? parseUsd(model.cache_write_multiplier) : ONE,
     longContext: model.long_context ? { thresholdTokens: model.long_context.threshold_tokens, multiplier: parseUsd(model.long_context.multiplier) } : null,
+    perImage: parseUsd(model.price.per_image ?? '0'),
   };
 }
 
@@ -54,7 +57,20 @@ export function costOf(pricing: TokenPricing, usage: Usage): bigint {
     scaled *= pricing.longContext.multiplier;
     denominator *= ONE;
   }
-  return ceilDiv(scaled, denominator);
+  return ceilDiv(scaled, denominator) + builtinToolCost(pricing, usage.toolCalls);
+}
+
+/** Built-in tool calls at their per-call prices (not subject to the long-context multiplier).
+ * Only the image tool is priced here (`per_image`); other tools' fees are added where they are priced. */
+function builtinToolCost(pricing: TokenPricing, toolCalls: Usage['toolCalls']): bigint {
+  const images = toolCalls?.image_generation ?? 0;
+  return Number.isSafeInteger(images) && images > 0 ? BigInt(images) * pricing.perImage : 0n;
+}
+
+/** What a request's built-in tools add to its hold: one image for the image tool (the usual answer
+ * makes one; more are billed at settlement). */
+export function builtinToolsHold(pricing: TokenPricing, builtinTools: readonly string[]): bigint {
+  return builtinTools.includes('image_generation') ? pricing.perImage : 0n;
 }
 
 export const MAX_ESTIMATED_OUTPUT = 32_768;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type OpenAI from 'openai';
 import { countTokens, outputTokens, promptTokens, startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { PNG_BASE64 } from '../../src/upstream/simulator/protocols/images';
 import { openai, post, sseEvents } from './support';
 
 let sim: Simulator;
@@ -121,5 +122,37 @@ describe('responses (openai SDK)', () => {
     const message = final.output.find((o) => o.type === 'message') as OpenAI.Responses.ResponseOutputMessage;
     expect(message.content[0]).toMatchObject({ type: 'output_text', text: 'Echo: streamed helper' });
     expect(final.usage!.output_tokens).toBe(countTokens('Echo: streamed helper'));
+  });
+
+  it('runs the built-in image tool: an image_generation_call item per "draw", streamed with its events', async () => {
+    const body = { model: 'gpt-5', input: 'draw a fox and draw a hen', tools: [{ type: 'image_generation' as const, size: '1536x1024' as const }] };
+    const res = await client.responses.create(body);
+    const images = res.output.filter((o) => o.type === 'image_generation_call');
+    expect(images).toHaveLength(2);
+    expect(images[0]).toMatchObject({ status: 'completed', result: PNG_BASE64, size: '1536x1024', output_format: 'png', revised_prompt: 'draw a fox and draw a hen' });
+    expect(res.output.at(-1)).toMatchObject({ type: 'message' });
+    expect(res.output_text).toBe('Echo: draw a fox and draw a hen');
+    // usage is the text model's own, as OpenAI reports it: the images are the items.
+    expect(res.usage!.output_tokens).toBe(countTokens('Echo: draw a fox and draw a hen'));
+
+    const stream = await client.responses.create({ ...body, input: 'draw', stream: true });
+    const types: string[] = [];
+    let done: unknown;
+    for await (const e of stream) {
+      types.push(e.type);
+      if (e.type === 'response.output_item.done' && e.item.type === 'image_generation_call') done = e.item;
+    }
+    expect(types.slice(2, 7)).toEqual([
+      'response.output_item.added',
+      'response.image_generation_call.in_progress',
+      'response.image_generation_call.generating',
+      'response.image_generation_call.completed',
+      'response.output_item.done',
+    ]);
+    expect(done).toMatchObject({ type: 'image_generation_call', result: PNG_BASE64 });
+
+    // Not offered, or not asked to draw: no image.
+    expect((await client.responses.create({ model: 'm', input: 'draw' })).output.map((o) => o.type)).toEqual(['message']);
+    expect((await client.responses.create({ ...body, input: 'hello' })).output.map((o) => o.type)).toEqual(['message']);
   });
 });

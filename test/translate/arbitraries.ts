@@ -26,13 +26,15 @@ export interface Capabilities {
   /** Usage fields the answer can carry besides prompt, cached and output tokens. */
   readonly cacheWrite: boolean;
   readonly reasoningTokens: boolean;
+  /** The built-in image tool: read from a client request only, or also sent to a channel. */
+  readonly imageTool: 'none' | 'reads' | 'both';
 }
 
 export const CAPABILITIES: Record<ChatProtocol, Capabilities> = {
-  'chat-completions': { stop: true, imageDetail: true, toolError: false, parallel: 2, formats: ['text', 'json_object', 'json_schema_named'], reasoning: 'effort', maxTemperature: 2, anthropic: false, signedReasoning: false, cacheWrite: false, reasoningTokens: true },
-  messages: { stop: true, imageDetail: false, toolError: true, parallel: 1, formats: [], reasoning: 'budget', maxTemperature: 1, anthropic: true, signedReasoning: true, cacheWrite: true, reasoningTokens: false },
-  responses: { stop: false, imageDetail: true, toolError: false, parallel: 2, formats: ['text', 'json_object', 'json_schema_named'], reasoning: 'effort', maxTemperature: 2, anthropic: false, signedReasoning: false, cacheWrite: false, reasoningTokens: true },
-  'generate-content': { stop: true, imageDetail: false, toolError: false, parallel: 0, formats: ['json_object', 'json_schema_bare'], reasoning: 'budget', maxTemperature: 2, anthropic: false, signedReasoning: false, cacheWrite: false, reasoningTokens: true },
+  'chat-completions': { stop: true, imageDetail: true, toolError: false, parallel: 2, formats: ['text', 'json_object', 'json_schema_named'], reasoning: 'effort', maxTemperature: 2, anthropic: false, signedReasoning: false, cacheWrite: false, reasoningTokens: true, imageTool: 'reads' },
+  messages: { stop: true, imageDetail: false, toolError: true, parallel: 1, formats: [], reasoning: 'budget', maxTemperature: 1, anthropic: true, signedReasoning: true, cacheWrite: true, reasoningTokens: false, imageTool: 'none' },
+  responses: { stop: false, imageDetail: true, toolError: false, parallel: 2, formats: ['text', 'json_object', 'json_schema_named'], reasoning: 'effort', maxTemperature: 2, anthropic: false, signedReasoning: false, cacheWrite: false, reasoningTokens: true, imageTool: 'both' },
+  'generate-content': { stop: true, imageDetail: false, toolError: false, parallel: 0, formats: ['json_object', 'json_schema_bare'], reasoning: 'budget', maxTemperature: 2, anthropic: false, signedReasoning: false, cacheWrite: false, reasoningTokens: true, imageTool: 'none' },
 };
 
 export function intersect(a: Capabilities, b: Capabilities): Capabilities {
@@ -48,6 +50,8 @@ export function intersect(a: Capabilities, b: Capabilities): Capabilities {
     signedReasoning: a.signedReasoning && b.signedReasoning,
     cacheWrite: a.cacheWrite && b.cacheWrite,
     reasoningTokens: a.reasoningTokens && b.reasoningTokens,
+    // Through both: only where each reads and sends it.
+    imageTool: a.imageTool === 'both' && b.imageTool === 'both' ? 'both' : 'none',
   };
 }
 
@@ -159,6 +163,8 @@ export function requestArb(caps: Capabilities, model = 'upstream-model'): fc.Arb
         // The parallel-calls flag means something only with tools (Anthropic has it on tool_choice).
         parallel: tools.length === 0 ? fc.constant(undefined) : caps.parallel === 2 ? opt(fc.boolean()) : caps.parallel === 1 ? opt(fc.constant(false)) : fc.constant(undefined),
         responseFormat: formatArb(caps),
+        builtinTools:
+          caps.imageTool === 'none' ? fc.constant(undefined) : opt(fc.constantFrom(undefined, '1024x1024', '1536x1024').map((size) => [size ? { type: 'image_generation' as const, options: { size } } : { type: 'image_generation' as const }])),
         temperature: opt(hundredths(caps.maxTemperature)),
         topP: opt(hundredths(1)),
         stop: caps.stop ? opt(fc.array(word, { minLength: 1, maxLength: 3 })) : fc.constant(undefined),
@@ -181,6 +187,7 @@ export function requestArb(caps: Capabilities, model = 'upstream-model'): fc.Arb
             system: r.system,
             messages: r.messages,
             tools: tools.length > 0 ? tools : undefined,
+            builtinTools: r.builtinTools,
             toolChoice: r.toolChoice,
             parallelToolCalls: parallel,
             responseFormat: r.responseFormat,

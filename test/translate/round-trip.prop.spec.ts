@@ -142,6 +142,7 @@ const UNCARRIABLE: { field: string; lost: (request: CanonicalRequest, channel: C
   { field: 'response_format', lost: (r, c) => c === 'messages' && r.responseFormat !== undefined && r.responseFormat.type !== 'text' },
   { field: 'parallel_tool_calls', lost: (r, c) => c === 'generate-content' && r.parallelToolCalls === false },
   { field: 'image.detail', lost: (r, c) => (c === 'messages' || c === 'generate-content') && r.messages.some((m) => m.parts.some((p) => p.type === 'image' && p.detail)) },
+  { field: 'tools.image_generation', lost: (r, c) => c !== 'responses' && (r.builtinTools?.length ?? 0) > 0 },
   { field: 'tool_result.is_error', lost: (r, c) => c !== 'messages' && r.messages.some((m) => m.parts.some((p) => p.type === 'tool_result' && p.isError)) },
 ];
 

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { ModelRegistry } from '../../src/config/registry';
 import { ConfigSchema, type ChatProtocol } from '../../src/config/schema';
-import { translatedRoutes } from '../../src/http/protocols/translated';
+import { loadConfig } from '../../src/config/load';
+import { builtinToolRoutes, translatedRoutes } from '../../src/http/protocols/translated';
 import { Router } from '../../src/upstream/routing';
 
 const channel = (id: string, protocol: string, priority: number, translation?: unknown) => ({
@@ -50,5 +51,29 @@ describe('translation in the config', () => {
     expect(ids('messages')).toEqual(['gem:generate-content', 'resp:responses', 'cc:chat-completions']);
     // The client's own protocol is never a translated route.
     expect(ids('chat-completions')).toEqual(['gem:generate-content', 'resp:responses']);
+  });
+});
+
+describe('built-in tools in the demo config', () => {
+  const router = new Router(loadConfig(undefined).config);
+  const ids = (model: string, client: ChatProtocol, tools: string[]) => builtinToolRoutes(router, model, client, tools).map((r) => r.channel.id);
+
+  it('sends image_generation from chat-completions clients of the newest responses family to its X1 channel', () => {
+    for (const model of ['gpt-5', 'gpt-5-mini', 'gpt-5-nano']) {
+      expect(ids(model, 'chat-completions', ['image_generation'])).toEqual(['openai-responses-x1-gpt5']);
+      expect(ids(model, 'responses', ['image_generation'])).toEqual(['openai-responses-x1-gpt5']);
+      expect(router.routes(model, 'responses').map((r) => r.channel.group)).toEqual(['X1']);
+    }
+  });
+
+  it('has no channel for image_generation on any other model or client protocol', () => {
+    for (const model of ['gpt-4o', 'o3', 'claude-sonnet-4-5', 'deepseek-chat']) expect(ids(model, 'chat-completions', ['image_generation'])).toEqual([]);
+    // Neither the messages nor the generate-content protocol can ask for the image tool.
+    expect(ids('gpt-5', 'messages', ['image_generation'])).toEqual([]);
+  });
+
+  it('keeps web_search on the native channel that lists it', () => {
+    expect(ids('gpt-5', 'chat-completions', ['web_search'])).toEqual(['openai-chat']);
+    expect(ids('gpt-5', 'chat-completions', ['web_search', 'image_generation'])).toEqual([]);
   });
 });

@@ -8,13 +8,13 @@ import type { ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
-import { costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
+import { builtinToolsHold, costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import type { Route, Router } from '../../upstream/routing';
 import { tryJson } from '../../upstream/json';
 import { readAhead } from '../../upstream/read-ahead';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
-import { decodeCall, isTranslated, translatedRoutes, translationFor, type DecodedCall, type Translation } from './translated';
+import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type DecodedCall, type Translation } from './translated';
 
 export interface RelayDeps {
   readonly ledger: Ledger;
@@ -42,7 +42,13 @@ interface CallContext extends CallFacts {
 
 type Settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) => void;
 
-const usageFields = (usage: Usage) => ({ input_tokens: usage.promptTokens, output_tokens: usage.outputTokens, cached_tokens: usage.cachedTokens });
+const usageFields = (usage: Usage) => ({
+  input_tokens: usage.promptTokens,
+  output_tokens: usage.outputTokens,
+  cached_tokens: usage.cachedTokens,
+  // Images of the built-in image tool, billed per image: shown as the row's units.
+  ...(usage.toolCalls?.image_generation ? { unit_count: usage.toolCalls.image_generation, unit_type: 'image' } : {}),
+});
 
 /**
  * One chat call, the same for every protocol: validate, resolve the model, hold the
@@ -88,7 +94,7 @@ export async function relayChat(
   // anything reaches the client, before a settlement and before another channel is tried.
   const hold = deps.ledger.reserveEarly(caller.accountId, {
     holdId,
-    amount: costOf(pricing, estimate),
+    amount: costOf(pricing, estimate) + builtinToolsHold(pricing, info.builtinTools),
     keyId: caller.keyId,
     spendCap: caller.key.settings.spend_cap,
     purpose: `chat ${model.id}`,
@@ -228,14 +234,13 @@ function routesFor(
   // No native channel: channels of another protocol that translate for this one.
   if (routes.length === 0) routes = translatedRoutes(deps.router, model.id, adapter.protocol);
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for the ${adapter.protocol} protocol.`);
-  // A built-in tool runs on the channel's own protocol: translation cannot carry it.
-  if (info.builtinTools.length > 0 && routes.some(isTranslated))
-    return reject('tool_not_supported', `The built-in tool \`${info.builtinTools[0]}\` is not supported for the model \`${model.id}\` on the ${adapter.protocol} protocol.`);
-  for (const tool of info.builtinTools) {
-    routes = routes.filter((r) => r.channel.tools.includes(tool));
-    if (routes.length === 0) return reject('tool_not_supported', `The built-in tool \`${tool}\` is not supported for the model \`${model.id}\`.`);
-  }
-  return routes;
+  if (info.builtinTools.length === 0) return routes;
+  // A built-in tool runs on a channel that lists it: natively, or through a translation that carries it.
+  const capable = builtinToolRoutes(deps.router, model.id, adapter.protocol, info.builtinTools);
+  if (capable.length > 0) return capable;
+  const missing = info.builtinTools.find((tool) => builtinToolRoutes(deps.router, model.id, adapter.protocol, [tool]).length === 0);
+  const tools = missing ? `The built-in tool \`${missing}\` is` : `The built-in tools ${info.builtinTools.map((t) => `\`${t}\``).join(' and ')} together are`;
+  return reject('tool_not_supported', `${tools} not supported for the model \`${model.id}\` on the ${adapter.protocol} protocol.`);
 }
 
 async function send(
@@ -390,7 +395,7 @@ async function relayStream(
   }
   const reported = observer.usage();
   const delivered = observer.outputChars();
-  const usage: Usage = reported ?? { ...estimate, outputTokens: tokensFromChars(delivered) };
+  const usage: Usage = reported ?? { ...estimate, outputTokens: tokensFromChars(delivered), toolCalls: observer.toolCalls?.() };
   // Never bill a stream at 0 when output was delivered.
   const billed = reported && reported.outputTokens === 0 && delivered > 0 ? { ...reported, outputTokens: tokensFromChars(delivered) } : usage;
   const complete = observer.completed() && broken === null;

@@ -5,7 +5,7 @@
  * channel, and the conversions of the answer and of the stream back to the client's protocol.
  * Usage is billed from the channel's own answer with its native extractor, exactly once.
  */
-import { CHAT_PROTOCOLS, channelServes, type ChatProtocol, type ModelConfig } from '../../config/schema';
+import { CHAT_PROTOCOLS, channelServes, type ChannelConfig, type ChatProtocol, type ModelConfig } from '../../config/schema';
 import type { ChatRequestInfo, ProtocolAdapter } from '../../upstream/contract';
 import { MAX_ESTIMATED_OUTPUT } from '../../upstream/pricing';
 import { chatCompletions } from '../../upstream/protocols/chat-completions';
@@ -13,7 +13,7 @@ import { generateContent } from '../../upstream/protocols/generate-content';
 import { messages } from '../../upstream/protocols/messages';
 import { responses } from '../../upstream/protocols/responses';
 import { MAX_CHANNELS_PER_REQUEST, type Route, type Router } from '../../upstream/routing';
-import { streamBridge, TRANSLATORS, type AnswerContext, type CanonicalRequest, type StreamBridge } from '../../upstream/translate';
+import { carriesBuiltinTool, streamBridge, TRANSLATORS, type AnswerContext, type CanonicalRequest, type StreamBridge } from '../../upstream/translate';
 
 const NATIVE: Readonly<Record<ChatProtocol, ProtocolAdapter>> = {
   'chat-completions': chatCompletions,
@@ -31,11 +31,21 @@ export const isTranslated = (route: Route): route is TranslatedRoute => 'via' in
 
 /** Channels of the other protocols that translate for `client`: lower priority first (each
  * protocol's own weighted order kept, the sort is stable), at most three. */
-export function translatedRoutes(router: Router, modelId: string, client: ChatProtocol): TranslatedRoute[] {
+export function translatedRoutes(router: Router, modelId: string, client: ChatProtocol, accept?: (channel: ChannelConfig, via: ChatProtocol) => boolean): TranslatedRoute[] {
   return CHAT_PROTOCOLS.filter((p) => p !== client)
-    .flatMap((via) => router.routes(modelId, via, (channel) => channelServes(channel, client)).map((route) => ({ ...route, via })))
+    .flatMap((via) => router.routes(modelId, via, (channel) => channelServes(channel, client) && (accept?.(channel, via) ?? true)).map((route) => ({ ...route, via })))
     .sort((a, b) => a.channel.priority - b.channel.priority)
     .slice(0, MAX_CHANNELS_PER_REQUEST);
+}
+
+/** The routes of a request with built-in tools: channels that list every one of them, native first;
+ * a translating channel only when the translation carries each tool to the channel's protocol
+ * (image_generation: chat-completions clients on responses channels). */
+export function builtinToolRoutes(router: Router, modelId: string, client: ChatProtocol, tools: readonly string[]): Route[] {
+  const offers = (channel: ChannelConfig) => tools.every((tool) => channel.tools.includes(tool));
+  const native = router.routes(modelId, client, offers);
+  if (native.length > 0) return native;
+  return translatedRoutes(router, modelId, client, (channel, via) => offers(channel) && tools.every((tool) => carriesBuiltinTool(client, via, tool)));
 }
 
 /** The client's request in canonical form, decoded once per call, with the fields it lost. */

@@ -55,6 +55,17 @@ export function responsesUsage(usage: ResponsesUsage | null | undefined): Usage 
   };
 }
 
+/** An output item of the built-in image tool that carries its image: one image billed. */
+const isImage = (item: unknown): boolean => {
+  const i = item as { type?: unknown; result?: unknown } | null;
+  return i?.type === 'image_generation_call' && typeof i.result === 'string' && i.result !== '';
+};
+
+/** `usage` with the images of `output` counted, or null when there is no usage. */
+function withImages(usage: Usage | null, images: number): Usage | null {
+  return usage && images > 0 ? { ...usage, toolCalls: { ...usage.toolCalls, image_generation: images } } : usage;
+}
+
 /** Tools the client runs itself; every other type is a built-in the channel must support. */
 const CLIENT_TOOLS = new Set(['function', 'custom']);
 
@@ -101,13 +112,18 @@ export const responses: ProtocolAdapter = {
   },
 
   authHeaders: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
-  usageOf: (response) => responsesUsage((response as { usage?: ResponsesUsage } | null)?.usage),
+  usageOf(response) {
+    const r = response as { usage?: ResponsesUsage; output?: unknown } | null;
+    return withImages(responsesUsage(r?.usage), Array.isArray(r?.output) ? r.output.filter(isImage).length : 0);
+  },
   errorMessage: openAiErrorMessage,
 
   observe(): StreamObserver {
     let usage: Usage | null = null;
     let chars = 0;
     let done = false;
+    /** Images delivered: counted as their items finish, so a stream cut after one still bills it. */
+    let images = 0;
     return {
       onEvent(event) {
         let data: { type?: string; delta?: unknown; item?: { type?: string; name?: unknown }; response?: { usage?: ResponsesUsage | null } };
@@ -120,14 +136,16 @@ export const responses: ProtocolAdapter = {
         if (OUTPUT_DELTAS.has(type) && typeof data.delta === 'string') chars += data.delta.length;
         else if (type === 'response.output_item.added' && data.item?.type === 'function_call' && typeof data.item.name === 'string')
           chars += data.item.name.length;
+        else if (type === 'response.output_item.done' && isImage(data.item)) images++;
         else if (TERMINAL.has(type)) {
           usage = responsesUsage(data.response?.usage) ?? usage;
           if (FINISHED.has(type)) done = true;
         }
         return true;
       },
-      usage: () => usage,
+      usage: () => withImages(usage, images),
       outputChars: () => chars,
+      toolCalls: () => (images > 0 ? { image_generation: images } : undefined),
       completed: () => done,
     };
   },

@@ -60,6 +60,14 @@ export interface FunctionTool {
   readonly parameters: Record<string, unknown>;
 }
 
+/** A built-in tool the upstream runs itself. Only the image tool travels through translation
+ * (a chat-completions client on a responses channel); its settings (`size`, `quality`, …) go to
+ * the channel as the client wrote them. */
+export interface BuiltinTool {
+  readonly type: 'image_generation';
+  readonly options?: Readonly<Record<string, unknown>>;
+}
+
 export type ToolChoice =
   | { readonly type: 'auto' }
   | { readonly type: 'none' }
@@ -84,6 +92,7 @@ export interface CanonicalRequest {
   readonly system?: string;
   readonly messages: readonly Message[];
   readonly tools?: readonly FunctionTool[];
+  readonly builtinTools?: readonly BuiltinTool[];
   readonly toolChoice?: ToolChoice;
   readonly parallelToolCalls?: boolean;
   readonly responseFormat?: ResponseFormat;
@@ -121,6 +130,8 @@ export type CanonicalEvent =
   | { readonly type: 'tool_call_start'; readonly index: number; readonly id: string; readonly name: string }
   | { readonly type: 'tool_call_delta'; readonly index: number; readonly arguments: string }
   | { readonly type: 'tool_call_end'; readonly index: number }
+  /** A finished image of the built-in image tool (base64 bytes). */
+  | { readonly type: 'image'; readonly mediaType: string; readonly data: string }
   | { readonly type: 'finish'; readonly reason: FinishReason }
   | { readonly type: 'usage'; readonly usage: Usage }
   | { readonly type: 'error'; readonly message: string; readonly code?: string };
@@ -166,6 +177,9 @@ export interface RequestOptions {
 /** Requests, answers and streams of one vendor protocol, to and from the canonical model. */
 export interface ProtocolTranslator {
   readonly protocol: ChatProtocol;
+  /** Built-in tools this protocol's decoder reads from a client request (`reads`), and those its
+   * encoder can ask a channel for and whose results its stream decoder reads back (`sends`). */
+  readonly builtinTools: { readonly reads: readonly BuiltinTool['type'][]; readonly sends: readonly BuiltinTool['type'][] };
   /** `params`: what generate-content carries in its path (model, stream). */
   decodeRequest(body: unknown, params?: { model?: string; stream?: boolean }): Translated<CanonicalRequest>;
   encodeRequest(request: CanonicalRequest, options: RequestOptions): Translated<Record<string, unknown>>;

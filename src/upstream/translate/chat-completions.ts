@@ -6,6 +6,7 @@
 import { openAiUsage } from '../protocols/chat-completions';
 import type {
   AnswerContext,
+  BuiltinTool,
   CanonicalEvent,
   CanonicalRequest,
   CanonicalResponse,
@@ -27,7 +28,9 @@ import {
   appendPart,
   asArray,
   asRecord,
+  builtinToolOf,
   compact,
+  dropBuiltinTools,
   eventData,
   imageFromUrl,
   imageToUrl,
@@ -128,10 +131,13 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
   const dropped = new Set(unreadKeys(b, READ));
   const { system, messages } = decodeMessages(asArray(b.messages), dropped);
   const tools: FunctionTool[] = [];
+  const builtinTools: BuiltinTool[] = [];
   for (const tool of asArray(b.tools)) {
     const t = asRecord(tool);
+    const builtin = builtinToolOf(t);
+    if (builtin) builtinTools.push(builtin);
     if (t.type !== 'function') {
-      dropped.add(`tools.${String(t.type)}`);
+      if (!builtin) dropped.add(`tools.${String(t.type)}`);
       continue;
     }
     const fn = asRecord(t.function);
@@ -144,6 +150,7 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
     system,
     messages,
     tools: tools.length > 0 ? tools : undefined,
+    builtinTools: builtinTools.length > 0 ? builtinTools : undefined,
     toolChoice: decodeToolChoice(b.tool_choice),
     parallelToolCalls: typeof b.parallel_tool_calls === 'boolean' ? b.parallel_tool_calls : undefined,
     responseFormat: decodeResponseFormat(b.response_format),
@@ -165,6 +172,8 @@ export function effortForBudget(budget: number): ReasoningEffort {
 
 export function encodeRequest(request: CanonicalRequest, options: { model: string }): { value: Json; dropped: string[] } {
   const dropped = new Set<string>();
+  // The gateway's own chat API takes built-in tools; vendors' chat-completions APIs do not.
+  dropBuiltinTools(request, dropped);
   const messages: Json[] = [];
   if (request.system !== undefined) messages.push({ role: 'system', content: request.system });
   for (const message of request.messages) {
@@ -349,6 +358,8 @@ export function streamEncoder(context: AnswerContext): StreamEncoder {
   let started = false;
   let finished = false;
   let usage: Usage | null = null;
+  /** What `delta.content` carried last: an image stands apart from text by a blank line. */
+  let content: 'none' | 'text' | 'image' = 'none';
   const frame = (object: Json): WireEvent => ({ event: undefined, data: JSON.stringify(object) });
   const chunk = (delta: Json, finishReason: string | null = null): WireEvent =>
     frame({
@@ -377,7 +388,13 @@ export function streamEncoder(context: AnswerContext): StreamEncoder {
       const out = start();
       switch (event.type) {
         case 'text_delta':
-          out.push(chunk({ content: event.text }));
+          out.push(chunk({ content: content === 'image' ? `\n\n${event.text}` : event.text }));
+          content = 'text';
+          break;
+        case 'image':
+          // The spec's chat streams: the built-in tool's image as markdown in `delta.content`, one chunk.
+          out.push(chunk({ content: `${content === 'none' ? '' : '\n\n'}![image](data:${event.mediaType};base64,${event.data})` }));
+          content = 'image';
           break;
         case 'reasoning_delta':
           out.push(chunk({ reasoning_content: event.text }));
@@ -414,6 +431,7 @@ export function streamEncoder(context: AnswerContext): StreamEncoder {
 
 export const chatCompletionsTranslator: ProtocolTranslator = {
   protocol: 'chat-completions',
+  builtinTools: { reads: ['image_generation'], sends: [] },
   decodeRequest,
   encodeRequest,
   decodeResponse,

@@ -24,7 +24,7 @@ import type {
   WireEvent,
 } from './canonical';
 import { jsonSchemaFromGemini } from './gemini-schema';
-import { argumentsObject, asArray, asRecord, BUDGET_FOR_EFFORT, compact, eventData, isRecord, num, OpenCalls, str, toolNameFor, unreadKeys, type Json } from './shared';
+import { argumentsObject, asArray, asRecord, BUDGET_FOR_EFFORT, compact, dropBuiltinTools, eventData, isRecord, num, OpenCalls, str, toolNameFor, unreadKeys, type Json } from './shared';
 
 const READ = ['contents', 'systemInstruction', 'generationConfig', 'tools', 'toolConfig', 'model'];
 const CONFIG_READ = ['temperature', 'topP', 'maxOutputTokens', 'stopSequences', 'responseMimeType', 'responseSchema', 'responseJsonSchema', 'thinkingConfig'];
@@ -161,6 +161,7 @@ export function decodeRequest(body: unknown, params: { model?: string; stream?: 
 
 export function encodeRequest(request: CanonicalRequest): { value: Json; dropped: string[] } {
   const dropped = new Set<string>();
+  dropBuiltinTools(request, dropped);
   const contents: Json[] = [];
   request.messages.forEach((message, at) => {
     const parts: Json[] = [];
@@ -393,6 +394,7 @@ export function streamEncoder(context: AnswerContext): StreamEncoder {
 
 export const generateContentTranslator: ProtocolTranslator = {
   protocol: 'generate-content',
+  builtinTools: { reads: [], sends: [] },
   decodeRequest,
   encodeRequest,
   decodeResponse,

@@ -15,6 +15,15 @@ export const TRANSLATORS: Readonly<Record<ChatProtocol, ProtocolTranslator>> = {
   'generate-content': generateContentTranslator,
 };
 
+/** Whether a client of one protocol can have a built-in tool run by a channel of another: the
+ * client's decoder reads it and the channel's encoder sends it (image_generation: chat-completions
+ * clients on responses channels). */
+export function carriesBuiltinTool(client: ChatProtocol, channel: ChatProtocol, tool: string): boolean {
+  return (
+    (TRANSLATORS[client].builtinTools.reads as readonly string[]).includes(tool) && (TRANSLATORS[channel].builtinTools.sends as readonly string[]).includes(tool)
+  );
+}
+
 /** A stream translated on the fly: upstream vendor events in, client vendor events out. */
 export interface StreamBridge {
   push(event: WireEvent): WireEvent[];

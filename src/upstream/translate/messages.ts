@@ -22,7 +22,7 @@ import type {
   Usage,
   WireEvent,
 } from './canonical';
-import { argumentsObject, BUDGET_FOR_EFFORT, asArray, asRecord, compact, eventData, num, OpenCalls, str, textOf, unreadKeys, type Json } from './shared';
+import { argumentsObject, BUDGET_FOR_EFFORT, asArray, asRecord, compact, dropBuiltinTools, eventData, num, OpenCalls, str, textOf, unreadKeys, type Json } from './shared';
 
 const READ = ['model', 'max_tokens', 'messages', 'system', 'stream', 'tools', 'tool_choice', 'temperature', 'top_p', 'stop_sequences', 'thinking'];
 
@@ -144,6 +144,7 @@ function encodeParts(message: Message, dropped: Set<string>): Json[] {
 
 export function encodeRequest(request: CanonicalRequest, options: RequestOptions): { value: Json; dropped: string[] } {
   const dropped = new Set<string>();
+  dropBuiltinTools(request, dropped);
   const maxTokens = request.maxOutputTokens ?? options.defaultMaxTokens;
   const messages = request.messages.flatMap((m) => {
     const content = encodeParts(m, dropped);
@@ -406,6 +407,7 @@ export function streamEncoder(context: AnswerContext): StreamEncoder {
 
 export const messagesTranslator: ProtocolTranslator = {
   protocol: 'messages',
+  builtinTools: { reads: [], sends: [] },
   decodeRequest,
   encodeRequest,
   decodeResponse,

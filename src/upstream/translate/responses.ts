@@ -4,6 +4,7 @@
  */
 import { responsesUsage } from '../protocols/responses';
 import type {
+  BuiltinTool,
   AnswerContext,
   CanonicalEvent,
   CanonicalRequest,
@@ -22,7 +23,7 @@ import type {
   WireEvent,
 } from './canonical';
 import { effortForBudget } from './chat-completions';
-import { appendPart, asArray, asRecord, compact, eventData, imageFromUrl, imageToUrl, num, OpenCalls, str, textOf, unreadKeys, type Json } from './shared';
+import { appendPart, asArray, asRecord, builtinToolOf, compact, eventData, imageFromUrl, imageToUrl, num, OpenCalls, str, textOf, unreadKeys, type Json } from './shared';
 
 const READ = ['model', 'input', 'instructions', 'stream', 'max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text', 'reasoning'];
 const EFFORTS = new Set(['minimal', 'low', 'medium', 'high']);
@@ -85,10 +86,13 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
     } else dropped.add(`input.${String(type)}`);
   }
   const tools: FunctionTool[] = [];
+  const builtinTools: BuiltinTool[] = [];
   for (const tool of asArray(b.tools)) {
     const t = asRecord(tool);
+    const builtin = builtinToolOf(t);
+    if (builtin) builtinTools.push(builtin);
     if (t.type !== 'function') {
-      dropped.add(`tools.${String(t.type)}`);
+      if (!builtin) dropped.add(`tools.${String(t.type)}`);
       continue;
     }
     tools.push(compact({ name: str(t.name) ?? '', description: str(t.description) ?? undefined, parameters: asRecord(t.parameters) }));
@@ -101,6 +105,7 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
     system: system.length > 0 ? system.join('\n\n') : undefined,
     messages,
     tools: tools.length > 0 ? tools : undefined,
+    builtinTools: builtinTools.length > 0 ? builtinTools : undefined,
     toolChoice: decodeToolChoice(b.tool_choice),
     parallelToolCalls: typeof b.parallel_tool_calls === 'boolean' ? b.parallel_tool_calls : undefined,
     responseFormat: decodeFormat(b.text, dropped),
@@ -144,6 +149,11 @@ export function encodeRequest(request: CanonicalRequest, options: { model: strin
   const choice = request.toolChoice;
   let effort = request.reasoning?.effort;
   if (!effort && request.reasoning?.budgetTokens !== undefined) effort = effortForBudget(request.reasoning.budgetTokens);
+  const tools: Json[] = [
+    // Responses makes function tools strict by default; a schema written for another vendor may not be.
+    ...(request.tools ?? []).map((t) => compact({ type: 'function', name: t.name, description: t.description, parameters: t.parameters, strict: false })),
+    ...(request.builtinTools ?? []).map((t) => ({ ...t.options, type: t.type })),
+  ];
   const value = compact({
     model: options.model,
     instructions: request.system,
@@ -153,7 +163,7 @@ export function encodeRequest(request: CanonicalRequest, options: { model: strin
     temperature: request.temperature,
     top_p: request.topP,
     // Responses makes function tools strict by default; a schema written for another vendor may not be.
-    tools: request.tools?.map((t) => compact({ type: 'function', name: t.name, description: t.description, parameters: t.parameters, strict: false })),
+    tools: tools.length > 0 ? tools : undefined,
     tool_choice: !choice ? undefined : choice.type === 'tool' ? { type: 'function', name: choice.name } : choice.type,
     parallel_tool_calls: request.parallelToolCalls,
     text: !format
@@ -304,6 +314,9 @@ export function streamDecoder(): StreamDecoder {
         }
         case 'response.output_item.done': {
           const item = asRecord(data.item);
+          // The image tool's result: the finished image, base64 (`output_format`, PNG by default).
+          if (item.type === 'image_generation_call')
+            return typeof item.result === 'string' && item.result !== '' ? [{ type: 'image', mediaType: `image/${str(item.output_format) ?? 'png'}`, data: item.result }] : [];
           const call = item.type === 'function_call' ? byItem.get(keyOf(data)) : undefined;
           if (!call) return [];
           // An upstream that sends the arguments only whole (no deltas): they arrive here.
@@ -469,6 +482,7 @@ export function streamEncoder(context: AnswerContext): StreamEncoder {
 
 export const responsesTranslator: ProtocolTranslator = {
   protocol: 'responses',
+  builtinTools: { reads: ['image_generation'], sends: ['image_generation'] },
   decodeRequest,
   encodeRequest,
   decodeResponse,

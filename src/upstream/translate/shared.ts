@@ -1,5 +1,5 @@
 /** Small helpers the four protocol translators share. Pure functions, no I/O. */
-import type { CanonicalEvent, ImageSource, Message, Part } from './canonical';
+import type { BuiltinTool, CanonicalEvent, CanonicalRequest, ImageSource, Message, Part } from './canonical';
 import { tryJson } from '../json';
 
 export type Json = Record<string, unknown>;
@@ -95,6 +95,20 @@ export class OpenCalls {
   endAll(): CanonicalEvent[] {
     return [...this.open].flatMap((index) => this.end(index));
   }
+}
+
+/** A built-in tool entry of an OpenAI request (`{type: image_generation, size, …}`) as the canonical
+ * tool, or undefined for a tool translation cannot carry. */
+export function builtinToolOf(tool: Json): BuiltinTool | undefined {
+  if (tool.type !== 'image_generation') return undefined;
+  const { type: _type, ...options } = tool;
+  return Object.keys(options).length > 0 ? { type: 'image_generation', options } : { type: 'image_generation' };
+}
+
+/** Built-in tools an encoder cannot send, reported as dropped (the relay routes such requests
+ * only to channels whose protocol sends them). */
+export function dropBuiltinTools(request: CanonicalRequest, dropped: Set<string>): void {
+  for (const tool of request.builtinTools ?? []) dropped.add(`tools.${tool.type}`);
 }
 
 /** Token budgets for an OpenAI-style effort, for vendors that think in budgets (Anthropic, Gemini). */

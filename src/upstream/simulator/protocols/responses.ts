@@ -15,6 +15,8 @@ import {
   type Turn,
 } from '../conversation';
 import { STREAM_ERRORS, vendorError } from '../errors';
+import { stripMarkers } from '../scenarios';
+import { PNG_BASE64 } from './images';
 import { eventFrame, nowSeconds, pad, sendJson, sendStream, type Ctx } from '../http';
 import { schemaTypeProblem } from '../schema-check';
 import { promptTokens } from '../tokens';
@@ -71,6 +73,31 @@ export function responsesMarkerText(body: unknown): string {
   return [t.userText, ...t.toolResults.map((r) => r.content)].join('\n');
 }
 
+/**
+ * The built-in image tool: one image per word "draw" in the latest user text, when the request offers
+ * `{type: image_generation}` and does not end with tool results. Each is an `image_generation_call`
+ * output item whose `result` is a base64 PNG (a 1×1 image whatever the `size`), placed before the
+ * message; `usage` counts the text model's tokens only, as OpenAI's does (the images are counted by
+ * their output items).
+ */
+function imageItems(b: Record<string, unknown>, turn: Turn, s: string): Record<string, unknown>[] {
+  const tool = asArray(b.tools).map(asRecord).find((t) => t.type === 'image_generation');
+  if (!tool || turn.toolResults.length > 0) return [];
+  const prompt = stripMarkers(turn.userText);
+  const count = prompt.match(/\bdraw\b/gi)?.length ?? 0;
+  return Array.from({ length: count }, (_, i) => ({
+    id: `ig_sim${s}_${i}`,
+    type: 'image_generation_call',
+    status: 'completed',
+    background: typeof tool.background === 'string' ? tool.background : 'opaque',
+    output_format: 'png',
+    quality: typeof tool.quality === 'string' ? tool.quality : 'medium',
+    size: typeof tool.size === 'string' ? tool.size : '1024x1024',
+    revised_prompt: prompt,
+    result: PNG_BASE64,
+  }));
+}
+
 function usageOf(reply: Reply, prompt: number): Record<string, unknown> {
   return {
     input_tokens: prompt,
@@ -110,7 +137,8 @@ export async function handleResponses(ctx: Ctx): Promise<void> {
     call_id: `call_sim${s}_${i}`,
     name: c.name,
   }));
-  const output: Record<string, unknown>[] = [...(reasoningItem ? [reasoningItem] : []), ...(messageItem ? [messageItem] : []), ...callItems];
+  const images = imageItems(b, turn, s);
+  const output: Record<string, unknown>[] = [...(reasoningItem ? [reasoningItem] : []), ...images, ...(messageItem ? [messageItem] : []), ...callItems];
 
   const responseObject = (st: string, out: unknown[], usage: unknown): Record<string, unknown> => ({
     id,
@@ -154,6 +182,16 @@ export async function handleResponses(ctx: Ctx): Promise<void> {
   if (reasoningItem) {
     emit('response.output_item.added', { output_index: outputIndex, item: reasoningItem });
     emit('response.output_item.done', { output_index: outputIndex, item: reasoningItem });
+    outputIndex++;
+  }
+  for (const image of images) {
+    const ref = { output_index: outputIndex, item_id: image.id };
+    const { result: _result, ...pending } = image;
+    emit('response.output_item.added', { output_index: outputIndex, item: { ...pending, status: 'in_progress' } });
+    emit('response.image_generation_call.in_progress', ref);
+    emit('response.image_generation_call.generating', ref);
+    emit('response.image_generation_call.completed', ref);
+    emit('response.output_item.done', { output_index: outputIndex, item: image });
     outputIndex++;
   }
   if (messageItem) {
