@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { pageFromMarkdown } from './commands/knowledge/markdown';
 import { startSimulator } from './upstream/simulator';
 import pino from 'pino';
+import { parse as parseYaml } from 'yaml';
 import { verifyLedger } from './projections/verify';
 import { allProjections } from './projections';
 import { ProjectionRunner } from './projections/runner/runner';
@@ -16,6 +17,11 @@ const USAGE = `Usage: gateway <command> [options]
   projections rebuild [NAME]              drop and replay one projection, or all (${allProjections.map((p) => p.name).join(', ')})
   projections status                      checkpoint of each projection
   ledger verify [--account ID]            replay the events and compare with the projections; exit 1 on a difference
+  ledger rerate --model M --from T --to T --price FILE [--apply --reference R] [--reason TEXT]
+                                          price a model's billed calls in [from, to) again (T: Unix seconds, RFC 3339
+                                          or YYYY-MM-DD; FILE: YAML/JSON price object); prints every affected call and
+                                          the difference per account; --apply appends one adjustment per account,
+                                          idempotent on R (admin API: POST /admin/v1/rerates)
 
   accounts create NAME                    (these talk to a running gateway's admin API:
   accounts list                            GATEWAY_URL, default http://HOST:PORT, and ADMIN_TOKEN
@@ -113,6 +119,44 @@ async function admin(settings: Settings, method: string, path: string, body?: un
   if (!response.ok) process.exitCode = 1;
 }
 
+/** A price file: the price object itself (`{input: "0.10", output: "0.40"}`), or `{price: {...}}`. */
+async function readPriceFile(path: string): Promise<unknown> {
+  const parsed: unknown = parseYaml(await readFile(path, 'utf8'));
+  if (parsed && typeof parsed === 'object' && 'price' in parsed) return (parsed as { price: unknown }).price;
+  return parsed;
+}
+
+interface RerateReport {
+  applied: boolean;
+  reference: string | null;
+  unchanged_calls: number;
+  calls: { account_id: string; request_id: string; submitted_at: number; old_cost_usd: string; new_cost_usd: string; difference_usd: string }[];
+  accounts: { account_id: string; calls: number; old_cost_usd: string; new_cost_usd: string; difference_usd: string; outcome?: string }[];
+  total: { old_cost_usd: string; new_cost_usd: string; difference_usd: string };
+}
+
+/** `ledger rerate`: the admin API's answer as two tab-separated tables (calls, then accounts). */
+async function rerate(settings: Settings, body: Record<string, unknown>) {
+  const response = await adminRequest(settings, 'POST', '/rerates', body);
+  if (!response.ok) {
+    process.stderr.write(`${response.text}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const report = JSON.parse(response.text) as RerateReport;
+  const lines = ['account_id\trequest_id\tsubmitted_at\told_cost_usd\tnew_cost_usd\tdifference_usd'];
+  for (const c of report.calls) lines.push([c.account_id, c.request_id, c.submitted_at, c.old_cost_usd, c.new_cost_usd, c.difference_usd].join('\t'));
+  lines.push('', `account_id\tcalls\told_cost_usd\tnew_cost_usd\tdifference_usd${report.applied ? '\toutcome' : ''}`);
+  for (const a of report.accounts)
+    lines.push([a.account_id, a.calls, a.old_cost_usd, a.new_cost_usd, a.difference_usd, ...(report.applied ? [a.outcome] : [])].join('\t'));
+  lines.push(
+    '',
+    `total: ${report.calls.length} call(s) change (${report.unchanged_calls} unchanged); old ${report.total.old_cost_usd}, new ${report.total.new_cost_usd}, difference ${report.total.difference_usd} USD`,
+    report.applied ? `applied as adjustment ${report.reference}` : 'dry run: nothing changed (add --apply --reference R to apply)',
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 /** Imports a folder of Markdown files (front matter optional) into a knowledge base,
  * storing each file as the page's source. */
 async function importKnowledge(settings: Settings, accountId: string, dir: string, kbId: string, withSources: boolean) {
@@ -186,6 +230,11 @@ export async function main(argv: string[]): Promise<void> {
     allowPositionals: true,
     options: {
       account: { type: 'string' },
+      model: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      price: { type: 'string' },
+      apply: { type: 'boolean' },
       reference: { type: 'string' },
       reason: { type: 'string' },
       rpm: { type: 'string' },
@@ -243,6 +292,17 @@ export async function main(argv: string[]): Promise<void> {
         for (const d of differences) process.stdout.write(`DIFF ${d.subject} ${d.field}: events say ${d.expected}, projection has ${d.actual}\n`);
         process.stdout.write(differences.length === 0 ? 'ledger verified: projections match the events\n' : `${differences.length} difference(s)\n`);
         if (differences.length > 0) process.exitCode = 1;
+      });
+
+    case 'ledger rerate':
+      return rerate(settings, {
+        model: need(values.model, '--model'),
+        from: need(values.from, '--from'),
+        to: need(values.to, '--to'),
+        price: await readPriceFile(need(values.price, '--price')),
+        apply: values.apply === true,
+        ...(values.reference !== undefined ? { reference: values.reference } : {}),
+        ...(values.reason !== undefined ? { reason: values.reason } : {}),
       });
 
     case 'accounts create':

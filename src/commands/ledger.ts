@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { keyStream, walletStream, type CallRecord, type KeyEvent, type KeySettings, type WalletEvent } from '../events/catalog';
 import type { EventStore, Position } from '../events/store/port';
 import { generateApiKey } from '../secrets/api-key';
@@ -6,7 +6,7 @@ import type { KeyVault } from '../secrets/key-vault';
 import type { DomainError } from './decision';
 import { CommandHandler, type Handled } from './handle-command';
 import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
-import { walletDecider, type WalletCommand, type WalletState } from './wallet/decider';
+import { walletDecider, type AdjustmentCall, type WalletCommand, type WalletState } from './wallet/decider';
 
 /** How the appends that meter calls (reserve, settle, release, rejected calls) commit.
  * `sync`: each waits for the WAL flush like every other command. `async`: they return once
@@ -218,6 +218,29 @@ export class Ledger {
       await this.metered(accountId, { type: 'RecordRejectedCall', call, now: this.now() }, `rejected:${call.request_id}`, deferrable),
       (state) => ({ state }),
     );
+  }
+
+  /**
+   * Corrects past charges of an account (a re-rate), idempotent on `reference`: the same reference
+   * a second time changes nothing and says so (`alreadyApplied`), whatever its calls.
+   */
+  async adjust(
+    accountId: string,
+    adjustment: { reference: string; reason: string; model: string; calls: readonly AdjustmentCall[] },
+    actor = 'admin',
+  ): Promise<Result<{ state: WalletState; alreadyApplied: boolean }>> {
+    const adjustmentId = `adj_${createHash('sha256').update(adjustment.reference).digest('hex').slice(0, 24)}`;
+    const handled = await this.wallet$(
+      accountId,
+      { type: 'Adjust', adjustmentId, ...adjustment, now: this.now() },
+      `adjust:${accountId}:${adjustment.reference}`,
+      actor,
+    );
+    if (!handled.ok && handled.error.code === 'adjustment_exists') {
+      const state = await this.wallet(accountId);
+      return { ok: true, position: null, state, alreadyApplied: true };
+    }
+    return outcome(handled, (state) => ({ state, alreadyApplied: handled.ok && handled.duplicate }));
   }
 
   async issueKey(accountId: string, settings: KeySettings, actor = 'admin'): Promise<Result<{ keyId: string; raw: string; state: KeyState }>> {

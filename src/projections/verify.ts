@@ -28,7 +28,7 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
         if (options.accountId && id !== options.accountId) continue;
         const event = decodeRecorded(recorded) as WalletEvent;
         wallets.set(id, evolveWallet(wallets.get(id) ?? initialWalletState, event));
-        if (['CreditGranted', 'WalletToppedUp', 'FundsReserved', 'HoldSettled', 'HoldReleased'].includes(event.type))
+        if (['CreditGranted', 'WalletToppedUp', 'FundsReserved', 'HoldSettled', 'HoldReleased', 'WalletAdjusted'].includes(event.type))
           walletEvents.set(id, (walletEvents.get(id) ?? 0) + 1);
       } else if (recorded.streamId.startsWith('key-')) {
         const id = recorded.streamId.slice('key-'.length);
@@ -46,7 +46,7 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
   const big = (v: string | null | undefined) => (v == null ? null : BigInt(v));
 
   const accountRows = await sql.query<Record<string, string | null>>(
-    `SELECT account_id, name, status, balance::text, held::text, credited::text, captured::text, rpm, concurrency FROM accounts
+    `SELECT account_id, name, status, balance::text, held::text, credited::text, captured::text, adjusted::text, rpm, concurrency FROM accounts
       WHERE $1::text IS NULL OR account_id = $1`,
     [options.accountId ?? null],
   );
@@ -65,11 +65,12 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
     compare(subject, 'held', state.held, big(row.held));
     compare(subject, 'credited', state.credited, big(row.credited));
     compare(subject, 'captured', state.captured, big(row.captured));
+    compare(subject, 'adjusted', state.adjusted, big(row.adjusted));
     compare(subject, 'rpm', state.limits.rpm, row.rpm === null ? null : Number(row.rpm));
     compare(subject, 'concurrency', state.limits.concurrency, row.concurrency === null ? null : Number(row.concurrency));
-    // Money is conserved: credits = balance + captured charges.
-    if (state.credited !== state.balance + state.captured)
-      differences.push({ subject, field: 'conservation', expected: String(state.credited), actual: String(state.balance + state.captured) });
+    // Money is conserved: credits = balance + captured charges + net adjustments.
+    if (state.credited !== state.balance + state.captured + state.adjusted)
+      differences.push({ subject, field: 'conservation', expected: String(state.credited), actual: String(state.balance + state.captured + state.adjusted) });
 
     const open = await sql.query<{ hold_id: string; amount: string }>(
       `SELECT hold_id, amount::text FROM holds WHERE account_id = $1 AND status = 'open' ORDER BY hold_id`,

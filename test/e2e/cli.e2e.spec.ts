@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChildGateway } from '../support/child-gateway';
 
@@ -37,6 +40,20 @@ describe('the README path: serve, create an account and a key, read the balance;
     expect(badTopup.code).toBe(1);
     expect(badTopup.stdout).toContain('topup_below_minimum');
     expect((await gw.run(['accounts', 'topup', accountId, '134.80', '--reference', 'inv-1'])).code).toBe(0);
+
+    // Finance: the demo call re-rated at a corrected price, first as a dry run, then applied once.
+    const priceFile = join(mkdtempSync(join(tmpdir(), 'rerate-')), 'price.yaml');
+    writeFileSync(priceFile, 'input: "1.50"\ncached_input: "0.75"\noutput: "6.00"\n');
+    const rerate = ['ledger', 'rerate', '--model', 'gpt-4o-mini', '--from', '2020-01-01', '--to', '2100-01-01', '--price', priceFile];
+    const dry = await gw.run(rerate);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain(accountId);
+    expect(dry.stdout).toContain('dry run');
+    const applied = await gw.run([...rerate, '--apply', '--reference', 'price-fix-1']);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toContain('applied as adjustment price-fix-1');
+    const repriced = (await (await fetch(`${gw.base}/v1/key/balance`, { headers: { 'x-api-key': raw } })).json()) as { used_usd: string };
+    expect(Number(repriced.used_usd)).toBeGreaterThan(Number(after.used_usd));
 
     await gw.stop();
     // Embedded mode: the operator commands open the same database once the server is down.

@@ -53,7 +53,8 @@ type Intent =
   | { type: 'Release'; hold: HoldRef }
   | { type: 'Deactivate' }
   | { type: 'Reactivate' }
-  | { type: 'SetLimits'; rpm: number | null; concurrency: number | null };
+  | { type: 'SetLimits'; rpm: number | null; concurrency: number | null }
+  | { type: 'Adjust'; reference: string; calls: { keyId: string | null; oldCost: bigint; newCost: bigint }[] };
 
 const HOLD_POOL = ['h0', 'h1', 'h2', 'h3'] as const;
 
@@ -121,6 +122,22 @@ const intent: fc.Arbitrary<Intent> = fc.oneof(
   { weight: 2, arbitrary: fc.constant({ type: 'Deactivate' as const }) },
   { weight: 2, arbitrary: fc.constant({ type: 'Reactivate' as const }) },
   { weight: 1, arbitrary: fc.record({ rpm: limit, concurrency: limit }).map((r) => ({ type: 'SetLimits' as const, ...r })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .record({
+        reference: fc.constantFrom('r1', 'r2', 'r3'),
+        calls: fc.array(
+          fc.record({
+            keyId: fc.constantFrom(null, 'k1', 'k2'),
+            oldCost: fc.oneof({ weight: 9, arbitrary: fc.bigInt({ min: 0n, max: 2n * USD }) }, { weight: 1, arbitrary: fc.constant(-1n) }),
+            newCost: fc.bigInt({ min: 0n, max: 2n * USD }),
+          }),
+          { maxLength: 4 },
+        ),
+      })
+      .map((r) => ({ type: 'Adjust' as const, ...r })),
+  },
 );
 
 /** A few commands before the account exists (all refused), the opening, then up to 40 commands. */
@@ -141,6 +158,9 @@ class Model {
   status: 'none' | 'active' | 'inactive' = 'none';
   credited = 0n;
   captured = 0n;
+  /** Net debits of adjustments: Σ(new − old). */
+  adjusted = 0n;
+  readonly references = new Set<string>();
   readonly open = new Map<string, ModelHold>();
   /** Every hold id that ever had a FundsReserved. */
   readonly reserved = new Set<string>();
@@ -151,7 +171,7 @@ class Model {
   private fresh = 0;
 
   get balance() {
-    return this.credited - this.captured;
+    return this.credited - this.captured - this.adjusted;
   }
 
   get held() {
@@ -222,6 +242,16 @@ class Model {
         return { type: 'Reactivate', now: NOW };
       case 'SetLimits':
         return { type: 'SetLimits', rpm: intent.rpm, concurrency: intent.concurrency, now: NOW };
+      case 'Adjust':
+        return {
+          type: 'Adjust',
+          adjustmentId: `adj-${intent.reference}`,
+          reference: intent.reference,
+          reason: 'rerate',
+          model: 'm',
+          calls: intent.calls.map((c, i) => ({ requestId: `req${i}`, ...c })),
+          now: NOW,
+        };
     }
   }
 
@@ -248,6 +278,10 @@ class Model {
         break;
       case 'Release':
         if (!this.open.has(command.holdId)) reasons.push('hold_not_open');
+        break;
+      case 'Adjust':
+        if (this.references.has(command.reference)) reasons.push('adjustment_exists');
+        if (command.calls.length === 0 || command.calls.some((c) => c.oldCost < 0n || c.newCost < 0n)) reasons.push('invalid_adjustment');
         break;
     }
     return reasons;
@@ -285,6 +319,23 @@ class Model {
         return [{ type: 'AccountLimitsSet', data: { rpm: command.rpm, concurrency: command.concurrency, at: NOW } }];
       case 'RecordRejectedCall':
         return [{ type: 'CallRejected', data: { call: command.call, at: NOW } }];
+      case 'Adjust':
+        return [
+          {
+            type: 'WalletAdjusted',
+            data: {
+              adjustment_id: command.adjustmentId,
+              reference: command.reference,
+              reason: command.reason,
+              model: command.model,
+              amount: command.calls.reduce((sum, c) => sum + c.oldCost - c.newCost, 0n),
+              part: 0,
+              parts: 1,
+              calls: command.calls.map((c) => ({ request_id: c.requestId, key_id: c.keyId, old_cost: c.oldCost, new_cost: c.newCost })),
+              at: NOW,
+            },
+          },
+        ];
     }
   }
 
@@ -336,6 +387,13 @@ class Model {
         return;
       case 'AccountLimitsSet':
         return;
+      case 'WalletAdjusted':
+        this.references.add(event.data.reference);
+        for (const call of event.data.calls) {
+          this.adjusted += call.new_cost - call.old_cost;
+          if (call.key_id !== null) this.keySpent.set(call.key_id, (this.keySpent.get(call.key_id) ?? 0n) + call.new_cost - call.old_cost);
+        }
+        return;
     }
   }
 }
@@ -384,6 +442,8 @@ function expectSameState(actual: WalletState, expected: WalletState, what: strin
     actual.held === expected.held &&
     actual.credited === expected.credited &&
     actual.captured === expected.captured &&
+    actual.adjusted === expected.adjusted &&
+    actual.adjustments.equals(expected.adjustments) &&
     actual.limits.rpm === expected.limits.rpm &&
     actual.limits.concurrency === expected.limits.concurrency &&
     Object.keys(actual).length === Object.keys(expected).length &&
@@ -393,10 +453,14 @@ function expectSameState(actual: WalletState, expected: WalletState, what: strin
 }
 
 function checkState(state: WalletState, model: Model) {
-  // (a) conservation: credited (grants + top-ups) == balance + captured
+  // (a) conservation: credited (grants + top-ups) == balance + captured + adjusted
   check(state.credited === model.credited, `(a) credited ${state.credited} != model ${model.credited}`);
   check(state.captured === model.captured, `(a) captured ${state.captured} != model ${model.captured}`);
-  check(state.credited === state.balance + state.captured, `(a) credited ${state.credited} != balance ${state.balance} + captured ${state.captured}`);
+  check(state.adjusted === model.adjusted, `(a) adjusted ${state.adjusted} != model ${model.adjusted}`);
+  check(
+    state.credited === state.balance + state.captured + state.adjusted,
+    `(a) credited ${state.credited} != balance ${state.balance} + captured ${state.captured} + adjusted ${state.adjusted}`,
+  );
   check(state.balance === model.balance, `(a) balance ${state.balance} != model ${model.balance}`);
   check(state.status === model.status, `status ${state.status} != model ${model.status}`);
 
@@ -568,6 +632,8 @@ describe('wallet decider: money invariants (model-based)', () => {
         'refused:account_exists',
         'refused:account_inactive',
         'refused:account_not_found',
+        'refused:adjustment_exists',
+        'refused:invalid_adjustment',
         'refused:hold_exists',
         'refused:hold_not_open',
         'refused:insufficient_funds',

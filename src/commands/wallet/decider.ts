@@ -51,6 +51,11 @@ export interface WalletState {
   readonly keys: PersistentMap<string, KeyUsage>;
   readonly credited: bigint;
   readonly captured: bigint;
+  /** Net amount taken by adjustments (re-rates): Σ(new − old) over adjusted calls. Money is
+   * conserved as credited = balance + captured + adjusted. */
+  readonly adjusted: bigint;
+  /** References of the adjustments applied: an operator's re-rate runs once. */
+  readonly adjustments: PersistentSet<string>;
   readonly limits: { readonly rpm: number | null; readonly concurrency: number | null };
 }
 
@@ -66,6 +71,8 @@ export const initialWalletState: WalletState = {
   keys: PersistentMap<string, KeyUsage>(),
   credited: 0n,
   captured: 0n,
+  adjusted: 0n,
+  adjustments: PersistentSet<string>(),
   limits: { rpm: null, concurrency: null },
 };
 
@@ -90,7 +97,28 @@ export type WalletCommand =
   | { type: 'RecordRejectedCall'; call: CallRecord; now: number }
   | { type: 'Deactivate'; reason: string; now: number }
   | { type: 'Reactivate'; now: number }
-  | { type: 'SetLimits'; rpm: number | null; concurrency: number | null; now: number };
+  | { type: 'SetLimits'; rpm: number | null; concurrency: number | null; now: number }
+  | {
+      type: 'Adjust';
+      adjustmentId: string;
+      reference: string;
+      reason: string;
+      model: string;
+      calls: readonly AdjustmentCall[];
+      now: number;
+    };
+
+/** A call an adjustment re-prices: its captured cost and its cost at the new price. */
+export interface AdjustmentCall {
+  readonly requestId: string;
+  readonly keyId: string | null;
+  readonly oldCost: bigint;
+  readonly newCost: bigint;
+}
+
+/** Calls per WalletAdjusted event: a re-rate of a busy account's month is several events of
+ * one append, so no single event grows without bound. */
+export const ADJUSTMENT_PART_CALLS = 1_000;
 
 export type WalletErrorCode =
   | 'account_not_found'
@@ -102,7 +130,9 @@ export type WalletErrorCode =
   | 'spend_cap_exceeded'
   | 'hold_exists'
   | 'hold_not_open'
-  | 'invalid_limits';
+  | 'invalid_limits'
+  | 'invalid_adjustment'
+  | 'adjustment_exists';
 
 type WalletDecision = Decision<WalletEvent, WalletErrorCode>;
 
@@ -140,6 +170,8 @@ function copy(state: WalletState): { -readonly [K in keyof WalletState]: WalletS
     keys: state.keys,
     credited: state.credited,
     captured: state.captured,
+    adjusted: state.adjusted,
+    adjustments: state.adjustments,
     limits: state.limits,
   };
 }
@@ -195,6 +227,19 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
     case 'AccountLimitsSet':
       next.limits = { rpm: event.data.rpm, concurrency: event.data.concurrency };
       return next;
+    case 'WalletAdjusted': {
+      next.balance = state.balance + event.data.amount;
+      next.adjusted = state.adjusted - event.data.amount;
+      next.adjustments = state.adjustments.add(event.data.reference);
+      let keys = state.keys;
+      for (const call of event.data.calls) {
+        if (call.key_id === null) continue;
+        const u = keys.get(call.key_id) ?? { spent: 0n, held: 0n };
+        keys = keys.set(call.key_id, { spent: u.spent + call.new_cost - call.old_cost, held: u.held });
+      }
+      next.keys = keys;
+      return next;
+    }
     default:
       return state;
   }
@@ -300,9 +345,38 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
         data: { rpm: command.rpm, concurrency: command.concurrency, at: command.now },
       });
 
+    case 'Adjust':
+      return adjust(command, state);
+
     default:
       return assertNever(command);
   }
+}
+
+function adjust(command: Extract<WalletCommand, { type: 'Adjust' }>, state: WalletState): WalletDecision {
+  if (state.adjustments.has(command.reference)) return refuse('adjustment_exists', `adjustment ${command.reference} was already applied to this account`);
+  if (command.calls.length === 0) return refuse('invalid_adjustment', 'an adjustment needs at least one call');
+  if (command.calls.some((c) => c.oldCost < 0n || c.newCost < 0n)) return refuse('invalid_adjustment', 'a call cannot cost less than 0');
+  const parts = Math.ceil(command.calls.length / ADJUSTMENT_PART_CALLS);
+  const events: WalletEvent[] = [];
+  for (let part = 0; part < parts; part++) {
+    const calls = command.calls.slice(part * ADJUSTMENT_PART_CALLS, (part + 1) * ADJUSTMENT_PART_CALLS);
+    events.push({
+      type: 'WalletAdjusted',
+      data: {
+        adjustment_id: command.adjustmentId,
+        reference: command.reference,
+        reason: command.reason,
+        model: command.model,
+        amount: calls.reduce((sum, c) => sum + c.oldCost - c.newCost, 0n),
+        part,
+        parts,
+        calls: calls.map((c) => ({ request_id: c.requestId, key_id: c.keyId, old_cost: c.oldCost, new_cost: c.newCost })),
+        at: command.now,
+      },
+    });
+  }
+  return accept(...events);
 }
 
 export const walletDecider: Decider<WalletCommand, WalletState, WalletEvent, WalletErrorCode> = {

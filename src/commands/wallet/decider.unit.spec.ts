@@ -2,14 +2,22 @@ import { describe, expect, it } from 'vitest';
 import { decodeEvent, type WalletEvent } from '../../events/catalog';
 import { parseUsd } from '../../money/usd';
 import {
+  ADJUSTMENT_PART_CALLS,
   CLOSED_HOLD_GENERATION,
   MINIMUM_TOPUP,
   SIGNUP_GRANT,
   available,
   decide,
+  evolve,
+  initialWalletState,
   type WalletCommand,
   walletDecider,
 } from './decider';
+
+function expectAccepted(decision: ReturnType<typeof decide>): WalletEvent[] {
+  if (!decision.ok) throw new Error(`refused: ${decision.error.code}`);
+  return [...decision.events];
+}
 import { givenWhenThen } from '../../../test/support/decider';
 
 // ---------------------------------------------------------------------------
@@ -469,5 +477,25 @@ describe('wallet decider: purity', () => {
     for (const command of [settle('h-1', 1n), release('h-1'), reserve('h-2', 1n, 'k-1', usd('5')), deactivate(), topUp(MINIMUM_TOPUP)])
       decide(command, state);
     expect(state).toEqual(snapshot);
+  });
+});
+
+describe('adjustments (re-rates)', () => {
+  it('split a large re-rate into parts of at most ADJUSTMENT_PART_CALLS calls, appended together', () => {
+    let state = initialWalletState;
+    for (const event of expectAccepted(decide({ type: 'OpenAccount', accountId: 'a', name: 'a', now: 1 }, state))) state = evolve(state, event);
+    const calls = Array.from({ length: 2 * ADJUSTMENT_PART_CALLS + 1 }, (_, i) => ({ requestId: `r${i}`, keyId: i % 2 ? 'k1' : null, oldCost: 10n, newCost: 13n }));
+    const events = expectAccepted(decide({ type: 'Adjust', adjustmentId: 'adj', reference: 'fix', reason: 'r', model: 'm', calls, now: 2 }, state));
+    expect(events.map((e) => (e.type === 'WalletAdjusted' ? [e.data.part, e.data.parts, e.data.calls.length] : null))).toEqual([
+      [0, 3, ADJUSTMENT_PART_CALLS],
+      [1, 3, ADJUSTMENT_PART_CALLS],
+      [2, 3, 1],
+    ]);
+    for (const event of events) state = evolve(state, event);
+    expect(state.balance).toBe(SIGNUP_GRANT - 3n * BigInt(calls.length));
+    expect(state.keys.get('k1')?.spent).toBe(3n * BigInt(ADJUSTMENT_PART_CALLS));
+    expect(state.credited).toBe(state.balance + state.captured + state.adjusted);
+    const again = decide({ type: 'Adjust', adjustmentId: 'adj', reference: 'fix', reason: 'r', model: 'm', calls, now: 3 }, state);
+    expect(again.ok ? null : again.error.code).toBe('adjustment_exists');
   });
 });

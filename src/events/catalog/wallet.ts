@@ -73,6 +73,35 @@ export const AccountLimitsSet = defineEvent(
   }),
 );
 
+/** One re-rated call inside an adjustment: what it cost, what it costs at the new price. */
+export const AdjustedCall = z.object({
+  request_id: z.string(),
+  key_id: z.string().nullable(),
+  old_cost: Units,
+  new_cost: Units,
+});
+
+/**
+ * A correction of past charges (a re-rate), never a rewrite of them: `amount` is added to the
+ * balance (positive = credit back, negative = further debit) and equals Σ(old_cost − new_cost)
+ * over `calls`. A re-rate of many calls is split into parts of at most ADJUSTMENT_PART_CALLS
+ * calls, appended together; `reference` names the operator's run and makes it idempotent.
+ */
+export const WalletAdjusted = defineEvent(
+  'WalletAdjusted',
+  z.object({
+    adjustment_id: z.string(),
+    reference: z.string(),
+    reason: z.string(),
+    model: z.string(),
+    amount: Units,
+    part: z.number().int().nonnegative(),
+    parts: z.number().int().positive(),
+    calls: z.array(AdjustedCall),
+    at: Timestamp,
+  }),
+);
+
 export const walletEvents = [
   AccountOpened,
   CreditGranted,
@@ -84,6 +113,7 @@ export const walletEvents = [
   AccountReactivated,
   AccountLimitsSet,
   CallRejected,
+  WalletAdjusted,
 ] as const;
 
 export type WalletEvent = EventOf<(typeof walletEvents)[number]>;

@@ -14,6 +14,7 @@ import type { Sql } from '../../storage/sql';
 import { AdminError, fromDomain, parse } from './admin-error';
 import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
 import { logRoutes } from './logs';
+import { rerateRoutes } from './rerate';
 
 export interface AdminOptions extends KnowledgeAdminOptions {
   readonly now?: () => number;
@@ -105,6 +106,7 @@ export function adminRoutes(options: AdminOptions) {
     const settled = async (position: Position | null) => runner.waitFor(position);
     await app.register(knowledgeAdminRoutes(options));
     await app.register(logRoutes(sql, options.now ?? (() => Math.floor(Date.now() / 1000))));
+    await app.register(rerateRoutes({ ledger, runner, sql, registry }));
 
     async function existingAccount(accountId: string) {
       const state = await ledger.wallet(accountId);

@@ -9,6 +9,8 @@ export interface AccountChange {
   held: bigint;
   credited: bigint;
   captured: bigint;
+  /** Net debits of adjustments (re-rates). */
+  adjusted: bigint;
   status: 'active' | 'inactive' | null;
   limits: { rpm: number | null; concurrency: number | null } | null;
   updatedAt: number;
@@ -32,6 +34,8 @@ export interface HoldChange {
 export interface AccountsChanges {
   readonly accounts: Map<string, AccountChange>;
   readonly holds: Map<string, HoldChange>;
+  /** What adjustments add to each key's spend (outside any hold). */
+  readonly keySpend: Map<string, { accountId: string; spent: bigint }>;
 }
 
 export const holdKey = (accountId: string, holdId: string) => `${accountId}\u0000${holdId}`;
@@ -41,10 +45,11 @@ export const holdKey = (accountId: string, holdId: string) => `${accountId}\u000
 export function foldAccounts(items: readonly ProjectedEvent[]): AccountsChanges {
   const accounts = new Map<string, AccountChange>();
   const holds = new Map<string, HoldChange>();
+  const keySpend = new Map<string, { accountId: string; spent: bigint }>();
   const account = (accountId: string, at: number): AccountChange => {
     let change = accounts.get(accountId);
     if (!change) {
-      change = { accountId, opened: null, balance: 0n, held: 0n, credited: 0n, captured: 0n, status: null, limits: null, updatedAt: at };
+      change = { accountId, opened: null, balance: 0n, held: 0n, credited: 0n, captured: 0n, adjusted: 0n, status: null, limits: null, updatedAt: at };
       accounts.set(accountId, change);
     }
     change.updatedAt = at;
@@ -112,9 +117,21 @@ export function foldAccounts(items: readonly ProjectedEvent[]): AccountsChanges 
       case 'AccountLimitsSet':
         account(accountId, event.data.at).limits = { rpm: event.data.rpm, concurrency: event.data.concurrency };
         break;
+      case 'WalletAdjusted': {
+        const a = account(accountId, event.data.at);
+        a.balance += event.data.amount;
+        a.adjusted -= event.data.amount;
+        for (const call of event.data.calls) {
+          if (call.key_id === null) continue;
+          const k = keySpend.get(call.key_id) ?? { accountId, spent: 0n };
+          k.spent += call.new_cost - call.old_cost;
+          keySpend.set(call.key_id, k);
+        }
+        break;
+      }
       default:
         break;
     }
   }
-  return { accounts, holds };
+  return { accounts, holds, keySpend };
 }

@@ -21,6 +21,7 @@ CREATE TABLE IF NOT EXISTS accounts (
   created_at bigint NOT NULL,
   updated_at bigint NOT NULL
 );
+ALTER TABLE accounts ADD COLUMN IF NOT EXISTS adjusted bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS holds (
   hold_id text NOT NULL,
   account_id text NOT NULL,
@@ -43,9 +44,10 @@ CREATE TABLE IF NOT EXISTS key_spend (
 );`,
 
   async applyBatch(tx, items, writes = WHOLE) {
-    const { accounts, holds } = foldAccounts(items);
+    const { accounts, holds, keySpend } = foldAccounts(items);
     await writeAccounts(tx, [...accounts.values()]);
     await writeHolds(tx, holds, writes);
+    await writeAdjustedSpend(tx, keySpend);
   },
 };
 
@@ -55,9 +57,9 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
   const opened = changes.filter((c) => c.opened !== null);
   if (opened.length)
     await tx.query(
-      `INSERT INTO accounts (account_id, name, status, balance, held, credited, captured, rpm, concurrency, created_at, updated_at)
+      `INSERT INTO accounts (account_id, name, status, balance, held, credited, captured, rpm, concurrency, created_at, updated_at, adjusted)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
-                            $8::int[], $9::int[], $10::bigint[], $11::bigint[])`,
+                            $8::int[], $9::int[], $10::bigint[], $11::bigint[], $12::bigint[])`,
       [
         opened.map((c) => c.accountId),
         opened.map((c) => c.opened!.name),
@@ -70,6 +72,7 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
         opened.map((c) => c.limits?.concurrency ?? null),
         opened.map((c) => c.opened!.at),
         opened.map((c) => c.updatedAt),
+        opened.map((c) => text(c.adjusted)),
       ],
     );
   const existing = changes.filter((c) => c.opened === null);
@@ -77,13 +80,13 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
     await tx.query(
       `UPDATE accounts AS a
           SET balance = a.balance + d.balance, held = a.held + d.held, credited = a.credited + d.credited,
-              captured = a.captured + d.captured, status = coalesce(d.status, a.status),
+              captured = a.captured + d.captured, adjusted = a.adjusted + d.adjusted, status = coalesce(d.status, a.status),
               rpm = CASE WHEN d.limits_set THEN d.rpm ELSE a.rpm END,
               concurrency = CASE WHEN d.limits_set THEN d.concurrency ELSE a.concurrency END,
               updated_at = d.updated_at
          FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::boolean[],
-                     $8::int[], $9::int[], $10::bigint[])
-              AS d(account_id, balance, held, credited, captured, status, limits_set, rpm, concurrency, updated_at)
+                     $8::int[], $9::int[], $10::bigint[], $11::bigint[])
+              AS d(account_id, balance, held, credited, captured, status, limits_set, rpm, concurrency, updated_at, adjusted)
         WHERE a.account_id = d.account_id`,
       [
         existing.map((c) => c.accountId),
@@ -96,6 +99,7 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
         existing.map((c) => c.limits?.rpm ?? null),
         existing.map((c) => c.limits?.concurrency ?? null),
         existing.map((c) => c.updatedAt),
+        existing.map((c) => text(c.adjusted)),
       ],
     );
 }
@@ -158,5 +162,17 @@ async function writeHolds(tx: SqlQuery, holds: ReadonlyMap<string, HoldChange>, 
      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
      ON CONFLICT (key_id) DO UPDATE SET spent = key_spend.spent + EXCLUDED.spent, held = key_spend.held + EXCLUDED.held`,
     [keys.map(([k]) => k), keys.map(([, s]) => s.accountId), keys.map(([, s]) => text(s.spent)), keys.map(([, s]) => text(s.held))],
+  );
+}
+
+/** Re-rates move a key's spend outside any hold. */
+async function writeAdjustedSpend(tx: SqlQuery, keySpend: ReadonlyMap<string, { accountId: string; spent: bigint }>) {
+  if (keySpend.size === 0) return;
+  const keys = [...keySpend.entries()];
+  await tx.query(
+    `INSERT INTO key_spend (key_id, account_id, spent, held)
+     SELECT k, a, s, 0 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(k, a, s)
+     ON CONFLICT (key_id) DO UPDATE SET spent = key_spend.spent + EXCLUDED.spent`,
+    [keys.map(([k]) => k), keys.map(([, s]) => s.accountId), keys.map(([, s]) => text(s.spent))],
   );
 }

@@ -34,11 +34,17 @@ CREATE TABLE IF NOT EXISTS call_log (
   result_urls text[] NOT NULL,
   result_expires_at bigint
 );
+-- What re-rates changed: the signed sum of (new cost − old cost), and the last re-rate's reference.
+ALTER TABLE call_log ADD COLUMN IF NOT EXISTS adjustment bigint NOT NULL DEFAULT 0;
+ALTER TABLE call_log ADD COLUMN IF NOT EXISTS adjustment_reference text;
 CREATE INDEX IF NOT EXISTS call_log_by_account_time ON call_log (account_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS call_log_by_request ON call_log (request_id);`,
 
   async applyBatch(tx, items, writes = WHOLE) {
     await inSlices(items.flatMap(toRow), writes, (rows) => insertRows(tx, rows));
+    // A call's row always comes before any adjustment of it in the log, so after this batch's inserts.
+    const adjusted = adjustments(items);
+    if (adjusted.length > 0) await adjustRows(tx, adjusted);
   },
 };
 
@@ -79,4 +85,36 @@ function toRow({ event, recorded }: ProjectedEvent): Row[] {
   else if (event.type === 'CallRejected') call = event.data.call;
   if (!call) return [];
   return [{ id: recorded.id, accountId: recorded.streamId.slice('wallet-'.length), call, cost, at: (event.data as { at: number }).at }];
+}
+
+interface Adjustment {
+  account_id: string;
+  request_id: string;
+  delta: string;
+  reference: string;
+}
+
+/** What the batch's re-rates change per call, summed when one batch re-rates a call twice. */
+function adjustments(items: readonly ProjectedEvent[]): Adjustment[] {
+  const byCall = new Map<string, { accountId: string; requestId: string; delta: bigint; reference: string }>();
+  for (const { event, recorded } of items) {
+    if (event.type !== 'WalletAdjusted') continue;
+    const accountId = recorded.streamId.slice('wallet-'.length);
+    for (const call of event.data.calls) {
+      const key = `${accountId}\u0000${call.request_id}`;
+      const prior = byCall.get(key);
+      const delta = (prior?.delta ?? 0n) + call.new_cost - call.old_cost;
+      byCall.set(key, { accountId, requestId: call.request_id, delta, reference: event.data.reference });
+    }
+  }
+  return [...byCall.values()].map((a) => ({ account_id: a.accountId, request_id: a.requestId, delta: String(a.delta), reference: a.reference }));
+}
+
+async function adjustRows(tx: SqlQuery, adjusted: readonly Adjustment[]) {
+  await tx.query(
+    `UPDATE call_log AS c SET adjustment = c.adjustment + a.delta, adjustment_reference = a.reference
+       FROM json_to_recordset($1::json) AS a(account_id text, request_id text, delta bigint, reference text)
+      WHERE c.account_id = a.account_id AND c.request_id = a.request_id AND c.status IN ('success', 'interrupted')`,
+    [JSON.stringify(adjusted)],
+  );
 }

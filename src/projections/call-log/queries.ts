@@ -1,4 +1,5 @@
 import { formatUsd } from '../../money/usd';
+import type { BilledCall } from '../../commands/rerate';
 import type { SqlQuery } from '../../storage/sql';
 
 export const CSV_COLUMNS = [
@@ -23,6 +24,9 @@ export const CSV_COLUMNS = [
   'attempts_count',
   'result_urls',
   'result_expires_at',
+  // Past the spec's columns: what a re-rate changed (signed USD) and its reference.
+  'adjustment_usd',
+  'adjustment_reference',
 ] as const;
 
 export const DEFAULT_WINDOW_S = 30 * 24 * 3600;
@@ -64,6 +68,8 @@ export interface LogRow {
   attempts_count: number;
   result_urls: string[];
   result_expires_at: number | null;
+  adjustment_usd: string;
+  adjustment_reference: string | null;
 }
 
 interface RawRow {
@@ -89,6 +95,8 @@ interface RawRow {
   attempts_count: number;
   result_urls: string[];
   result_expires_at: string | null;
+  adjustment: string;
+  adjustment_reference: string | null;
 }
 
 /** Newest first, filtered, keyset-paged. Returns one row more than asked when there is a next page. */
@@ -113,7 +121,8 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
     `SELECT c.id::text AS id, c.created_at::text AS created_at, c.key_id, k.name AS key_name, k.prefix AS key_prefix, c.model, c.status,
             c.error_code, c.error_message, c.input_tokens::text AS input_tokens, c.output_tokens::text AS output_tokens,
             c.cached_tokens::text AS cached_tokens, c.unit_count, c.unit_type, c.cost::text AS cost, c.latency_ms, c.request_id,
-            c.task_id, c.submitted_at::text AS submitted_at, c.attempts_count, c.result_urls, c.result_expires_at::text AS result_expires_at
+            c.task_id, c.submitted_at::text AS submitted_at, c.attempts_count, c.result_urls, c.result_expires_at::text AS result_expires_at,
+            c.adjustment::text AS adjustment, c.adjustment_reference
        FROM call_log c LEFT JOIN api_keys k ON k.key_id = c.key_id
       WHERE ${where.join(' AND ')}
       ORDER BY c.created_at DESC, c.id DESC
@@ -143,6 +152,8 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
     attempts_count: r.attempts_count,
     result_urls: r.result_urls,
     result_expires_at: r.result_expires_at === null ? null : Number(r.result_expires_at),
+    adjustment_usd: formatUsd(BigInt(r.adjustment)),
+    adjustment_reference: r.adjustment_reference,
   }));
 }
 
@@ -163,7 +174,7 @@ export interface UsageTotals {
 export async function usageTotals(sql: SqlQuery, accountId: string, from: number, to: number, keyId?: string) {
   const rows = await sql.query<{ model: string; status: string; n: string; input: string; output: string; cached: string; cost: string }>(
     `SELECT model, status, count(*)::text AS n, sum(input_tokens)::text AS input, sum(output_tokens)::text AS output,
-            sum(cached_tokens)::text AS cached, sum(cost)::text AS cost
+            sum(cached_tokens)::text AS cached, sum(cost + adjustment)::text AS cost
        FROM call_log
       WHERE account_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text IS NULL OR key_id = $4)
       GROUP BY model, status ORDER BY model, status`,
@@ -195,4 +206,39 @@ export async function usageTotals(sql: SqlQuery, accountId: string, from: number
     }
   }
   return { total, byModel };
+}
+
+/** Billed calls (success, interrupted) of a model submitted in [from, to), by account, for a
+ * re-rate; `cost` is the capture plus earlier adjustments. At most `limit` rows. */
+export async function billedCalls(sql: SqlQuery, model: string, from: number, to: number, limit: number): Promise<BilledCall[]> {
+  const rows = await sql.query<{
+    account_id: string;
+    request_id: string;
+    key_id: string | null;
+    submitted_at: string;
+    input_tokens: string;
+    output_tokens: string;
+    cached_tokens: string;
+    unit_count: number | null;
+    cost: string;
+  }>(
+    `SELECT account_id, request_id, key_id, submitted_at::text AS submitted_at, input_tokens::text AS input_tokens,
+            output_tokens::text AS output_tokens, cached_tokens::text AS cached_tokens, unit_count, (cost + adjustment)::text AS cost
+       FROM call_log
+      WHERE model = $1 AND submitted_at >= $2 AND submitted_at < $3 AND status IN ('success', 'interrupted')
+      ORDER BY account_id, submitted_at, id
+      LIMIT $4`,
+    [model, from, to, limit],
+  );
+  return rows.map((r) => ({
+    accountId: r.account_id,
+    requestId: r.request_id,
+    keyId: r.key_id,
+    submittedAt: Number(r.submitted_at),
+    inputTokens: Number(r.input_tokens),
+    outputTokens: Number(r.output_tokens),
+    cachedTokens: Number(r.cached_tokens),
+    unitCount: r.unit_count,
+    cost: BigInt(r.cost),
+  }));
 }

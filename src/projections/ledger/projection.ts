@@ -77,7 +77,7 @@ interface Entry {
   accountId: string;
   seq: bigint;
   eventId: string;
-  type: 'grant' | 'topup' | 'hold' | 'capture' | 'release';
+  type: 'grant' | 'topup' | 'hold' | 'capture' | 'release' | 'adjustment';
   amount: bigint;
   /** What the movement adds to the balance and to the held amount. */
   balance: bigint;
@@ -116,6 +116,9 @@ function toEntry(item: ProjectedEvent): Entry | null {
       return entry(item, 'capture', event.data.captured, -event.data.captured, -event.data.hold_amount, event.data.hold_id, undefined, null, event.data.at);
     case 'HoldReleased':
       return entry(item, 'release', event.data.amount, 0n, -event.data.amount, event.data.hold_id, undefined, event.data.reason, event.data.at);
+    case 'WalletAdjusted':
+      // Signed: a credit back is positive, a further debit negative.
+      return entry(item, 'adjustment', event.data.amount, event.data.amount, 0n, null, null, event.data.reference, event.data.at);
     default:
       return null;
   }
@@ -126,7 +129,7 @@ const holdKey = (accountId: string, holdId: string) => `${accountId}\u0000${hold
 /** Keys of the holds that the batch captures or releases but an earlier batch reserved. */
 async function holdKeys(tx: SqlQuery, entries: readonly Entry[]): Promise<Map<string, string | null>> {
   const reservedHere = new Set(entries.filter((e) => e.type === 'hold').map((e) => holdKey(e.accountId, e.holdId!)));
-  const wanted = entries.filter((e) => e.keyId === undefined && !reservedHere.has(holdKey(e.accountId, e.holdId!)));
+  const wanted = entries.filter((e) => e.holdId !== null && e.keyId === undefined && !reservedHere.has(holdKey(e.accountId, e.holdId!)));
   const keys = new Map<string, string | null>();
   if (wanted.length === 0) return keys;
   const rows = await tx.query<{ account_id: string; hold_id: string; key_id: string | null }>(

@@ -1,0 +1,92 @@
+import type { ModelConfig } from '../config/schema';
+import { parseUsd } from '../money/usd';
+import { costOf, pricingOf } from '../upstream/pricing';
+
+/**
+ * Re-rating: past calls of one model priced again at a corrected price. Finance asks for it when
+ * a price was wrong for a while; the log is never rewritten: each account gets one adjustment
+ * (WalletAdjusted events, see the wallet decider) for the difference, idempotent on a reference.
+ *
+ * This module is the pure part: what a billed call costs at a price, and the plan of a re-rate.
+ */
+
+/** A billed call as the call log shows it. `cost` is what it costs now: its capture plus any
+ * earlier adjustment, so that re-rates of the same calls compose. */
+export interface BilledCall {
+  readonly accountId: string;
+  readonly requestId: string;
+  readonly keyId: string | null;
+  readonly submittedAt: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cachedTokens: number;
+  readonly unitCount: number | null;
+  readonly cost: bigint;
+}
+
+export interface RatedCall extends BilledCall {
+  readonly newCost: bigint;
+}
+
+export interface AccountRerate {
+  readonly accountId: string;
+  readonly calls: readonly RatedCall[];
+  readonly oldCost: bigint;
+  readonly newCost: bigint;
+}
+
+export interface ReratePlan {
+  /** Calls whose cost changes, grouped by account in the order they came. */
+  readonly accounts: readonly AccountRerate[];
+  /** Calls of the window whose cost stays the same. */
+  readonly unchanged: number;
+}
+
+export class RerateError extends Error {}
+
+/** The models a re-rate can price: token-billed text and per-image. */
+export function rerateable(model: ModelConfig): boolean {
+  return model.kind === 'text' || (model.kind === 'image' && model.price.per_image !== undefined);
+}
+
+/**
+ * What a call costs at `model`'s price, from the token classes and units its row records (input,
+ * cached input, output; images). Fees and multipliers outside the price object (cache writes,
+ * long context) apply as the model's config says.
+ */
+export function costAt(model: ModelConfig, call: BilledCall): bigint {
+  if (model.kind === 'image') {
+    if (model.price.per_image === undefined) throw new RerateError(`the price of ${model.id} has no per_image`);
+    return parseUsd(model.price.per_image) * BigInt(call.unitCount ?? 0);
+  }
+  if (model.kind !== 'text') throw new RerateError(`re-rating supports token-billed and per-image models, not ${model.kind} (${model.id})`);
+  return costOf(pricingOf(model), {
+    promptTokens: call.inputTokens,
+    cachedTokens: call.cachedTokens,
+    cacheWriteTokens: 0,
+    outputTokens: call.outputTokens,
+    reasoningTokens: 0,
+  });
+}
+
+/** Prices every call again at `model`'s price and keeps those whose cost changes. */
+export function planRerate(model: ModelConfig, calls: readonly BilledCall[]): ReratePlan {
+  const byAccount = new Map<string, { calls: RatedCall[]; oldCost: bigint; newCost: bigint }>();
+  let unchanged = 0;
+  for (const call of calls) {
+    const newCost = costAt(model, call);
+    if (newCost === call.cost) {
+      unchanged += 1;
+      continue;
+    }
+    let account = byAccount.get(call.accountId);
+    if (!account) {
+      account = { calls: [], oldCost: 0n, newCost: 0n };
+      byAccount.set(call.accountId, account);
+    }
+    account.calls.push({ ...call, newCost });
+    account.oldCost += call.cost;
+    account.newCost += newCost;
+  }
+  return { accounts: [...byAccount].map(([accountId, a]) => ({ accountId, ...a })), unchanged };
+}

@@ -1,0 +1,131 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Ledger } from '../../commands/ledger';
+import { planRerate, rerateable, RerateError, type AccountRerate } from '../../commands/rerate';
+import type { ModelRegistry } from '../../config/registry';
+import { PriceSchema } from '../../config/schema';
+import { formatUsd } from '../../money/usd';
+import { billedCalls } from '../../projections/call-log/queries';
+import type { ProjectionRunner } from '../../projections/runner/runner';
+import type { SqlQuery } from '../../storage/sql';
+import { AdminError, fromDomain, parse } from './admin-error';
+
+/** More calls than this in one window: narrow it (a re-rate holds its plan in memory). */
+export const RERATE_MAX_CALLS = 200_000;
+
+/** Unix seconds, RFC 3339, or YYYY-MM-DD (UTC midnight). */
+const Instant = z.union([
+  z.number().int().nonnegative(),
+  z
+    .string()
+    .trim()
+    .transform((text, ctx) => {
+      if (/^\d+$/.test(text)) return Number(text);
+      const ms = /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : /^\d{4}-\d{2}-\d{2}T/.test(text) ? Date.parse(text) : NaN;
+      if (Number.isNaN(ms)) {
+        ctx.addIssue({ code: 'custom', message: 'expected Unix seconds, RFC 3339 or YYYY-MM-DD' });
+        return z.NEVER;
+      }
+      return Math.floor(ms / 1000);
+    }),
+]);
+
+const Rerate = z
+  .object({
+    model: z.string().trim().min(1).max(200),
+    from: Instant,
+    to: Instant,
+    price: PriceSchema,
+    apply: z.boolean().default(false),
+    reference: z.string().trim().min(1).max(200).optional(),
+    reason: z.string().trim().max(500).optional(),
+  })
+  .strict()
+  .refine((r) => r.from < r.to, { message: 'from must be before to', path: ['from'] })
+  .refine((r) => !r.apply || r.reference !== undefined, { message: 'apply needs a reference (it makes the re-rate idempotent)', path: ['reference'] });
+
+export interface RerateOptions {
+  readonly ledger: Ledger;
+  readonly runner: ProjectionRunner;
+  readonly sql: SqlQuery;
+  readonly registry: ModelRegistry;
+}
+
+const usd = (units: bigint) => formatUsd(units);
+
+/**
+ * `POST /admin/v1/rerates`: a dry run by default (every affected call with its old cost, new cost
+ * and difference, and per-account totals); with `apply: true` one adjustment per account,
+ * idempotent on `reference`. Differences are new − old: positive charges more, negative refunds.
+ */
+export function rerateRoutes({ ledger, runner, sql, registry }: RerateOptions) {
+  return async (app: FastifyInstance) => {
+    app.post('/rerates', async (request) => {
+      const body = parse(Rerate, request.body);
+      const model = registry.resolve(body.model);
+      if (!model) throw new AdminError(404, 'model_not_found', `model ${body.model} is not in the catalogue`);
+      const priced = { ...model, price: body.price };
+      if (!rerateable(priced)) throw new AdminError(400, 'invalid_request', `re-rating supports token-billed and per-image models; ${model.id} is ${model.kind}`);
+
+      // The call log is a projection: it must have every call the log holds before it is read.
+      await runner.catchUpToHead();
+      const calls = await billedCalls(sql, model.id, body.from, body.to, RERATE_MAX_CALLS + 1);
+      if (calls.length > RERATE_MAX_CALLS)
+        throw new AdminError(400, 'invalid_request', `more than ${RERATE_MAX_CALLS} billed calls in the window; re-rate it in shorter windows`);
+      let plan;
+      try {
+        plan = planRerate(priced, calls);
+      } catch (error) {
+        if (error instanceof RerateError) throw new AdminError(400, 'invalid_request', error.message);
+        throw error;
+      }
+
+      const outcomes = new Map<string, 'applied' | 'already_applied'>();
+      if (body.apply) {
+        for (const account of plan.accounts) {
+          const result = await ledger.adjust(account.accountId, {
+            reference: body.reference!,
+            reason: body.reason ?? `re-rate of ${model.id}`,
+            model: model.id,
+            calls: account.calls.map((c) => ({ requestId: c.requestId, keyId: c.keyId, oldCost: c.cost, newCost: c.newCost })),
+          });
+          if (!result.ok) throw fromDomain(result.error);
+          outcomes.set(account.accountId, result.alreadyApplied ? 'already_applied' : 'applied');
+        }
+        await runner.catchUpToHead();
+      }
+
+      const total = (pick: (a: AccountRerate) => bigint) => plan.accounts.reduce((sum, a) => sum + pick(a), 0n);
+      return {
+        object: 'rerate',
+        model: model.id,
+        from: body.from,
+        to: body.to,
+        price: body.price,
+        applied: body.apply,
+        reference: body.reference ?? null,
+        unchanged_calls: plan.unchanged,
+        calls: plan.accounts.flatMap((a) =>
+          a.calls.map((c) => ({
+            account_id: a.accountId,
+            request_id: c.requestId,
+            key_id: c.keyId,
+            submitted_at: c.submittedAt,
+            old_cost_usd: usd(c.cost),
+            new_cost_usd: usd(c.newCost),
+            difference_usd: usd(c.newCost - c.cost),
+          })),
+        ),
+        accounts: plan.accounts.map((a) => ({
+          account_id: a.accountId,
+          calls: a.calls.length,
+          old_cost_usd: usd(a.oldCost),
+          new_cost_usd: usd(a.newCost),
+          difference_usd: usd(a.newCost - a.oldCost),
+          ...(body.apply ? { outcome: outcomes.get(a.accountId) } : {}),
+        })),
+        total: { old_cost_usd: usd(total((a) => a.oldCost)), new_cost_usd: usd(total((a) => a.newCost)), difference_usd: usd(total((a) => a.newCost - a.oldCost)) },
+      };
+    });
+  };
+}
