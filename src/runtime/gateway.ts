@@ -10,6 +10,7 @@ import { Ledger, type CallCommit } from '../commands/ledger';
 import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
 import type { GatewayConfig } from '../config/schema';
+import { checkedStore } from '../events/store/checked';
 import { createPostgresEventStore, migrateEvents } from '../events/store/postgres';
 import type { EventStore } from '../events/store/port';
 import { buildApp, type AppDeps } from '../http/app';
@@ -100,9 +101,11 @@ export async function openStorage(settings: Settings, sqlOverride?: Sql): Promis
     sql = await openPglite(join(settings.dataDir, 'pglite'));
   }
   // The EventStoreDB client (gRPC) is loaded only when EVENTSTORE_URL is set.
-  const store = settings.eventStoreUrl
+  const engine = settings.eventStoreUrl
     ? (await import('../events/store/eventstoredb')).createEventStoreDbStore(settings.eventStoreUrl)
     : createPostgresEventStore(sql);
+  // Every engine: an event that could not be read back is refused before it is written.
+  const store = checkedStore(engine);
   if (!settings.eventStoreUrl) await migrateEvents(sql);
   await sql.exec(KEY_VAULT_SCHEMA);
   return {
