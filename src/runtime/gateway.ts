@@ -18,7 +18,9 @@ import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from '..
 import { objectStoreFromEnv } from '../objects/store';
 import { allProjections } from '../projections';
 import { KnowledgeQueries } from '../projections/knowledge/queries';
-import { ProjectionRunner } from '../projections/runner/runner';
+import { GatewayMetrics } from '../metrics/metrics';
+import { metricsRoute, metricsTokenOf } from '../metrics/route';
+import { ProjectionRunner, type Parking } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
 import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
 import { acquireDataDirLock } from '../storage/data-dir-lock';
@@ -127,6 +129,8 @@ export interface Gateway {
   readonly registry: ModelRegistry;
   readonly knowledge: KnowledgeService;
   readonly adminToken: string;
+  /** This instance's metrics registry (`GET /metrics`). */
+  readonly metrics: GatewayMetrics;
   close(): Promise<void>;
 }
 
@@ -157,7 +161,12 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Download links are signed with a key derived from the key-encryption secret, never the secret itself.
   const linkSecret = createHmac('sha256', secret.value).update('object-download-links').digest('hex');
   const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
-  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, { pendingAppends: () => ledger.idle() });
+  // Told of parked events once the app (and its logger) exists.
+  let reportParked: (projection: string, parked: readonly Parking[]) => void = () => {};
+  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, {
+    pendingAppends: () => ledger.idle(),
+    onParked: (projection, parked) => reportParked(projection, parked),
+  });
   await runner.migrate();
   // One store: the app's Idempotency-Key plugin claims keys in it, the purge below trims it.
   const idempotency = new IdempotencyStore(storage.sql, {
@@ -192,6 +201,15 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.imageTimings ? { imageTimings: overrides.imageTimings } : {}),
   });
   reportLimiterError = (error) => app.log.warn({ err: error }, 'rate limiter: redis connection error');
+  reportParked = (projection, parked) => {
+    for (const { event, error } of parked)
+      app.log.error(
+        { projection, streamId: event.streamId, revision: String(event.revision), eventId: event.id, type: event.type, error },
+        'projection parked an event it cannot apply; the rest of its stream is parked too (gateway ledger verify --parked)',
+      );
+  };
+  const metrics = new GatewayMetrics({ parkedEvents: () => runner.parkedCounts() }, (error) => app.log.warn({ err: error }, 'metrics: a value could not be read'));
+  await app.register(metricsRoute({ metrics, token: metricsTokenOf(settings.env) }));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
@@ -204,6 +222,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     registry,
     knowledge,
     adminToken,
+    metrics,
     async close() {
       stopSweeper();
       stopIdempotencyPurge();
