@@ -15,13 +15,14 @@ const USAGE = `Usage: gateway <command> [options]
 
   serve                                   run the gateway (env: PORT, HOST, DATA_DIR, DATABASE_URL, ...)
   projections rebuild [NAME]              drop and replay one projection, or all (${allProjections.map((p) => p.name).join(', ')})
-  projections status                      checkpoint of each projection
+  projections status                      checkpoint and parked events of each projection
   ledger verify [--account ID]            replay the events and compare with the projections; exit 1 on a difference
   ledger rerate --model M --from T --to T --price FILE [--apply --reference R] [--reason TEXT]
                                           price a model's billed calls in [from, to) again (T: Unix seconds, RFC 3339
                                           or YYYY-MM-DD; FILE: YAML/JSON price object); prints every affected call and
                                           the difference per account; --apply appends one adjustment per account,
                                           idempotent on R (admin API: POST /admin/v1/rerates)
+  ledger verify --parked                  list the events the projections parked (could not apply); exit 1 if any
 
   accounts create NAME                    (these talk to a running gateway's admin API:
   accounts list                            GATEWAY_URL, default http://HOST:PORT, and ADMIN_TOKEN
@@ -251,6 +252,7 @@ export async function main(argv: string[]): Promise<void> {
       readers: { type: 'string' },
       kb: { type: 'string' },
       'no-sources': { type: 'boolean' },
+      parked: { type: 'boolean' },
     },
   });
   const [group, action, ...rest] = positionals;
@@ -279,15 +281,26 @@ export async function main(argv: string[]): Promise<void> {
 
     case 'projections status':
       return withRunner(settings, async (runner) => {
+        const parked = await runner.parkedCounts();
         for (const p of runner.projections) {
           const at = await runner.checkpoint(p.name);
-          process.stdout.write(`${p.name}\tcommit=${at.commit}\tprepare=${at.prepare}\n`);
+          process.stdout.write(`${p.name}\tcommit=${at.commit}\tprepare=${at.prepare}\tparked=${parked.get(p.name) ?? 0}\n`);
         }
       });
 
     case 'ledger verify':
       return withRunner(settings, async (runner, storage) => {
         await runner.catchUpToHead();
+        if (values.parked) {
+          const parked = await runner.parkedEvents();
+          for (const e of parked)
+            process.stdout.write(
+              `PARKED ${e.projection} ${e.streamId} revision=${e.revision} type=${e.type} event=${e.eventId} position=${e.position.commit}/${e.position.prepare}: ${e.error}\n`,
+            );
+          process.stdout.write(parked.length === 0 ? 'no parked events\n' : `${parked.length} parked event(s)\n`);
+          if (parked.length > 0) process.exitCode = 1;
+          return;
+        }
         const differences = await verifyLedger(storage.store, storage.sql, values.account ? { accountId: values.account } : {});
         for (const d of differences) process.stdout.write(`DIFF ${d.subject} ${d.field}: events say ${d.expected}, projection has ${d.actual}\n`);
         process.stdout.write(differences.length === 0 ? 'ledger verified: projections match the events\n' : `${differences.length} difference(s)\n`);

@@ -1,3 +1,4 @@
+import { UnreadableEventError } from '../events/catalog';
 import type { Sql } from '../storage/sql';
 import type { Ledger } from './ledger';
 
@@ -13,9 +14,19 @@ export async function sweepExpiredHolds(sql: Sql, ledger: Ledger, now: number, l
     [now, limit],
   );
   let released = 0;
+  const unreadable = new Set<string>();
   for (const hold of expired) {
-    // The projection may lag; the aggregate decides whether the hold is still open.
-    const state = await ledger.wallet(hold.account_id);
+    // The projection may lag; the aggregate decides whether the hold is still open. A wallet whose
+    // stream cannot be read keeps its holds (its account answers 503) and holds back no other.
+    if (unreadable.has(hold.account_id)) continue;
+    const state = await ledger.wallet(hold.account_id).catch((error: unknown) => {
+      if (error instanceof UnreadableEventError) return null;
+      throw error;
+    });
+    if (state === null) {
+      unreadable.add(hold.account_id);
+      continue;
+    }
     const open = state.holds.get(hold.hold_id);
     if (!open || open.expiresAt > now) continue;
     const result = await ledger.release(hold.account_id, hold.hold_id, 'expired');

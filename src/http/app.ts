@@ -9,7 +9,8 @@ import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { ProjectionRunner } from '../projections/runner/runner';
 import type { Sql } from '../storage/sql';
 import { adminRoutes } from './admin/routes';
-import { GatewayError, sendError } from './errors';
+import { UnreadableEventError } from '../events/catalog';
+import { GatewayError, sendError, unavailable } from './errors';
 import { authPlugin } from './plugins/auth';
 import { rateLimitPlugin } from './plugins/rate-limit';
 import { idempotencyPlugin } from './plugins/idempotency';
@@ -73,6 +74,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof GatewayError) return sendError(request, reply, error);
+    if (error instanceof UnreadableEventError) {
+      request.log.error({ err: error, streamId: error.streamId, revision: String(error.revision) }, 'a stream of the log cannot be read');
+      return sendError(request, reply, unavailable(error.streamId, request.id));
+    }
     const status = (error as { statusCode?: number }).statusCode;
     // Fastify's own refusals (unparsable JSON, body too large, bad content type) are the client's fault.
     if (status !== undefined && status >= 400 && status < 500)

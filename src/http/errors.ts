@@ -37,6 +37,8 @@ export const ERROR_CODES = {
   internal_error: { status: 500, chat: 'server_error', messages: 'api_error', generate: 'INTERNAL' },
   upstream_unreachable: { status: 502, chat: 'api_error', messages: 'api_error', generate: 'UNAVAILABLE' },
   no_channel_available: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
+  // Not in the spec's table (docs/operations.md): this account's ledger holds an event the gateway cannot read.
+  account_unavailable: { status: 503, chat: 'server_error', messages: 'api_error', generate: 'UNAVAILABLE' },
   upstream_timeout: { status: 504, chat: 'api_error', messages: 'api_error', generate: 'DEADLINE_EXCEEDED' },
 } as const satisfies Record<string, CodeInfo>;
 
@@ -109,4 +111,14 @@ export function upstreamErrorBody(shape: ErrorShape, status: number, message: st
 export function upstreamErrorCode(status: number): string {
   const body = upstreamErrorBody('chat', status, '') as { error: { code: string } };
   return body.error.code;
+}
+
+/** A stream of the log that cannot be read (UnreadableEventError) as the client sees it: its
+ * account, key or base is unavailable; every other one goes on. */
+export function unavailable(streamId: string, requestId: string): GatewayError {
+  const what = streamId.startsWith('key-') ? 'this API key' : streamId.startsWith('wallet-') ? 'this account' : 'this resource';
+  return new GatewayError(
+    'account_unavailable',
+    `The records of ${what} cannot be read right now: the ledger holds an event this gateway cannot decode. Other accounts are not affected; contact support with request id ${requestId}.`,
+  );
 }

@@ -1,4 +1,4 @@
-import { decodeRecorded, type KeyEvent, type WalletEvent } from '../events/catalog';
+import { UnreadableEventError, decodeRecorded, type KeyEvent, type WalletEvent } from '../events/catalog';
 import type { EventStore } from '../events/store/port';
 import { START } from '../events/store/port';
 import { evolve as evolveKey, initialKeyState, type KeyState } from '../commands/key/decider';
@@ -13,31 +13,47 @@ export interface Difference {
 }
 
 /** Folds every wallet and key stream from the log and compares the result with the
- * read models. An empty list means the projections say exactly what the events say. */
+ * read models. An empty list means the projections say exactly what the events say.
+ * A stream with an event the projections parked (or that the catalog cannot decode) is folded
+ * up to that event, as the projections keep it, and the parked event is itself a difference. */
 export async function verifyLedger(store: EventStore, sql: Sql, options: { accountId?: string } = {}): Promise<Difference[]> {
+  const differences: Difference[] = [];
   const wallets = new Map<string, WalletState>();
   const walletEvents = new Map<string, number>();
   const keys = new Map<string, KeyState>();
+  const cut = await parkedStreams(sql, differences, options.accountId);
+  const stopped = new Set<string>();
   for (let after = START; ; ) {
     const batch = await store.readAll({ after, maxCount: 1000 });
     if (batch.length === 0) break;
     for (const recorded of batch) {
       after = recorded.position;
-      if (recorded.streamId.startsWith('wallet-')) {
+      const wallet = recorded.streamId.startsWith('wallet-');
+      if (!wallet && !recorded.streamId.startsWith('key-')) continue;
+      if (wallet && options.accountId && recorded.streamId !== `wallet-${options.accountId}`) continue;
+      const from = cut.get(recorded.streamId);
+      if (stopped.has(recorded.streamId) || (from !== undefined && recorded.revision >= from)) continue;
+      let event;
+      try {
+        event = decodeRecorded(recorded);
+      } catch (error) {
+        if (!(error instanceof UnreadableEventError)) throw error;
+        stopped.add(recorded.streamId);
+        differences.push({ subject: `stream ${recorded.streamId}`, field: `event ${recorded.revision} (${recorded.type})`, expected: 'decodable', actual: error.reason });
+        continue;
+      }
+      if (wallet) {
         const id = recorded.streamId.slice('wallet-'.length);
-        if (options.accountId && id !== options.accountId) continue;
-        const event = decodeRecorded(recorded) as WalletEvent;
-        wallets.set(id, evolveWallet(wallets.get(id) ?? initialWalletState, event));
+        wallets.set(id, evolveWallet(wallets.get(id) ?? initialWalletState, event as WalletEvent));
         if (['CreditGranted', 'WalletToppedUp', 'FundsReserved', 'HoldSettled', 'HoldReleased', 'WalletAdjusted'].includes(event.type))
           walletEvents.set(id, (walletEvents.get(id) ?? 0) + 1);
-      } else if (recorded.streamId.startsWith('key-')) {
+      } else {
         const id = recorded.streamId.slice('key-'.length);
-        keys.set(id, evolveKey(keys.get(id) ?? initialKeyState, decodeRecorded(recorded) as KeyEvent));
+        keys.set(id, evolveKey(keys.get(id) ?? initialKeyState, event as KeyEvent));
       }
     }
   }
 
-  const differences: Difference[] = [];
   const compare = (subject: string, field: string, expected: unknown, actual: unknown) => {
     const e = expected === undefined ? 'null' : JSON.stringify(expected, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
     const a = actual === undefined ? 'null' : JSON.stringify(actual, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
@@ -133,4 +149,32 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
   }
   for (const id of keyRowsById.keys()) differences.push({ subject: `key ${id}`, field: 'row', expected: 'absent (no events)', actual: 'present' });
   return differences;
+}
+
+/** The read models verify compares: a stream parked by one of them is compared up to the event parked. */
+const COMPARED = ['accounts', 'ledger', 'keys'];
+
+/** Where each stream parked by a compared projection stops (its first parked revision); each parked
+ * stream is a difference, whatever the projection (see `gateway ledger verify --parked`). */
+async function parkedStreams(sql: Sql, differences: Difference[], accountId: string | undefined): Promise<Map<string, bigint>> {
+  const rows = await sql.query<{ projection: string; stream_id: string; revision: string; event_type: string; error: string; n: number }>(
+    `SELECT DISTINCT ON (projection, stream_id) projection, stream_id, revision::text AS revision, event_type, error,
+            (count(*) OVER (PARTITION BY projection, stream_id))::int AS n
+       FROM projection_parked_events ORDER BY projection, stream_id, revision`,
+  );
+  const cut = new Map<string, bigint>();
+  for (const row of rows) {
+    if (accountId !== undefined && row.stream_id !== `wallet-${accountId}`) continue;
+    const revision = BigInt(row.revision);
+    differences.push({
+      subject: `stream ${row.stream_id}`,
+      field: `parked by ${row.projection}`,
+      expected: 'every event applied',
+      actual: `${row.n} event(s) parked from revision ${revision} (${row.event_type}: ${row.error})`,
+    });
+    if (!COMPARED.includes(row.projection)) continue;
+    const before = cut.get(row.stream_id);
+    if (before === undefined || revision < before) cut.set(row.stream_id, revision);
+  }
+  return cut;
 }

@@ -10,6 +10,7 @@ import { Ledger, type CallCommit } from '../commands/ledger';
 import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
 import type { GatewayConfig } from '../config/schema';
+import { checkedStore } from '../events/store/checked';
 import { createPostgresEventStore, migrateEvents } from '../events/store/postgres';
 import type { EventStore } from '../events/store/port';
 import { buildApp, type AppDeps } from '../http/app';
@@ -17,7 +18,9 @@ import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from '..
 import { objectStoreFromEnv } from '../objects/store';
 import { allProjections } from '../projections';
 import { KnowledgeQueries } from '../projections/knowledge/queries';
-import { ProjectionRunner } from '../projections/runner/runner';
+import { GatewayMetrics } from '../metrics/metrics';
+import { metricsRoute, metricsTokenOf } from '../metrics/route';
+import { ProjectionRunner, type Parking } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
 import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
 import { acquireDataDirLock } from '../storage/data-dir-lock';
@@ -100,9 +103,11 @@ export async function openStorage(settings: Settings, sqlOverride?: Sql): Promis
     sql = await openPglite(join(settings.dataDir, 'pglite'));
   }
   // The EventStoreDB client (gRPC) is loaded only when EVENTSTORE_URL is set.
-  const store = settings.eventStoreUrl
+  const engine = settings.eventStoreUrl
     ? (await import('../events/store/eventstoredb')).createEventStoreDbStore(settings.eventStoreUrl)
     : createPostgresEventStore(sql);
+  // Every engine: an event that could not be read back is refused before it is written.
+  const store = checkedStore(engine);
   if (!settings.eventStoreUrl) await migrateEvents(sql);
   await sql.exec(KEY_VAULT_SCHEMA);
   return {
@@ -124,6 +129,8 @@ export interface Gateway {
   readonly registry: ModelRegistry;
   readonly knowledge: KnowledgeService;
   readonly adminToken: string;
+  /** This instance's metrics registry (`GET /metrics`). */
+  readonly metrics: GatewayMetrics;
   close(): Promise<void>;
 }
 
@@ -154,7 +161,12 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Download links are signed with a key derived from the key-encryption secret, never the secret itself.
   const linkSecret = createHmac('sha256', secret.value).update('object-download-links').digest('hex');
   const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
-  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, { pendingAppends: () => ledger.idle() });
+  // Told of parked events once the app (and its logger) exists.
+  let reportParked: (projection: string, parked: readonly Parking[]) => void = () => {};
+  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, {
+    pendingAppends: () => ledger.idle(),
+    onParked: (projection, parked) => reportParked(projection, parked),
+  });
   await runner.migrate();
   // One store: the app's Idempotency-Key plugin claims keys in it, the purge below trims it.
   const idempotency = new IdempotencyStore(storage.sql, {
@@ -189,6 +201,15 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.imageTimings ? { imageTimings: overrides.imageTimings } : {}),
   });
   reportLimiterError = (error) => app.log.warn({ err: error }, 'rate limiter: redis connection error');
+  reportParked = (projection, parked) => {
+    for (const { event, error } of parked)
+      app.log.error(
+        { projection, streamId: event.streamId, revision: String(event.revision), eventId: event.id, type: event.type, error },
+        'projection parked an event it cannot apply; the rest of its stream is parked too (gateway ledger verify --parked)',
+      );
+  };
+  const metrics = new GatewayMetrics({ parkedEvents: () => runner.parkedCounts() }, (error) => app.log.warn({ err: error }, 'metrics: a value could not be read'));
+  await app.register(metricsRoute({ metrics, token: metricsTokenOf(settings.env) }));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
@@ -201,6 +222,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     registry,
     knowledge,
     adminToken,
+    metrics,
     async close() {
       stopSweeper();
       stopIdempotencyPurge();

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { openPglite, postgresSql, type Sql } from '../../src/storage/sql';
 
 const BIN = join(import.meta.dirname, '../../bin/gateway.mjs');
 
@@ -66,6 +67,12 @@ export class ChildGateway {
       env.DATABASE_URL = url.toString();
     }
     return new ChildGateway(env, `http://127.0.0.1:${port}`, dataDir, database);
+  }
+
+  /** Its database, opened from the test (embedded: only while the server is stopped); close it after use. */
+  async openDatabase(): Promise<Sql> {
+    if (this.env.DATABASE_URL) return postgresSql(this.env.DATABASE_URL);
+    return openPglite(join(this.dataDir, 'pglite'));
   }
 
   get running(): boolean {

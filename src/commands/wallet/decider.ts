@@ -1,5 +1,5 @@
 import { Map as PersistentMap, Set as PersistentSet } from 'immutable';
-import type { CallRecord, WalletEvent } from '../../events/catalog';
+import { INT32_MAX, type CallRecord, type WalletEvent } from '../../events/catalog';
 import { formatUsd, parseUsd } from '../../money/usd';
 import { accept, assertNever, refuse, type Decider, type Decision } from '../decision';
 
@@ -338,8 +338,8 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
 
     case 'SetLimits':
       for (const [name, value] of [['rpm', command.rpm], ['concurrency', command.concurrency]] as const)
-        if (value !== null && (!Number.isInteger(value) || value <= 0))
-          return refuse('invalid_limits', `${name} must be a positive integer or null (unlimited)`);
+        if (value !== null && (!Number.isInteger(value) || value <= 0 || value > INT32_MAX))
+          return refuse('invalid_limits', `${name} must be a positive integer up to ${INT32_MAX}, or null (unlimited)`);
       return accept({
         type: 'AccountLimitsSet',
         data: { rpm: command.rpm, concurrency: command.concurrency, at: command.now },

@@ -429,13 +429,16 @@ describe('wallet decider: SetLimits', () => {
 
   // The catalog schema requires positive integers; an accepted event that fails it would be written
   // (the store does not validate on append) and then poison every later load of the stream.
-  it('never accepts limits that its own event schema rejects (0, negative, fractional)', () => {
+  it('never accepts limits that its own event schema rejects (0, negative, fractional, beyond 32 bits)', () => {
     const invalid: [number | null, number | null][] = [
       [0, null],
       [-1, null],
       [1.5, null],
       [null, 0],
       [null, -3],
+      // Above what the accounts projection's integer columns hold.
+      [2 ** 31, null],
+      [null, 1e15],
     ];
     const undecodable: string[] = [];
     for (const [rpm, concurrency] of invalid) {

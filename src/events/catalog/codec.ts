@@ -1,9 +1,19 @@
 import { z } from 'zod';
 
-/** Money in events: written as a decimal string of nano-dollars, read back as bigint. */
+/** The largest value of a Postgres `bigint` column, where every read model keeps money. */
+const BIGINT_MAX = 2n ** 63n - 1n;
+
+/** Money in events: written as a decimal string of nano-dollars, read back as bigint. An amount
+ * the read models' bigint columns cannot hold (over 9.2 billion USD) is not an event. */
 export const Units = z
   .union([z.bigint(), z.string().regex(/^-?\d+$/)])
-  .transform((v) => BigInt(v));
+  .transform((v) => BigInt(v))
+  .refine((v) => v <= BIGINT_MAX && v >= -BIGINT_MAX, 'an amount beyond the 64-bit range of the read models');
+
+export const INT32_MAX = 2_147_483_647;
+
+/** A count the read models keep in a Postgres `integer` column (rate limits, latencies, unit counts). */
+export const Int32 = z.number().int().max(INT32_MAX);
 
 /** Unix seconds. */
 export const Timestamp = z.number().int();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, Units, defineEvent, type EventOf } from './codec';
+import { Int32, Timestamp, Units, defineEvent, type EventOf } from './codec';
 
 /** The wallet stream of an account: `wallet-{accountId}`. It holds the account's
  * status and limits too, because every money decision needs them at once. */
@@ -18,10 +18,10 @@ export const CallRecord = z.object({
   input_tokens: z.number().int().nonnegative(),
   output_tokens: z.number().int().nonnegative(),
   cached_tokens: z.number().int().nonnegative(),
-  unit_count: z.number().int().nonnegative().nullable(),
+  unit_count: Int32.nonnegative().nullable(),
   unit_type: z.string().nullable(),
-  latency_ms: z.number().int().nonnegative(),
-  attempts_count: z.number().int().nonnegative(),
+  latency_ms: Int32.nonnegative(),
+  attempts_count: Int32.nonnegative(),
   channel_id: z.string().nullable(),
   task_id: z.string().nullable(),
   submitted_at: Timestamp,
@@ -67,8 +67,8 @@ export const AccountReactivated = defineEvent('AccountReactivated', z.object({ a
 export const AccountLimitsSet = defineEvent(
   'AccountLimitsSet',
   z.object({
-    rpm: z.number().int().positive().nullable(),
-    concurrency: z.number().int().positive().nullable(),
+    rpm: Int32.positive().nullable(),
+    concurrency: Int32.positive().nullable(),
     at: Timestamp,
   }),
 );

@@ -19,13 +19,32 @@ export function storableText(text: string): string {
   return text.replace(LONE_SURROGATE, '\ufffd').replaceAll('\u0000', '\ufffd');
 }
 
+/** Marks the objects `jsonForm` made (not enumerable: JSON, spreads and `for...in` never see it). */
+const JSON_FORM = Symbol('json form');
+
+/**
+ * `toJsonValue`, remembered: an event's data is turned into its JSON form when its append is
+ * checked (src/events/store/checked.ts) and again by the engine that writes it; the second time
+ * costs nothing. The form must not be changed afterwards (no one changes an event's data).
+ */
+export function jsonForm(value: unknown): unknown {
+  const form = toJsonValue(value);
+  if (typeof form === 'object' && form !== null) Object.defineProperty(form, JSON_FORM, { value: true });
+  return form;
+}
+
 /**
  * The value as JSON would give it back after a round trip: bigints as decimal strings, what
  * `toJSON` returns for objects that have it (a Date), no properties whose value JSON leaves out
- * (undefined, functions, symbols), and null in their place in arrays; text as `storableText`.
+ * (undefined, functions, symbols), and null in their place in arrays; null for NaN and the
+ * infinities, 0 for -0; text as `storableText`. Appends are checked on this form (catalog's
+ * `checkReadable`), so it must stay what a reader of the log gets back.
  */
 export function toJsonValue(value: unknown): unknown {
   if (typeof value === 'string') return storableText(value);
+  if (typeof value === 'object' && value !== null && (value as { [JSON_FORM]?: true })[JSON_FORM]) return value;
+  // JSON has no NaN, Infinity or -0: JSON.stringify writes null and 0.
+  if (typeof value === 'number') return Number.isFinite(value) ? value + 0 : null;
   if (typeof value === 'bigint') return value.toString();
   if (value === null || typeof value !== 'object') return typeof value === 'function' || typeof value === 'symbol' ? undefined : value;
   if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return toJsonValue((value as { toJSON(): unknown }).toJSON());

@@ -25,7 +25,7 @@ describe('encodeJson', () => {
 
   it('gives the value a JSON round trip would give, bigints as strings', () => {
     const value = fc.letrec((tie) => ({
-      leaf: fc.oneof(fc.bigInt(), fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.date({ noInvalidDate: true })),
+      leaf: fc.oneof(fc.bigInt(), fc.string(), fc.integer(), fc.double(), fc.constantFrom(NaN, Infinity, -Infinity, -0), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.date({ noInvalidDate: true })),
       node: fc.oneof({ depthSize: 'small' }, tie('leaf'), fc.array(tie('node')), fc.dictionary(fc.string(), tie('node'))),
     })).node;
     fc.assert(
@@ -34,6 +34,10 @@ describe('encodeJson', () => {
         expect(toJsonValue(v)).toStrictEqual(text === undefined ? undefined : JSON.parse(text));
       }),
     );
+  });
+
+  it('gives null for NaN and the infinities and 0 for -0, as JSON does (an append is checked on this form)', () => {
+    expect(toJsonValue({ a: NaN, b: [Infinity, -Infinity], c: -0 })).toStrictEqual({ a: null, b: [null, null], c: 0 });
   });
 
   it('replaces U+0000 and unpaired surrogates with U+FFFD, keeps everything else, the same string when there is nothing to replace', () => {

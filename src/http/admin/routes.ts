@@ -6,7 +6,7 @@ import type { KeyState } from '../../commands/key/decider';
 import { available, type WalletState } from '../../commands/wallet/decider';
 import type { ModelRegistry } from '../../config/registry';
 import { UsdString } from '../../config/schema';
-import { decodeRecorded, walletStream } from '../../events/catalog';
+import { UnreadableEventError, decodeRecorded, walletStream } from '../../events/catalog';
 import type { EventStore, Position } from '../../events/store/port';
 import { formatUsd, parseUsd } from '../../money/usd';
 import type { ProjectionRunner } from '../../projections/runner/runner';
@@ -74,6 +74,12 @@ function keyView(state: KeyState, extra: { last_used_at?: number | null; used_us
   };
 }
 
+/** The admin API's word for a stream of the log that cannot be read: the event and why. */
+const unreadable = (error: UnreadableEventError) => ({
+  code: 'account_unavailable',
+  message: `${error.message}; see gateway ledger verify --parked`,
+});
+
 function tokenMatches(presented: string, expected: string): boolean {
   const a = createHash('sha256').update(presented).digest();
   const b = createHash('sha256').update(expected).digest();
@@ -96,6 +102,10 @@ export function adminRoutes(options: AdminOptions) {
 
     app.setErrorHandler((error, request, reply) => {
       if (error instanceof AdminError) return reply.code(error.status).send({ error: { code: error.code, message: error.message } });
+      if (error instanceof UnreadableEventError) {
+        request.log.error({ err: error }, 'a stream of the log cannot be read');
+        return reply.code(503).send({ error: unreadable(error) });
+      }
       const status = (error as { statusCode?: number }).statusCode;
       if (status && status < 500)
         return reply.code(status).send({ error: { code: 'invalid_request', message: (error as Error).message } });
@@ -151,7 +161,17 @@ export function adminRoutes(options: AdminOptions) {
         [request.query.after ?? '', limit + 1],
       );
       const page = rows.slice(0, limit);
-      const data = await Promise.all(page.map(async (r) => accountView(r.account_id, await ledger.wallet(r.account_id))));
+      // An account whose stream cannot be read is listed as unavailable: the list is everyone's.
+      const data = await Promise.all(
+        page.map(async (r) => {
+          try {
+            return accountView(r.account_id, await ledger.wallet(r.account_id));
+          } catch (error) {
+            if (!(error instanceof UnreadableEventError)) throw error;
+            return { id: r.account_id, status: 'unavailable', error: unreadable(error) };
+          }
+        }),
+      );
       return { data, next_cursor: rows.length > limit ? page[page.length - 1]!.account_id : null };
     });
 

@@ -20,19 +20,27 @@ const key = (projection: string, streamId: string) => `${projection}\u0000${stre
 
 /** Each followed stream must go on at the revision after the last one its projection
  * saw. One read and one write for all the projections of a transaction; a projection
- * with a gap is left out of `clean` and records nothing. */
+ * with a gap is left out of `clean` and records nothing. The same read tells which of the
+ * streams each projection has parked, and from which revision (see ./parked). */
 export async function checkRevisions(
   tx: SqlQuery,
   followed: ReadonlyMap<Projection, readonly RecordedEvent[]>,
-): Promise<{ clean: Projection[]; gap: StreamGapError | null }> {
+): Promise<{ clean: Projection[]; gap: StreamGapError | null; parked: Map<Projection, Map<string, bigint>> }> {
+  const parked = new Map<Projection, Map<string, bigint>>();
   const streamIds = [...new Set([...followed.values()].flatMap((events) => events.map((e) => e.streamId)))];
-  if (streamIds.length === 0) return { clean: [...followed.keys()], gap: null };
-  const rows = await tx.query<{ projection: string; stream_id: string; revision: string }>(
-    `SELECT projection, stream_id, revision::text AS revision FROM projection_stream_revisions
+  if (streamIds.length === 0) return { clean: [...followed.keys()], gap: null, parked };
+  const rows = await tx.query<{ projection: string; stream_id: string; revision: string; parked_from: string | null }>(
+    `SELECT projection, stream_id, revision::text AS revision, parked_from::text AS parked_from FROM projection_stream_revisions
       WHERE projection = ANY($1::text[]) AND stream_id = ANY($2::text[])`,
     [[...followed.keys()].map((p) => p.name), streamIds],
   );
   const last = new Map(rows.map((r) => [key(r.projection, r.stream_id), BigInt(r.revision)]));
+  for (const row of rows) {
+    if (row.parked_from === null) continue;
+    const projection = [...followed.keys()].find((p) => p.name === row.projection)!;
+    if (!parked.has(projection)) parked.set(projection, new Map());
+    parked.get(projection)!.set(row.stream_id, BigInt(row.parked_from));
+  }
   const clean: Projection[] = [];
   const touched = new Map<string, { projection: string; streamId: string; revision: bigint }>();
   let gap: StreamGapError | null = null;
@@ -62,5 +70,5 @@ export async function checkRevisions(
        ON CONFLICT (projection, stream_id) DO UPDATE SET revision = EXCLUDED.revision`,
       [rowsToWrite.map((t) => t.projection), rowsToWrite.map((t) => t.streamId), rowsToWrite.map((t) => String(t.revision))],
     );
-  return { clean, gap };
+  return { clean, gap, parked };
 }

@@ -1,7 +1,8 @@
-import { decodeRecorded } from '../../events/catalog';
+import { UnreadableEventError, decodeRecorded } from '../../events/catalog';
 import { START, comparePositions, type EventStore, type Position, type RecordedEvent } from '../../events/store/port';
-import type { Sql } from '../../storage/sql';
-import { IN_SLICES, WHOLE, type ProjectedEvent, type Projection } from '../projection';
+import type { Sql, SqlQuery } from '../../storage/sql';
+import { IN_SLICES, WHOLE, type BatchWrites, type ProjectedEvent, type Projection } from '../projection';
+import { PARKED_SCHEMA, afterParked, deterministic, parkedCounts, parkedEvents, recordParked, type ParkedEvent, type Parking } from './parked';
 import { checkRevisions } from './revisions';
 
 export const RUNNER_SCHEMA = `
@@ -19,6 +20,7 @@ CREATE TABLE IF NOT EXISTS projection_stream_revisions (
 );`;
 
 export { StreamGapError } from './revisions';
+export type { ParkedEvent, Parking } from './parked';
 
 const BATCH = 500;
 /** Busier than this (share of the time between two batches), the gateway has no time to spare for
@@ -33,6 +35,8 @@ export interface RunnerOptions {
   /** Whether the process is busy enough that a batch must be written in whole statements; asked
    * once a batch. Default: this event loop's utilization since the last batch. */
   readonly busy?: () => boolean;
+  /** Told, after their transaction committed, of the events a projection has just parked. */
+  readonly onParked?: (projection: string, parked: readonly Parking[]) => void;
 }
 
 /** Whether this event loop was busier than `threshold` since the last time it was asked. */
@@ -53,7 +57,12 @@ interface Outcome {
   readonly moved: Projection[];
   /** The first gap or error; the projections it hit are neither applied nor moved. */
   failure: unknown;
+  /** Events the applied projections parked. */
+  readonly parked: Array<{ projection: string; events: Parking[] }>;
 }
+
+/** A decoded event, or why it cannot be decoded; each event of a batch decoded once for all projections. */
+type Decoded = Map<RecordedEvent, ProjectedEvent | UnreadableEventError>;
 
 /**
  * Follows the global log and feeds the projections, storing their checkpoints in the
@@ -73,6 +82,7 @@ export class ProjectionRunner {
   private readonly pollMs: number;
   private readonly pendingAppends: () => Promise<void>;
   private readonly busy: () => boolean;
+  private readonly onParked: NonNullable<RunnerOptions['onParked']>;
 
   constructor(
     private readonly sql: Sql,
@@ -83,10 +93,12 @@ export class ProjectionRunner {
     this.pollMs = options.pollMs ?? 100;
     this.pendingAppends = options.pendingAppends ?? (async () => {});
     this.busy = options.busy ?? loopBusierThan(SLICES_BELOW_LOOP_UTILIZATION);
+    this.onParked = options.onParked ?? (() => {});
   }
 
   async migrate(): Promise<void> {
     await this.sql.exec(RUNNER_SCHEMA);
+    await this.sql.exec(PARKED_SCHEMA);
     for (const p of this.projections) await this.sql.exec(p.schema);
     for (const p of this.projections)
       await this.sql.query(
@@ -133,7 +145,7 @@ export class ProjectionRunner {
   private async advance(projections: readonly Projection[]): Promise<void> {
     let at = await this.checkpoints(projections);
     let failure: unknown = null;
-    const decoded = new Map<RecordedEvent, ProjectedEvent>();
+    const decoded: Decoded = new Map();
     while (at.size > 0) {
       const next = new Map<Projection, Position>();
       const moved: Projection[] = [];
@@ -151,6 +163,7 @@ export class ProjectionRunner {
         }
         moved.push(...outcome.moved);
         failure ??= outcome.failure;
+        for (const { projection, events } of outcome.parked) this.onParked(projection, events);
       }
       if (moved.length) for (const [p, position] of await this.checkpoints(moved)) next.set(p, position);
       at = next;
@@ -160,24 +173,30 @@ export class ProjectionRunner {
   }
 
   /** One transaction for the whole group; if it fails, one per projection, so that a broken
-   * projection holds back only itself and is the one that reports. */
-  private async applyGroup(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Map<RecordedEvent, ProjectedEvent>): Promise<Outcome> {
+   * projection holds back only itself and is the one that reports. A projection that fails alone
+   * on an error that would come back (see `deterministic`) applies the batch again event by event,
+   * parking the events it cannot apply. */
+  private async applyGroup(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Decoded, eventByEvent = false): Promise<Outcome> {
     try {
-      return await this.applyTogether(group, from, batch, decoded);
+      return await this.applyTogether(group, from, batch, decoded, eventByEvent);
     } catch (error) {
-      if (group.length === 1) return { applied: [], moved: [], failure: error };
-      const outcome: Outcome = { applied: [], moved: [], failure: null };
+      if (group.length === 1) {
+        if (!eventByEvent && deterministic(error)) return this.applyGroup(group, from, batch, decoded, true);
+        return { applied: [], moved: [], failure: error, parked: [] };
+      }
+      const outcome: Outcome = { applied: [], moved: [], failure: null, parked: [] };
       for (const projection of group) {
         const alone = await this.applyGroup([projection], from, batch, decoded);
         outcome.applied.push(...alone.applied);
         outcome.moved.push(...alone.moved);
+        outcome.parked.push(...alone.parked);
         outcome.failure ??= alone.failure;
       }
       return outcome;
     }
   }
 
-  private applyTogether(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Map<RecordedEvent, ProjectedEvent>): Promise<Outcome> {
+  private applyTogether(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Decoded, eventByEvent: boolean): Promise<Outcome> {
     const to = batch[batch.length - 1]!.position;
     // Not durable: a batch lost with the database's last unflushed moments is applied again
     // from the log (its checkpoint is lost with it), and the WAL is flushed in order, so a
@@ -190,7 +209,7 @@ export class ProjectionRunner {
         [group.map((p) => p.name)],
       );
       const now = new Map(locked.map((r) => [r.name, { commit: BigInt(r.c), prepare: BigInt(r.p) }]));
-      const outcome: Outcome = { applied: [], moved: [], failure: null };
+      const outcome: Outcome = { applied: [], moved: [], failure: null, parked: [] };
       const ready: Projection[] = [];
       for (const p of group) {
         const position = now.get(p.name);
@@ -203,11 +222,13 @@ export class ProjectionRunner {
       // A full batch (the runner is behind the log) or a busy gateway: the runner's throughput is what counts.
       const writes = batch.length < BATCH && !this.busy() ? IN_SLICES : WHOLE;
       const followed = new Map(ready.map((p) => [p, batch.filter((e) => p.streams.some((prefix) => e.streamId.startsWith(prefix)))]));
-      const { clean, gap } = await checkRevisions(tx, followed);
+      const { clean, gap, parked } = await checkRevisions(tx, followed);
       outcome.failure = gap;
       for (const p of clean) {
         const events = followed.get(p)!;
-        if (events.length) await p.applyBatch(tx, events.map((recorded) => decode(recorded, decoded)), writes);
+        if (events.length === 0) continue;
+        const parking = await applyParking(tx, p, events, parked.get(p), decoded, writes, eventByEvent);
+        if (parking.length) outcome.parked.push({ projection: p.name, events: parking });
       }
       if (clean.length)
         await tx.query(
@@ -241,6 +262,7 @@ export class ProjectionRunner {
       await tx.query('SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [name]);
       for (const table of projection.tables) await tx.query(`DELETE FROM ${table}`);
       await tx.query('DELETE FROM projection_stream_revisions WHERE projection = $1', [name]);
+      await tx.query('DELETE FROM projection_parked_events WHERE projection = $1', [name]);
       await tx.query('UPDATE projection_checkpoints SET commit_position = -1, prepare_position = -1, updated_at = now() WHERE name = $1', [name]);
     });
     this.positions.delete(name);
@@ -252,6 +274,16 @@ export class ProjectionRunner {
       // The head is committed but hidden behind an older transaction still in flight.
       await new Promise((r) => setTimeout(r, 20));
     }
+  }
+
+  /** Parked events per projection, every projection named (0 when it has none). */
+  parkedCounts(): Promise<Map<string, number>> {
+    return parkedCounts(this.sql, this.projections.map((p) => p.name));
+  }
+
+  /** Every parked event, in log order. */
+  parkedEvents(): Promise<ParkedEvent[]> {
+    return parkedEvents(this.sql);
   }
 
   /** Resolves once every projection has applied the event at `position`. */
@@ -332,11 +364,77 @@ function groupByPosition(at: ReadonlyMap<Projection, Position>): Map<Position, P
   return new Map([...groups.values()].map((g) => [g.from, g.group]));
 }
 
-function decode(recorded: RecordedEvent, decoded: Map<RecordedEvent, ProjectedEvent>): ProjectedEvent {
+function decode(recorded: RecordedEvent, decoded: Decoded): ProjectedEvent | UnreadableEventError {
   let item = decoded.get(recorded);
   if (!item) {
-    item = { event: decodeRecorded(recorded), recorded };
+    try {
+      item = { event: decodeRecorded(recorded), recorded };
+    } catch (error) {
+      if (!(error instanceof UnreadableEventError)) throw error;
+      item = error;
+    }
     decoded.set(recorded, item);
   }
   return item;
+}
+
+/**
+ * Applies a projection's events of a batch, except those it parks: an event the catalog cannot
+ * decode, and every event of a stream after one it parked (here or in an earlier batch). Event by
+ * event (after the batch as a whole failed), each event is applied under a savepoint, and one that
+ * fails with an error that would come back parks too. Returns what it parked, recorded in `tx`.
+ */
+async function applyParking(
+  tx: SqlQuery,
+  projection: Projection,
+  events: readonly RecordedEvent[],
+  parkedFrom: ReadonlyMap<string, bigint> | undefined,
+  decoded: Decoded,
+  writes: BatchWrites,
+  eventByEvent: boolean,
+): Promise<Parking[]> {
+  const parking: Parking[] = [];
+  const from = new Map(parkedFrom);
+  const items: ProjectedEvent[] = [];
+  for (const recorded of events) {
+    const since = from.get(recorded.streamId);
+    if (since !== undefined) {
+      parking.push({ event: recorded, error: afterParked(since) });
+      continue;
+    }
+    const item = decode(recorded, decoded);
+    if (item instanceof UnreadableEventError) {
+      parking.push({ event: recorded, error: `cannot be decoded: ${item.reason}` });
+      from.set(recorded.streamId, recorded.revision);
+    } else items.push(item);
+  }
+  if (!eventByEvent) {
+    if (items.length) await projection.applyBatch(tx, items, writes);
+  } else {
+    for (const item of items) {
+      const since = from.get(item.recorded.streamId);
+      if (since !== undefined) {
+        parking.push({ event: item.recorded, error: afterParked(since) });
+        continue;
+      }
+      await tx.query('SAVEPOINT parking');
+      try {
+        await projection.applyBatch(tx, [item], writes);
+        await tx.query('RELEASE SAVEPOINT parking');
+      } catch (error) {
+        if (!deterministic(error)) throw error;
+        await tx.query('ROLLBACK TO SAVEPOINT parking');
+        parking.push({ event: item.recorded, error: cannotApply(error) });
+        from.set(item.recorded.streamId, item.recorded.revision);
+      }
+    }
+  }
+  await recordParked(tx, projection.name, parking);
+  return parking;
+}
+
+function cannotApply(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return `cannot be applied: ${typeof code === 'string' ? `[${code}] ` : ''}${message}`;
 }

@@ -1,0 +1,49 @@
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { GatewayMetrics } from './metrics';
+import { metricsRoute, metricsTokenOf } from './route';
+
+async function app(counts: () => Promise<ReadonlyMap<string, number>>, token?: string) {
+  const errors: unknown[] = [];
+  const metrics = new GatewayMetrics({ parkedEvents: counts }, (error) => errors.push(error));
+  const server = Fastify();
+  await server.register(metricsRoute({ metrics, token }));
+  return { server, errors };
+}
+
+describe('GET /metrics', () => {
+  it('answers the parked events per projection in the text format, each gateway with its own registry', async () => {
+    const first = await app(async () => new Map([['accounts', 2], ['keys', 0]]));
+    const second = await app(async () => new Map([['accounts', 5]]));
+    const response = await first.server.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toContain('text/plain');
+    expect(response.body).toContain('# TYPE gateway_projection_parked_events gauge');
+    expect(response.body).toContain('gateway_projection_parked_events{projection="accounts"} 2');
+    expect(response.body).toContain('gateway_projection_parked_events{projection="keys"} 0');
+    expect((await second.server.inject({ method: 'GET', url: '/metrics' })).body).toContain('gateway_projection_parked_events{projection="accounts"} 5');
+  });
+
+  it('keeps the last values and still answers when a value cannot be read', async () => {
+    let fail = false;
+    const { server, errors } = await app(async () => {
+      if (fail) throw new Error('database unreachable');
+      return new Map([['ledger', 3]]);
+    });
+    await server.inject({ method: 'GET', url: '/metrics' });
+    fail = true;
+    const response = await server.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(200);
+    expect(response.body).toContain('gateway_projection_parked_events{projection="ledger"} 3');
+    expect(errors).toHaveLength(1);
+  });
+
+  it('asks for METRICS_TOKEN as a bearer token when it is set', async () => {
+    const { server } = await app(async () => new Map(), 'scrape-secret');
+    expect((await server.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(401);
+    expect((await server.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer wrong' } })).statusCode).toBe(401);
+    expect((await server.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer scrape-secret' } })).statusCode).toBe(200);
+    expect(metricsTokenOf({ METRICS_TOKEN: '  ' })).toBeUndefined();
+    expect(metricsTokenOf({ METRICS_TOKEN: ' t ' })).toBe('t');
+  });
+});
