@@ -20,6 +20,9 @@ export interface ChatRequestInfo {
   readonly stream: boolean;
   /** The client's explicit output cap, or null. */
   readonly maxTokens: number | null;
+  /** How many answers the request asks for, each up to `maxTokens` (chat-completions `n`,
+   * generate-content `generationConfig.candidateCount`); 1 on protocols without such a field. */
+  readonly choices: number;
   /** The JSON whose byte length / 4 estimates the prompt tokens. */
   readonly promptDocument: unknown;
   /** Built-in tool types requested (web_search, image_generation, ...). */

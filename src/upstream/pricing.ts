@@ -76,11 +76,12 @@ export function builtinToolsHold(pricing: TokenPricing, builtinTools: readonly s
 export const MAX_ESTIMATED_OUTPUT = 32_768;
 
 /** Pre-charge: input ≈ JSON bytes / 4; output = the explicit cap in full, else
- * min(model default, 32768). Priced with the same function as the settlement. */
-export function estimateUsage(model: ModelConfig, promptDocument: unknown, maxTokens: number | null): Usage {
+ * min(model default, 32768), once per answer asked for (`n`, `candidateCount`: each answer
+ * may reach the cap). Priced with the same function as the settlement. */
+export function estimateUsage(model: ModelConfig, promptDocument: unknown, maxTokens: number | null, choices = 1): Usage {
   const bytes = Buffer.byteLength(JSON.stringify(promptDocument ?? null), 'utf8');
   const promptTokens = Math.ceil(bytes / 4);
-  const outputTokens = maxTokens ?? Math.min(model.default_max_tokens ?? MAX_ESTIMATED_OUTPUT, MAX_ESTIMATED_OUTPUT);
+  const outputTokens = (maxTokens ?? Math.min(model.default_max_tokens ?? MAX_ESTIMATED_OUTPUT, MAX_ESTIMATED_OUTPUT)) * choices;
   return { promptTokens, cachedTokens: 0, cacheWriteTokens: 0, outputTokens, reasoningTokens: 0 };
 }
 

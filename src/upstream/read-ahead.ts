@@ -1,7 +1,8 @@
 import type { Readable } from 'node:stream';
 
-/** Chunks kept before the body is paused (TCP then slows the upstream down). */
-const HIGH_WATER = 64;
+/** Bytes kept before the body is paused (TCP then slows the upstream down); reading resumes
+ * below half of it. The reader's own pace (the client's back-pressure) sets how fast it empties. */
+export const READ_AHEAD_BYTES = 1024 * 1024;
 
 /**
  * Reads a response body from now on and keeps what arrives, and how the body ended, until it is
@@ -11,6 +12,7 @@ const HIGH_WATER = 64;
  */
 export function readAhead(body: Readable): AsyncIterable<Buffer> {
   const chunks: Buffer[] = [];
+  let buffered = 0;
   let ended = false;
   let failure: unknown = null;
   let wake: (() => void) | null = null;
@@ -21,7 +23,8 @@ export function readAhead(body: Readable): AsyncIterable<Buffer> {
   };
   body.on('data', (chunk: Buffer) => {
     chunks.push(chunk);
-    if (chunks.length >= HIGH_WATER) body.pause();
+    buffered += chunk.length;
+    if (buffered >= READ_AHEAD_BYTES) body.pause();
     notify();
   });
   body.once('end', () => {
@@ -42,7 +45,8 @@ export function readAhead(body: Readable): AsyncIterable<Buffer> {
         for (;;) {
           const chunk = chunks.shift();
           if (chunk !== undefined) {
-            if (body.isPaused() && chunks.length < HIGH_WATER / 2) body.resume();
+            buffered -= chunk.length;
+            if (body.isPaused() && buffered < READ_AHEAD_BYTES / 2) body.resume();
             yield chunk;
           } else if (failure !== null) throw failure;
           else if (ended) return;

@@ -150,6 +150,32 @@ describe('POST /v1/chat/completions with the openai SDK', () => {
     expect(BigInt(settled.captured)).toBeGreaterThan(0n);
   });
 
+  it('never bills an answer whose body broke off after its 200: another channel answers, or a 502 costs nothing', async () => {
+    const { accountId, openai } = await client();
+    // The first channel sends its headers and half the body, then drops the connection.
+    h.sim.enqueue('cut_stream_after:1');
+    const ok = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'cut body' }] });
+    expect(ok.choices[0]!.message.content).toBe('Echo: cut body');
+    expect(h.sim.requests.map((r) => r.apiKey)).toEqual(['key-cc-a', 'key-cc-b']);
+    const u = ok.usage!;
+    await expect.poll(() => balance(accountId)).toBe(parseUsd('40.44') - expectedCost(u.prompt_tokens, 0, u.completion_tokens));
+
+    h.sim.reset();
+    const before = await balance(accountId);
+    h.sim.enqueue('cut_stream_after:1', 'cut_stream_after:1', 'cut_stream_after:1');
+    const broken = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'cut again' }] }).catch((e) => e);
+    expect(broken.status).toBe(502);
+    expect(broken.error).toMatchObject({ code: 'upstream_unreachable', type: 'api_error' });
+    expect(h.sim.requests).toHaveLength(3);
+    await h.t.gateway.ledger.idle();
+    const wallet = await h.t.gateway.ledger.wallet(accountId);
+    expect(wallet.balance).toBe(before);
+    expect(wallet.held).toBe(0n);
+    const events = await h.t.gateway.storage.store.readStream(`wallet-${accountId}`);
+    const released = events.filter((e) => e.type === 'HoldReleased').at(-1)!.data as { call: { status: string; error_code: string; attempts_count: number } };
+    expect(released.call).toMatchObject({ status: 'error', error_code: 'upstream_unreachable', attempts_count: 3 });
+  });
+
   it('answers 502 when no channel can be reached and 504 when none answers in time, billing nothing', async () => {
     const { accountId, openai } = await client();
     h.sim.enqueue('reset_connection', 'reset_connection', 'reset_connection');

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readAhead } from '../../src/upstream/read-ahead';
+import { Readable } from 'node:stream';
+import { READ_AHEAD_BYTES, readAhead } from '../../src/upstream/read-ahead';
 
 // A chat call whose hold is still committing when the upstream's stream arrives waits before it
 // reads the body. If the upstream cuts the connection meanwhile, the frames that came before the
@@ -66,6 +67,26 @@ describe('readAhead', () => {
     expect(error).not.toBeNull();
     const numbers = [...text.matchAll(/"n":(\d+)/g)].map((m) => Number(m[1]));
     expect(numbers).toEqual(Array.from({ length: 500 }, (_, i) => i));
+  });
+
+  it('holds at most READ_AHEAD_BYTES while nobody reads, whatever the size of the chunks, and reads on as it is read', async () => {
+    // An upstream answer far larger than any buffer: a chat stream of 18 MB is cheap to ask for.
+    const piece = Buffer.alloc(256 * 1024, 'x');
+    let produced = 0;
+    const body = new Readable({
+      read() {
+        produced += piece.length;
+        this.push(piece);
+      },
+    });
+    const ahead = readAhead(body)[Symbol.asyncIterator]();
+    await expect.poll(() => body.isPaused()).toBe(true);
+    // What it kept, plus what the paused stream itself buffers (up to one more piece).
+    expect(produced).toBeLessThanOrEqual(READ_AHEAD_BYTES + 2 * piece.length);
+    for (let i = 0; i < 40; i++) expect((await ahead.next()).value).toHaveLength(piece.length);
+    expect(produced).toBeGreaterThanOrEqual(40 * piece.length);
+    await ahead.return!();
+    expect(body.destroyed).toBe(true);
   });
 
   it('destroys the body when the reader stops early', async () => {

@@ -8,13 +8,16 @@ import type { ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
-import { builtinToolsHold, costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
+import { builtinToolsHold, costOf, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import type { Route, Router } from '../../upstream/routing';
 import { tryJson } from '../../upstream/json';
 import { readAhead } from '../../upstream/read-ahead';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
-import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type DecodedCall, type Translation } from './translated';
+import { ClientStream } from './client-stream';
+import { callEstimate } from './estimate';
+import { streamUsage } from './stream-usage';
+import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type Translation } from './translated';
 
 export interface RelayDeps {
   readonly ledger: Ledger;
@@ -30,6 +33,10 @@ export const CHAT_TIMEOUT_MS = 180_000;
 const HOLD_GRACE_S = 120;
 /** Pause before a trailing out-of-framing piece (a bare error object) so it reaches the client on its own. */
 const STRAY_GAP_MS = 50;
+/** The most one upstream SSE event may hold (a partial line and the data lines of an event not yet
+ * ended), in characters: room for a few base64 images in one `response.completed`; past it the
+ * stream is treated as broken rather than buffered without end. */
+export const MAX_EVENT_CHARS = 32 * 1024 * 1024;
 
 function sse(event: StreamEvent): string {
   const lines = event.data.split('\n').map((line) => `data: ${line}`).join('\n');
@@ -87,7 +94,10 @@ export async function relayChat(
     return reject('no_channel_available', `The model \`${model.id}\` is served only on its dedicated ${model.endpoint_type ?? model.kind} endpoint.`);
 
   const routes = routesFor(deps, adapter, model, info, reject);
-  const estimate = estimateUsage(model, info.promptDocument, info.maxTokens);
+  // Translated: the client's request decoded once, and re-encoded for each route's channel.
+  const decoded = routes.some(isTranslated) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
+  const attempts = routes.map((route) => ({ route, translation: decoded && isTranslated(route) ? translationFor(decoded, adapter, route, model) : null }));
+  const estimate = callEstimate(model, attempts.map((a) => a.translation?.asked ?? info));
   const pricing = pricingOf(model);
   const holdId = request.id;
   // The upstream request may leave once the hold is decided; its commit is awaited before
@@ -112,10 +122,21 @@ export async function relayChat(
     holdId,
     signal,
     commit: holdCommit(hold.committed, signal, request, reject),
-    translated: routes.some(isTranslated) ? { call: decodeCall(adapter, request.body, params, info, deps.now()), model } : null,
+    closed: false,
   };
   try {
-    return await relayRoutes(deps, adapter, request, reply, routes, call);
+    return await relayRoutes(deps, adapter, request, reply, attempts, call);
+  } catch (error) {
+    // A failure of the gateway's own after the hold (a bug, a translation that threw): the client
+    // gets a 5xx, which is never billed, and the call its row; not left to the sweeper.
+    const committed = await hold.committed.then((result) => result.ok, () => false);
+    if (committed && !call.closed) {
+      call.closed = true;
+      await deps.ledger
+        .release(caller.accountId, holdId, 'gateway error', callRecord(ctx, { status: 'error', error_code: 'internal_error', error_message: 'the gateway failed while relaying the call' }))
+        .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'release failed; the hold sweeper will release the hold'));
+    }
+    throw error;
   } finally {
     signal.clear();
   }
@@ -130,7 +151,14 @@ interface Call {
   readonly holdId: string;
   readonly signal: CallSignal;
   readonly commit: HoldCommit;
-  readonly translated: { call: DecodedCall; model: ModelConfig } | null;
+  /** Set once the hold's settlement or release is queued. */
+  closed: boolean;
+}
+
+/** One channel to try, and how the request is re-encoded for it when it speaks another protocol. */
+interface Attempt {
+  readonly route: Route;
+  readonly translation: Translation | null;
 }
 
 /** The commit of a hold that was decided early: `known` once it is; `wait` throws the client's
@@ -164,15 +192,14 @@ function holdCommit(committed: Promise<Result<unknown>>, signal: CallSignal, req
   return commit;
 }
 
-async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: FastifyRequest, reply: FastifyReply, routes: readonly Route[], call: Call): Promise<unknown> {
+async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: FastifyRequest, reply: FastifyReply, attempts: readonly Attempt[], call: Call): Promise<unknown> {
   const caller = request.caller!;
-  const { ctx, info, estimate, pricing, holdId, signal, commit, translated } = call;
+  const { ctx, info, estimate, pricing, holdId, signal, commit } = call;
   let failure: Failure | null = null;
   let failedAdapter = adapter;
-  for (const route of routes) {
+  for (const { route, translation } of attempts) {
     ctx.attempts += 1;
     ctx.channelId = route.channel.id;
-    const translation = translated && isTranslated(route) ? translationFor(translated.call, adapter, route, translated.model) : null;
     const routeAdapter = translation?.adapter ?? adapter;
     if (translation) for (const [name, value] of Object.entries(translation.headers)) reply.header(name, value);
     const outcome = await send(deps, routeAdapter, route, request, info, signal);
@@ -182,19 +209,33 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
       if ('response' in outcome) outcome.response.body.destroy();
       throw refusal;
     });
-    if ('failure' in outcome) {
-      failure = outcome.failure;
+    // Not streamed: the answer is read whole before anything reaches the client. A body that
+    // breaks off after its 200 is a failed attempt like a reset connection: not billed, and
+    // another channel is tried.
+    let failed = 'failure' in outcome ? outcome.failure : null;
+    let text = '';
+    if ('response' in outcome && !info.stream) {
+      try {
+        text = await outcome.response.body.text();
+      } catch (error) {
+        failed = brokenBody(error, signal);
+      }
+    }
+    if (failed) {
+      failure = failed;
       failedAdapter = routeAdapter;
       // 4xx is the caller's problem (or the key's): another channel would say the same.
-      if (failure.kind === 'status' && failure.status < 500) break;
+      if (failed.kind === 'status' && failed.status < 500) break;
       if (signal.expired) break;
       continue;
     }
+    const { response } = outcome as { response: Dispatcher.ResponseData };
     // Settled after the answer has gone out, without making the client wait: the command is
     // queued at once (later reads and reservations of the wallet come after it) and shares
     // its append with the wallet's next commands. A hold whose settlement never lands
     // (the process died) is released by the sweeper: the call is then free, never double-billed.
     const settle: Settle = (usage, status, error) => {
+      call.closed = true;
       deps.ledger
         .settle(
           caller.accountId,
@@ -208,19 +249,26 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
         })
         .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
     };
-    if (!info.stream) return relayBody(outcome.response, routeAdapter, reply, estimate, settle, translation);
+    if (!info.stream) return relayBody(text, response, routeAdapter, reply, estimate, settle, translation);
     return relayStream(body!, adapter, info, request, reply, estimate, settle, signal, translation);
   }
 
   // Every channel failed before an answer started: nothing billed.
   const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
   const { status, code, message } = failureSummary(f, failedAdapter.errorMessage);
+  call.closed = true;
   await deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(ctx, { status: 'error', error_code: code, error_message: message }));
   if (f.kind === 'status') {
     if (f.headers['retry-after']) reply.header('retry-after', f.headers['retry-after']);
     return reply.code(status).type('application/json').send(upstreamErrorBody(adapter.shape, status, message));
   }
   throw new GatewayError(code as ErrorCode, message);
+}
+
+/** A body that failed after its 200 status, as the failure of its attempt. */
+function brokenBody(error: unknown, signal: CallSignal): Failure {
+  const failure = classify(error, signal);
+  return failure.kind === 'timeout' ? failure : { kind: 'unreachable', message: 'the upstream connection broke off during the response' };
 }
 
 function routesFor(
@@ -277,7 +325,8 @@ async function send(
   }
 }
 
-async function relayBody(
+function relayBody(
+  text: string,
   response: Dispatcher.ResponseData,
   adapter: ProtocolAdapter,
   reply: FastifyReply,
@@ -285,26 +334,13 @@ async function relayBody(
   settle: Settle,
   translation: Translation | null = null,
 ) {
-  let text: string;
-  try {
-    text = await response.body.text();
-  } catch {
-    // The body broke off after a 200 status: nothing usable was delivered.
-    settle({ ...estimate, outputTokens: 0 }, 'error', { code: 'upstream_error', message: 'the upstream response broke off' });
-    throw new GatewayError('upstream_unreachable', 'the upstream connection broke off during the response');
-  }
   const json = tryJson(text);
   const reported = adapter.usageOf(json);
   // No usage in a complete answer: bill the estimated prompt and the delivered characters.
   const usage = reported ?? { ...estimate, outputTokens: tokensFromChars(text.length) };
-  let answer: string;
-  try {
-    // Translated: the answer in the client's protocol (billed on the channel's own usage).
-    answer = translation ? JSON.stringify(translation.answer(json)) : text;
-  } catch (error) {
-    settle(usage, 'success');
-    throw error;
-  }
+  // Translated: the answer in the client's protocol (billed on the channel's own usage). A
+  // translation that throws is a 500, released unbilled by relayChat.
+  const answer = translation ? JSON.stringify(translation.answer(json)) : text;
   const type = translation ? 'application/json' : response.headers['content-type'];
   const sent = reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(answer);
   // Queued as the answer leaves, in the same turn of the event loop: no later request (the
@@ -339,41 +375,38 @@ async function relayStream(
     'x-gateway-trace': request.id,
     ...(reply.getHeaders() as Record<string, string>),
   });
-  let clientGone = false;
-  raw.on('close', () => {
-    if (!raw.writableFinished) {
-      clientGone = true;
-      call.abort();
-    }
-  });
+  const client = new ClientStream(raw, call);
   let elements = 0;
   let stray = '';
   let strayForwarded = false;
-  const write = (event: StreamEvent) => {
-    if (framing === 'sse') raw.write(sse(event));
-    else raw.write(`${elements++ === 0 ? '[' : ',\r\n'}${event.data}`);
-  };
+  let oversized = false;
+  const element = (data: string) => `${elements++ === 0 ? '[' : ',\r\n'}${data}`;
+  const write = (event: StreamEvent) => client.write(framing === 'sse' ? sse(event) : element(event.data));
   const flushStray = () => {
     if (stray === '') return;
     const text = stray;
     stray = '';
-    if (!observer.onStray?.(text) || clientGone) return;
+    if (!observer.onStray?.(text) || client.gone) return;
     strayForwarded = true;
     // Translated: a bare error object is an event of the channel's protocol like any other.
     if (bridge) for (const event of bridge.push({ event: undefined, data: text.trim() })) write(event);
-    else if (framing === 'sse') raw.write(text);
-    else raw.write(`${elements++ === 0 ? '[' : ',\r\n'}${text.trim()}`);
+    else client.write(framing === 'sse' ? text : element(text.trim()));
   };
   const parser = createParser({
+    maxBufferSize: MAX_EVENT_CHARS,
     // Lines that are no SSE field: kept together and offered to the adapter as one piece.
     onError(error) {
       if (error.type === 'unknown-field' && stray.length < 65_536) stray += `${error.line}\n`;
+      if (error.type === 'max-buffer-size-exceeded') oversized = true;
     },
     onEvent(event) {
       flushStray();
       const forwarded = { event: event.event, data: event.data };
+      const before = observer.outputChars();
       const keep = observer.onEvent(forwarded);
-      if (clientGone) return;
+      // The output this event added is delivered with the client's next write.
+      client.carry(observer.outputChars() - before);
+      if (client.gone) return;
       // The bridge sees every event (the usage chunk the gateway asked for included).
       if (bridge) for (const out of bridge.push(forwarded)) write(out);
       else if (keep) write(forwarded);
@@ -382,36 +415,62 @@ async function relayStream(
   const decoder = new TextDecoder();
   let broken: string | null = null;
   try {
-    for await (const chunk of body) parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
-    parser.feed(decoder.decode());
-    parser.reset({ consume: true });
-    // @google/genai recognises a bare error object only as a network read of its own:
-    // let what went before leave first, as the upstream did.
-    if (stray !== '' && framing === 'sse' && !clientGone) await sleep(STRAY_GAP_MS);
-    flushStray();
+    for await (const chunk of body) {
+      parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
+      if (oversized) throw new Error(`an upstream event exceeded ${MAX_EVENT_CHARS} characters`);
+      // Back-pressure: the next upstream chunk is read once the client has taken this one's events.
+      await client.drained();
+      if (client.gone) break;
+    }
+    if (!client.gone) {
+      parser.feed(decoder.decode());
+      parser.reset({ consume: true });
+      // @google/genai recognises a bare error object only as a network read of its own:
+      // let what went before leave first, as the upstream did.
+      if (stray !== '' && framing === 'sse') await sleep(STRAY_GAP_MS);
+      flushStray();
+    }
   } catch (error) {
-    broken = call.expired ? 'upstream_timeout' : clientGone ? 'client_disconnected' : 'upstream_error';
+    broken = client.gone ? null : call.expired ? 'upstream_timeout' : 'upstream_error';
     void error;
   }
-  const reported = observer.usage();
-  const delivered = observer.outputChars();
-  const usage: Usage = reported ?? { ...estimate, outputTokens: tokensFromChars(delivered), toolCalls: observer.toolCalls?.() };
-  // Never bill a stream at 0 when output was delivered.
-  const billed = reported && reported.outputTokens === 0 && delivered > 0 ? { ...reported, outputTokens: tokensFromChars(delivered) } : usage;
-  const complete = observer.completed() && broken === null;
   // The client protocol's terminator, written only when the channel's stream finished.
-  if (bridge && !clientGone && broken === null) for (const event of bridge.end()) write(event);
-  if (!complete && !clientGone && framing === 'sse') for (const event of adapter.failureTail?.(info) ?? []) raw.write(sse(event));
+  if (bridge && !client.gone && broken === null) {
+    try {
+      for (const event of bridge.end()) write(event);
+    } catch (error) {
+      request.log.error({ err: error }, 'the end of a translated stream could not be converted');
+      broken = 'internal_error';
+    }
+  }
+  const finished = observer.completed() && broken === null && !client.gone;
+  if (!finished && framing === 'sse') for (const event of adapter.failureTail?.(info) ?? []) client.write(sse(event));
   // A JSON array is closed only when the stream really ended: a cut stays visibly cut.
   // An in-protocol error element ends the array as the upstream ended it, cleanly.
   const errorEnded = broken === null && (strayForwarded || (bridge?.canonical.some((e) => e.type === 'error') ?? false));
-  if (framing === 'json-array' && (complete || errorEnded) && !clientGone) raw.write(elements === 0 ? '[]' : ']');
-  if (!clientGone) raw.end();
-  if (complete) settle(billed, 'success');
-  else
-    settle(billed, 'interrupted', {
-      code: broken ?? 'upstream_error',
-      message: broken === 'client_disconnected' ? 'the client disconnected' : 'the stream ended before its terminator',
-    });
+  if (framing === 'json-array' && (finished || errorEnded)) client.write(elements === 0 ? '[]' : ']');
+  // Billed once the socket took the end (at once, normally) or the client is gone.
+  const delivered = await client.end();
+  if (!delivered) broken ??= client.stalled ? 'client_timeout' : 'client_disconnected';
+  const usage = streamUsage({
+    estimate,
+    reported: observer.usage(),
+    observedChars: observer.outputChars(),
+    acceptedChars: client.acceptedChars,
+    delivered,
+    toolCalls: observer.toolCalls?.(),
+  });
+  if (finished && delivered) settle(usage, 'success');
+  else {
+    const code = broken ?? 'upstream_error';
+    settle(usage, 'interrupted', { code, message: STREAM_ENDS[code] ?? 'the stream ended before its terminator' });
+  }
   return reply;
 }
+
+/** The call-log message of the ways a stream can end early other than the upstream's. */
+const STREAM_ENDS: Readonly<Record<string, string>> = {
+  client_disconnected: 'the client disconnected',
+  client_timeout: 'the client did not read the stream within the request budget',
+  internal_error: 'the gateway could not convert the end of the stream',
+};

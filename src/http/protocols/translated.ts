@@ -66,6 +66,9 @@ export interface Translation {
   /** The channel's side: its path, body (the re-encoded request), auth, usage and stream observer;
    * errors in the client's shape. */
   readonly adapter: ProtocolAdapter;
+  /** The re-encoded request as the channel's protocol reads it (its prompt, output cap and number
+   * of answers: what the hold must cover), or null if that protocol would not take it. */
+  readonly asked: ChatRequestInfo | null;
   /** `X-Protocol-Translation`, and `X-Protocol-Warning` when a request field was dropped. */
   readonly headers: Readonly<Record<string, string>>;
   /** The channel's non-streamed answer in the client's protocol. */
@@ -81,7 +84,11 @@ export function translationFor(call: DecodedCall, client: ProtocolAdapter, route
   const encoded = TRANSLATORS[route.via].encodeRequest(call.request, { model: route.upstreamModel, defaultMaxTokens });
   // Field names come from the client's JSON: only printable ASCII may go into a header.
   const warnings = [...new Set([...call.dropped, ...encoded.dropped].map((name) => name.replace(/[^\x20-\x7e]/g, '?')))];
+  // Read with the channel's own adapter: the prompt the channel will count, and as many answers as
+  // the translation carried of the client's `n` (one when it dropped it).
+  const asked = upstream.inspect(encoded.value, { model: route.upstreamModel, stream: call.request.stream });
   return {
+    asked: 'invalid' in asked ? null : asked,
     adapter: {
       ...upstream,
       shape: client.shape,

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import type { ChatRequestInfo, ProtocolAdapter, StreamObserver, Usage } from '../contract';
 
+/** OpenAI's own bound on `n`. */
+export const MAX_CHOICES = 128;
+
 const Message = z.looseObject({ role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']) });
 const Tool = z.looseObject({ type: z.string() });
 const Body = z.looseObject({
@@ -9,6 +12,7 @@ const Body = z.looseObject({
   stream: z.boolean().optional(),
   max_tokens: z.number().int().positive().nullable().optional(),
   max_completion_tokens: z.number().int().positive().nullable().optional(),
+  n: z.number().int().min(1).max(MAX_CHOICES).nullable().optional(),
   temperature: z.number().min(0).max(2).nullable().optional(),
   tools: z.array(Tool).optional(),
   tool_choice: z.union([z.string(), z.looseObject({ type: z.string() })]).optional(),
@@ -62,6 +66,7 @@ export const chatCompletions: ProtocolAdapter = {
       model: b.model,
       stream,
       maxTokens: b.max_completion_tokens ?? b.max_tokens ?? null,
+      choices: b.n ?? 1,
       promptDocument: b.messages,
       builtinTools,
     };

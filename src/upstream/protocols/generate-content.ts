@@ -2,6 +2,9 @@ import { z } from 'zod';
 import type { ChatRequestInfo, ProtocolAdapter, StreamObserver, Usage } from '../contract';
 import { zodMessage } from './chat-completions';
 
+/** What the Gemini API accepts for `candidateCount`. */
+export const MAX_CANDIDATES = 8;
+
 const Part = z.looseObject({});
 const Content = z.looseObject({
   role: z.string().min(1).optional(),
@@ -17,7 +20,7 @@ const Body = z.looseObject({
       temperature: z.number().min(0).max(2).optional(),
       topP: z.number().min(0).max(1).optional(),
       topK: z.number().int().nonnegative().optional(),
-      candidateCount: z.number().int().positive().optional(),
+      candidateCount: z.number().int().min(1).max(MAX_CANDIDATES).optional(),
       stopSequences: z.array(z.string()).optional(),
       responseMimeType: z.string().optional(),
       thinkingConfig: z.looseObject({}).optional(),
@@ -98,6 +101,7 @@ export const generateContent: ProtocolAdapter = {
       model,
       stream: params.stream === true,
       maxTokens: b.generationConfig?.maxOutputTokens ?? null,
+      choices: b.generationConfig?.candidateCount ?? 1,
       // The same document the upstream counts, as the client wrote it: {systemInstruction,
       // contents} (an absent systemInstruction is dropped by JSON.stringify).
       promptDocument: { systemInstruction: (body as Body).systemInstruction, contents: (body as Body).contents },

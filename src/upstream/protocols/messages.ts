@@ -83,6 +83,7 @@ export const messages: ProtocolAdapter = {
       model: parsed.data.model,
       stream: parsed.data.stream === true,
       maxTokens: parsed.data.max_tokens,
+      choices: 1,
       // The client's own JSON, so the estimate is the upstream's prompt formula.
       promptDocument: { system: raw.system, messages: raw.messages },
       // Server tools (web_search_*, code_execution_*, ...) are passed through as is.

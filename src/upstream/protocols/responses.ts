@@ -101,6 +101,7 @@ export const responses: ProtocolAdapter = {
       model: b.model,
       stream: b.stream === true,
       maxTokens: b.max_output_tokens ?? null,
+      choices: 1,
       // What the upstream counts as the prompt: an absent `instructions` is dropped by JSON.stringify.
       promptDocument: { instructions: raw.instructions, input: raw.input },
       builtinTools,

@@ -89,8 +89,9 @@ const PAD = ' lorem ipsum dolor sit amet';
 
 /** `text` padded (with ASCII filler words) or cut so that it is exactly `n` tokens = 4n bytes long. */
 export function fitToTokens(text: string, n: number): string {
-  let out = text;
-  while (utf8Bytes(out) < n * 4) out += PAD;
+  // PAD is ASCII: one byte a character (one repeat, not a loop re-measuring a growing string).
+  const missing = n * 4 - utf8Bytes(text);
+  let out = missing > 0 ? text + PAD.repeat(Math.ceil(missing / PAD.length)) : text;
   out = truncateToTokens(out, n);
   // a multi-byte character at the cut can leave us short; pad with spaces
   while (utf8Bytes(out) < n * 4) out += ' ';

@@ -75,14 +75,15 @@ export function chatMarkerText(body: unknown): string {
   return [t.userText, ...t.toolResults.map((r) => r.content)].join('\n');
 }
 
-function usageOf(reply: Reply, prompt: number): Record<string, unknown> {
+/** `n` answers, each the same reply: usage counts every one of them. */
+function usageOf(reply: Reply, prompt: number, n: number): Record<string, unknown> {
   return {
     prompt_tokens: prompt,
-    completion_tokens: reply.outputTokens,
-    total_tokens: prompt + reply.outputTokens,
+    completion_tokens: reply.outputTokens * n,
+    total_tokens: prompt + reply.outputTokens * n,
     prompt_tokens_details: { cached_tokens: cachedTokens(reply, prompt), audio_tokens: 0 },
     completion_tokens_details: {
-      reasoning_tokens: reply.reasoningTokens,
+      reasoning_tokens: reply.reasoningTokens * n,
       audio_tokens: 0,
       accepted_prediction_tokens: 0,
       rejected_prediction_tokens: 0,
@@ -100,6 +101,10 @@ export async function handleChat(ctx: Ctx): Promise<void> {
   }
   const invalid = invalidSchema(b);
   if (invalid) return sendError(ctx, invalid);
+  const n = b.n ?? 1;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 128) {
+    return sendError(ctx, `Invalid 'n': expected an integer from 1 to 128, but got ${JSON.stringify(n)} instead.`);
+  }
   const turn = chatTurn(ctx.body);
   const reply = decideReply(turn, ctx.scenario);
   const prompt = promptTokens('chat-completions', ctx.body);
@@ -125,14 +130,15 @@ export async function handleChat(ctx: Ctx): Promise<void> {
       object: 'chat.completion',
       created,
       model,
-      choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
-      ...(withUsage ? { usage: usageOf(reply, prompt) } : {}),
+      choices: Array.from({ length: n }, (_, index) => ({ index, message, logprobs: null, finish_reason: finish })),
+      ...(withUsage ? { usage: usageOf(reply, prompt, n) } : {}),
       service_tier: 'default',
       system_fingerprint: 'fp_sim',
     });
   }
 
   const includeUsage = asRecord(b.stream_options).include_usage === true && withUsage;
+  let choice = 0;
   const chunk = (delta: Record<string, unknown>, finishReason: string | null = null): string =>
     dataFrame({
       id,
@@ -141,21 +147,24 @@ export async function handleChat(ctx: Ctx): Promise<void> {
       model,
       service_tier: 'default',
       system_fingerprint: 'fp_sim',
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+      choices: [{ index: choice, delta, logprobs: null, finish_reason: finishReason }],
       ...(includeUsage ? { usage: null } : {}),
     });
   const frames: string[] = [];
-  if (calls.length === 0) {
-    frames.push(chunk({ role: 'assistant', content: '', refusal: null }));
-    for (const piece of textPieces(reply.text)) frames.push(chunk({ content: piece }));
-  } else {
-    calls.forEach((c, index) => {
-      const head = { index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } };
-      frames.push(chunk(index === 0 ? { role: 'assistant', content: null, tool_calls: [head], refusal: null } : { tool_calls: [head] }));
-      for (const piece of argumentPieces(c.arguments)) frames.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
-    });
+  // With `n`, each answer in turn, its chunks marked with its index.
+  for (; choice < n; choice++) {
+    if (calls.length === 0) {
+      frames.push(chunk({ role: 'assistant', content: '', refusal: null }));
+      for (const piece of textPieces(reply.text)) frames.push(chunk({ content: piece }));
+    } else {
+      calls.forEach((c, index) => {
+        const head = { index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } };
+        frames.push(chunk(index === 0 ? { role: 'assistant', content: null, tool_calls: [head], refusal: null } : { tool_calls: [head] }));
+        for (const piece of argumentPieces(c.arguments)) frames.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+      });
+    }
+    frames.push(chunk({}, finish));
   }
-  frames.push(chunk({}, finish));
   if (includeUsage) {
     frames.push(
       dataFrame({
@@ -166,7 +175,7 @@ export async function handleChat(ctx: Ctx): Promise<void> {
         service_tier: 'default',
         system_fingerprint: 'fp_sim',
         choices: [],
-        usage: usageOf(reply, prompt),
+        usage: usageOf(reply, prompt, n),
       }),
     );
   }

@@ -85,19 +85,25 @@ export async function handleGenerate(ctx: Ctx, stream: boolean): Promise<void> {
     const e = vendorError('generate-content', 400, '* GenerateContentRequest.contents: contents is not specified');
     return sendJson(ctx, e.status, e.body, e.headers, JSON_TYPE);
   }
+  const count = asRecord(b.generationConfig).candidateCount ?? 1;
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > 8) {
+    const e = vendorError('generate-content', 400, `* GenerateContentRequest.generation_config.candidate_count: must be from 1 to 8, got ${JSON.stringify(count)}`);
+    return sendJson(ctx, e.status, e.body, e.headers, JSON_TYPE);
+  }
   const turn = generateTurn(ctx.body, model);
   const reply = decideReply(turn, ctx.scenario);
   const prompt = promptTokens('generate-content', ctx.body);
   const cached = cachedTokens(reply, prompt);
   const r = reply.reasoningTokens;
   const promptDetails = [{ modality: 'TEXT', tokenCount: prompt }];
+  // `candidateCount` answers, each the same reply: usage counts every one of them.
   const fullUsage = {
     promptTokenCount: prompt,
-    candidatesTokenCount: reply.visibleTokens,
-    totalTokenCount: prompt + reply.visibleTokens + r,
+    candidatesTokenCount: reply.visibleTokens * count,
+    totalTokenCount: prompt + (reply.visibleTokens + r) * count,
     promptTokensDetails: promptDetails,
     ...(cached > 0 ? { cachedContentTokenCount: cached, cacheTokensDetails: [{ modality: 'TEXT', tokenCount: cached }] } : {}),
-    ...(r > 0 ? { thoughtsTokenCount: r } : {}),
+    ...(r > 0 ? { thoughtsTokenCount: r * count } : {}),
   };
   const partialUsage = { promptTokenCount: prompt, totalTokenCount: prompt, promptTokensDetails: promptDetails };
   const withUsage = !ctx.scenario.noUsage;
@@ -106,7 +112,7 @@ export async function handleGenerate(ctx: Ctx, stream: boolean): Promise<void> {
   const thoughtPart = { text: THOUGHT_TEXT, thought: true };
   const callParts = reply.toolCalls.map((c) => ({ functionCall: { name: c.name, args: JSON.parse(c.arguments) } }));
   const envelope = (parts: unknown[], final: boolean): Record<string, unknown> => ({
-    candidates: [{ content: { parts, role: 'model' }, ...(final ? { finishReason } : {}), index: 0 }],
+    candidates: Array.from({ length: count }, (_, index) => ({ content: { parts, role: 'model' }, ...(final ? { finishReason } : {}), index })),
     ...(withUsage ? { usageMetadata: final ? fullUsage : partialUsage } : {}),
     modelVersion: model,
     responseId: `sim${pad(ctx.seq)}`,
