@@ -13,9 +13,9 @@ export interface KnowledgeAdminOptions {
 
 const Text = z.string().max(100_000);
 const CreateKb = z
-  .object({ kb_id: z.string().min(1).max(64), title: z.string().trim().min(1).max(200), reader_account_ids: z.array(z.string().min(1)).max(1000).optional() })
+  .object({ kb_id: z.string().min(1).max(64), title: z.string().trim().min(1).max(200), reader_account_ids: z.array(z.string().min(1).max(100)).max(1000).optional() })
   .strict();
-const ChangeKb = z.object({ title: z.string().trim().min(1).max(200).optional(), reader_account_ids: z.array(z.string().min(1)).max(1000).optional() }).strict();
+const ChangeKb = z.object({ title: z.string().trim().min(1).max(200).optional(), reader_account_ids: z.array(z.string().min(1).max(100)).max(1000).optional() }).strict();
 export const PageBody = z
   .object({
     title: z.string().trim().min(1).max(500),
