@@ -38,6 +38,20 @@ export function withinBytes<T>(items: readonly T[], budget: number, size: (item:
 
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 
+/** Starts a spreadsheet reads as a formula (OWASP, "CSV Injection"). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+const NUMBER = /^-?\d+(\.\d+)?$/;
+
+/**
+ * A CSV cell no spreadsheet runs: a text that starts like a formula gets a leading `'` (a model
+ * name a client made up, an upstream's error message, a key name all reach the export). A number
+ * stays as it is, a negative one included, so the export's numbers still add up.
+ */
+export function inertCell(value: unknown): unknown {
+  if (typeof value !== 'string' || !FORMULA_START.test(value) || NUMBER.test(value)) return value;
+  return `'${value}`;
+}
+
 function seconds(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined || value === '') return fallback;
   if (!/^\d+$/.test(value)) throw new AdminError(400, 'invalid_request', `${name} must be Unix seconds`);
@@ -73,7 +87,7 @@ export function logRoutes(sql: SqlQuery, now: () => number) {
 
     app.get<{ Params: { id: string }; Querystring: LogQuery }>('/accounts/:id/logs.csv', async (request, reply) => {
       const rows = await queryLogs(sql, filterOf(request.params.id, request.query, now()), CSV_ROW_CAP);
-      const all = rows.slice(0, CSV_ROW_CAP).map((row) => CSV_COLUMNS.map((column) => (column === 'result_urls' ? row.result_urls.join('|') : row[column])));
+      const all = rows.slice(0, CSV_ROW_CAP).map((row) => CSV_COLUMNS.map((column) => inertCell(column === 'result_urls' ? row.result_urls.join('|') : row[column])));
       // A record's JSON is about the size of its CSV line.
       const records = withinBytes(all, CSV_EXPORT_BYTES, jsonBytes);
       if (rows.length > records.length) reply.header('x-truncated', 'true');
