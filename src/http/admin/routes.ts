@@ -11,7 +11,9 @@ import type { EventStore, Position } from '../../events/store/port';
 import { formatUsd, parseUsd } from '../../money/usd';
 import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { Sql } from '../../storage/sql';
+import type { IdempotencyStore } from '../../idempotency/store';
 import { AdminError, fromDomain, parse } from './admin-error';
+import { adminIdempotency, type AdminReplay } from './idempotency';
 import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
 import { LOG_PAGE_BYTES, logRoutes, withinBytes } from './logs';
 import { clipText } from '../../projections/call-log/bounds';
@@ -24,6 +26,8 @@ export interface AdminOptions extends KnowledgeAdminOptions {
   readonly sql: Sql;
   readonly store: EventStore;
   readonly registry: ModelRegistry;
+  /** Where `Idempotency-Key` claims of admin POSTs are kept (scope `admin`). */
+  readonly idempotency: IdempotencyStore;
 }
 
 const Timestamp = z.number().int().nonnegative();
@@ -109,6 +113,8 @@ export function adminRoutes(options: AdminOptions) {
       request.log.error({ err: error }, 'admin request failed');
       return reply.code(500).send({ error: { code: 'internal_error', message: 'internal error' } });
     });
+
+    adminIdempotency(app, options.idempotency);
 
     const settled = async (position: Position | null) => runner.waitFor(position);
     await app.register(knowledgeAdminRoutes(options));
@@ -196,7 +202,18 @@ export function adminRoutes(options: AdminOptions) {
       return accountView(request.params.id, result.state);
     });
 
-    app.post<{ Params: { id: string } }>('/accounts/:id/keys', async (request, reply) => {
+    // A replayed key creation gives the key again, revealed from the vault: the idempotency
+    // store never holds a raw key.
+    const newKeyReplay: AdminReplay = {
+      keep: (body) => JSON.stringify({ ...(JSON.parse(body) as object), key: null }),
+      async restore(body) {
+        const answer = JSON.parse(body) as { id: string };
+        const revealed = await ledger.revealKey(answer.id);
+        return revealed.ok ? JSON.stringify({ ...answer, key: revealed.raw }) : null;
+      },
+    };
+
+    app.post<{ Params: { id: string } }>('/accounts/:id/keys', { config: { adminReplay: newKeyReplay } }, async (request, reply) => {
       const body = parse(CreateKey, request.body);
       checkModels(body.allowed_models);
       await existingAccount(request.params.id);
