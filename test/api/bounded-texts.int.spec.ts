@@ -71,6 +71,8 @@ afterAll(async () => {
 });
 
 async function callRecords(accountId: string): Promise<CallRecord[]> {
+  // A rejected call's record is queued as the answer leaves, not awaited.
+  await t.gateway.ledger.idle();
   const events = await t.gateway.storage.store.readStream(walletStream(accountId));
   return events.flatMap((e) => {
     const data = e.data as { call?: CallRecord };
@@ -79,6 +81,7 @@ async function callRecords(accountId: string): Promise<CallRecord[]> {
 }
 
 async function logRows(accountId: string) {
+  await t.gateway.ledger.idle();
   await t.gateway.runner.catchUpToHead();
   const page = await t.admin('GET', `/accounts/${accountId}/logs`);
   expect(page.statusCode).toBe(200);

@@ -33,6 +33,7 @@ describe('the call-log CSV export', () => {
     const openai = new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0 });
     const formulas = ['=HYPERLINK("http://evil.example","open")', '@SUM(A1:A9)', '-2+3', '\tcmd'];
     for (const model of formulas) await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }] }).catch(() => {});
+    await t.gateway.ledger.idle();
     await t.gateway.runner.catchUpToHead();
 
     const csv = await t.admin('GET', `/accounts/${accountId}/logs.csv`);
