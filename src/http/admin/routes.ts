@@ -33,7 +33,7 @@ export interface AdminOptions extends KnowledgeAdminOptions {
 const Timestamp = z.number().int().nonnegative();
 /** Names the operator (or a console user) chooses are stored in events and rows and shown in
  * every list: longer ones are refused, not cut (docs/operations.md, "Bounded texts"). */
-export const NAME_MAX = 200;
+const NAME_MAX = 200;
 const KeyFields = z.object({
   name: z.string().trim().min(1).max(NAME_MAX),
   // Model ids of the catalogue (each is checked): a few hundred at most.
@@ -83,7 +83,7 @@ function keyView(state: KeyState, extra: { last_used_at?: number | null; used_us
 }
 
 /** A list's `limit`: `fallback` when absent or not a number, within 1..max. */
-export const pageLimit = (value: string | undefined, fallback: number, max: number) => Math.min(Math.max(Number(value ?? fallback) || fallback, 1), max);
+const pageLimit = (value: string | undefined, fallback: number, max: number) => Math.min(Math.max(Number(value ?? fallback) || fallback, 1), max);
 
 function tokenMatches(presented: string, expected: string): boolean {
   const a = createHash('sha256').update(presented).digest();
