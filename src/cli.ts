@@ -9,7 +9,7 @@ import { verifyLedger } from './projections/verify';
 import { allProjections } from './projections';
 import { ProjectionRunner } from './projections/runner/runner';
 import { requestSerializers } from './http/app';
-import { adminTokenOf, createGateway, openStorage, settingsFromEnv, type Settings } from './runtime/gateway';
+import { adminTokenOf, createGateway, openStorage, SettingError, settingsFromEnv, type Settings } from './runtime/gateway';
 
 const USAGE = `Usage: gateway <command> [options]
 
@@ -28,13 +28,13 @@ const USAGE = `Usage: gateway <command> [options]
   accounts list                            GATEWAY_URL, default http://HOST:PORT, and ADMIN_TOKEN
   accounts show ID                         or the token saved in DATA_DIR)
   accounts topup ID AMOUNT_USD [--reference TEXT]
-  accounts limits ID [--rpm N|none] [--concurrency N|none]
+  accounts limits ID [--rpm N|none] [--concurrency N|none]   (a limit not given keeps its value)
   accounts deactivate ID [--reason TEXT]
   accounts reactivate ID
   accounts ledger ID
-  keys create ACCOUNT_ID --name NAME [--models a,b] [--expires-at UNIX] [--spend-cap USD] [--disabled]
+  keys create ACCOUNT_ID --name NAME [--models a,b|none] [--expires-at UNIX] [--spend-cap USD] [--disabled]
   keys list ACCOUNT_ID
-  keys update KEY_ID [--name NAME] [--models a,b|all] [--expires-at UNIX|never] [--spend-cap USD|none] [--enable|--disable]
+  keys update KEY_ID [--name NAME] [--models a,b|all|none] [--expires-at UNIX|never] [--spend-cap USD|none] [--enable|--disable]
   keys revoke KEY_ID
   keys delete KEY_ID
   keys reveal KEY_ID
@@ -53,7 +53,7 @@ const DEFAULT_SIMULATOR_URL = 'http://127.0.0.1:8090';
  * simulator, so run one in-process unless something already answers there. */
 async function startDemoSimulator(settings: Settings): Promise<{ line: string; close: () => Promise<void> }> {
   if (settings.configPath) return { line: '', close: async () => {} };
-  const url = new URL(process.env.SIMULATOR_URL ?? DEFAULT_SIMULATOR_URL);
+  const url = new URL(process.env.SIMULATOR_URL?.trim() || DEFAULT_SIMULATOR_URL);
   try {
     const sim = await startSimulator({ port: Number(url.port || 80), host: url.hostname });
     return { line: `upstream simulator (demo channels): ${sim.url}`, close: () => sim.close() };
@@ -62,18 +62,28 @@ async function startDemoSimulator(settings: Settings): Promise<{ line: string; c
   }
 }
 
+/** The admin token's line at start: the token itself only when it was just generated (DESIGN.md:
+ * "generated and printed at start when unset"), never one from ADMIN_TOKEN or one saved earlier,
+ * so that start logs do not carry the operator's credential at every restart. */
+function adminTokenLine(settings: Settings, token: { value: string; generated: boolean }): string {
+  if (settings.adminToken) return 'admin token: from ADMIN_TOKEN (not printed)';
+  const file = `${settings.dataDir}/admin-token`;
+  return token.generated ? `admin token: ${token.value} (generated; saved in ${file})` : `admin token: saved in ${file} (not printed)`;
+}
+
 async function serve(settings: Settings) {
   const logger = pino({ level: settings.logLevel, serializers: requestSerializers });
+  // Before the gateway reads it: whether this start generated the token decides what is printed.
+  const token = adminTokenOf(settings);
   const simulator = await startDemoSimulator(settings);
   const gateway = await createGateway(settings, { logger });
   await gateway.app.listen({ port: settings.port, host: settings.host });
-  const token = adminTokenOf(settings);
   const where = settings.databaseUrl ? 'Postgres (DATABASE_URL)' : `embedded PGlite in ${settings.dataDir}`;
   process.stdout.write(
     [
       `gateway listening on http://${settings.host}:${settings.port}`,
       `storage: ${where}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
-      `admin token: ${token.value}${settings.adminToken ? ' (from ADMIN_TOKEN)' : ` (saved in ${settings.dataDir}/admin-token)`}`,
+      adminTokenLine(settings, token),
       ...(simulator.line ? [simulator.line] : []),
       '',
     ].join('\n'),
@@ -99,7 +109,7 @@ async function withRunner<T>(settings: Settings, fn: (runner: ProjectionRunner, 
 }
 
 async function adminRequest(settings: Settings, method: string, path: string, body?: unknown, raw?: { bytes: Uint8Array; contentType: string }) {
-  const base = process.env.GATEWAY_URL ?? `http://${settings.host}:${settings.port}`;
+  const base = process.env.GATEWAY_URL?.trim() || `http://${settings.host}:${settings.port}`;
   const token = adminTokenOf(settings).value;
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (raw) headers['content-type'] = raw.contentType;
@@ -211,17 +221,55 @@ async function importKnowledge(settings: Settings, accountId: string, dir: strin
 
 const orNull = (v: string | undefined, nullWord: string) => (v === undefined ? undefined : v === nullWord ? null : v);
 
+/** A flag's whole number, or null for its "none" word. Anything else is refused here: sent on, a
+ * value that is not a number became null in the JSON body, which the API takes as "no limit". */
+function wholeNumber(value: string, flag: string, noneWord: string): number | null {
+  if (value === noneWord) return null;
+  if (!/^\d{1,15}$/.test(value)) throw new UsageError(`${flag} takes a whole number or "${noneWord}", not "${value}"`);
+  return Number(value);
+}
+
+/** `--models a,b`; `all` for every model (null), `none` for no model (an empty allow-list). An empty
+ * value is refused: `--models "$UNSET"` must not lock the key out of every model. */
+function allowList(value: string): string[] | null {
+  if (value === 'all') return null;
+  if (value === 'none') return [];
+  const ids = value.split(',').map((m) => m.trim()).filter(Boolean);
+  if (ids.length === 0) throw new UsageError('--models takes model ids separated by commas, "all" or "none"');
+  return ids;
+}
+
 function keyBody(values: Record<string, string | boolean | undefined>) {
-  const models = orNull(values.models as string | undefined, 'all');
-  const expires = orNull(values['expires-at'] as string | undefined, 'never');
+  const models = values.models as string | undefined;
+  const expires = values['expires-at'] as string | undefined;
   const cap = orNull(values['spend-cap'] as string | undefined, 'none');
   return {
     ...(values.name !== undefined ? { name: values.name } : {}),
-    ...(models !== undefined ? { allowed_models: models === null ? null : models.split(',').map((m) => m.trim()).filter(Boolean) } : {}),
-    ...(expires !== undefined ? { expires_at: expires === null ? null : Number(expires) } : {}),
+    ...(models !== undefined ? { allowed_models: allowList(models) } : {}),
+    ...(expires !== undefined ? { expires_at: wholeNumber(expires, '--expires-at', 'never') } : {}),
     ...(cap !== undefined ? { spend_cap_usd: cap } : {}),
     ...(values.disable || values.disabled ? { enabled: false } : values.enable ? { enabled: true } : {}),
   };
+}
+
+/** `accounts limits ID --rpm N`: the limit not named keeps its value (the API's PUT sets both). */
+async function setLimits(settings: Settings, accountId: string, rpm: string | undefined, concurrency: string | undefined) {
+  if (rpm === undefined && concurrency === undefined) throw new UsageError('accounts limits needs --rpm and/or --concurrency (a whole number, or "none" for no limit)');
+  const body: { rpm?: number | null; concurrency?: number | null } = {};
+  if (rpm !== undefined) body.rpm = wholeNumber(rpm, '--rpm', 'none');
+  if (concurrency !== undefined) body.concurrency = wholeNumber(concurrency, '--concurrency', 'none');
+  if (rpm === undefined || concurrency === undefined) {
+    const account = await adminRequest(settings, 'GET', `/accounts/${accountId}`);
+    if (!account.ok) {
+      process.stdout.write(`${account.text}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    const current = (JSON.parse(account.text) as { limits: { rpm: number | null; concurrency: number | null } }).limits;
+    body.rpm = rpm === undefined ? current.rpm : body.rpm!;
+    body.concurrency = concurrency === undefined ? current.concurrency : body.concurrency!;
+  }
+  return admin(settings, 'PUT', `/accounts/${accountId}/limits`, body);
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -329,10 +377,8 @@ export async function main(argv: string[]): Promise<void> {
         amount_usd: need(rest[1], 'AMOUNT_USD'),
         reference: values.reference ?? `cli-${Date.now()}`,
       });
-    case 'accounts limits': {
-      const limit = (v: string | undefined) => (v === undefined || v === 'none' ? null : Number(v));
-      return admin(settings, 'PUT', `/accounts/${need(rest[0], 'ID')}/limits`, { rpm: limit(values.rpm), concurrency: limit(values.concurrency) });
-    }
+    case 'accounts limits':
+      return setLimits(settings, need(rest[0], 'ID'), values.rpm, values.concurrency);
     case 'accounts deactivate':
       return admin(settings, 'POST', `/accounts/${need(rest[0], 'ID')}/deactivate`, values.reason ? { reason: values.reason } : {});
     case 'accounts reactivate':
@@ -369,8 +415,14 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
+/** parseArgs' refusals (an unknown or misspelt flag, a flag without its value) are usage errors. */
+const isUsageError = (error: unknown) => error instanceof UsageError || String((error as { code?: unknown } | null)?.code).startsWith('ERR_PARSE_ARGS');
+
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof UsageError) process.stderr.write(`${error.message}\n\n${USAGE}`);
-  else process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
-  process.exitCode = error instanceof UsageError ? 2 : 1;
+  if (isUsageError(error)) process.stderr.write(`${(error as Error).message}\n\n${USAGE}`);
+  else if (error instanceof SettingError) process.stderr.write(`gateway: ${error.message}\n`);
+  // A stack trace is for whoever debugs the gateway (LOG_LEVEL=debug), not for its operator.
+  else if (/^(debug|trace)$/.test(process.env.LOG_LEVEL?.trim() ?? '')) process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+  else process.stderr.write(`gateway: ${(error as Error).message ?? String(error)}\n`);
+  process.exitCode = isUsageError(error) ? 2 : 1;
 });

@@ -133,9 +133,11 @@ export class Ledger {
     return outcome(handled, (state) => ({ accountId, state }));
   }
 
+  /** Idempotent by `reference` within the account: a repeat with the same amount answers with the
+   * first top-up's id and credits nothing; another amount is refused (topup_reference_conflict). */
   async topUp(accountId: string, amount: bigint, reference: string, topupId = randomUUID(), actor = 'admin') {
     const handled = await this.wallet$(accountId, { type: 'TopUp', topupId, amount, reference, now: this.now() }, `topup:${topupId}`, actor);
-    return outcome(handled, (state) => ({ state, topupId }));
+    return outcome(handled, (state) => ({ state, topupId: state.topups.get(reference)?.topupId ?? topupId }));
   }
 
   async setLimits(accountId: string, rpm: number | null, concurrency: number | null, actor = 'admin') {

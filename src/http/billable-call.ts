@@ -4,6 +4,7 @@ import type { Ledger } from '../commands/ledger';
 import type { ModelRegistry } from '../config/registry';
 import type { ModelConfig } from '../config/schema';
 import type { CallRecord } from '../events/catalog';
+import { boundedCall, CALL_TEXT_LIMITS, clipText } from '../projections/call-log/bounds';
 import { tryJson } from '../upstream/json';
 import type { Failure } from '../upstream/upstream-call';
 import { GatewayError, upstreamErrorCode, type ErrorCode } from './errors';
@@ -24,9 +25,11 @@ export interface CallFacts {
   channelId: string | null;
 }
 
-/** The outcome of a call as its call-log row: the facts so far, and what the outcome adds. */
+/** The outcome of a call as its call-log row: the facts so far, and what the outcome adds. Its
+ * texts (the model the client named, an upstream's error message) are cut to CALL_TEXT_LIMITS:
+ * the record is written twice (event and row) whatever the client or the upstream sent. */
 export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<CallRecord, 'status'>): CallRecord {
-  return {
+  return boundedCall({
     request_id: facts.request.id,
     key_id: facts.request.caller?.keyId ?? null,
     model: facts.model,
@@ -46,7 +49,7 @@ export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<
     result_urls: [],
     result_expires_at: null,
     ...fields,
-  };
+  });
 }
 
 /** A call refused before it could hold money still gets its call-log row (cost 0). The record is
@@ -61,7 +64,9 @@ export function rejectCall(ledger: Ledger, facts: CallFacts, code: ErrorCode, me
 /** The canonical model a call names, if it exists, is callable and the key may use it. */
 export function callableModel(registry: ModelRegistry, allowList: readonly string[] | null, id: string): ModelConfig | { code: ErrorCode; message: string } {
   const model = registry.resolve(id);
-  if (!model || !model.callable) return { code: 'model_not_found', message: `The model \`${id}\` does not exist or you do not have access to it.` };
+  // The id is the client's text: quoted back within the same bound as the call record keeps.
+  if (!model || !model.callable)
+    return { code: 'model_not_found', message: `The model \`${clipText(id, CALL_TEXT_LIMITS.model)}\` does not exist or you do not have access to it.` };
   if (!registry.allows(allowList, model.id)) return { code: 'model_not_allowed', message: `This API key is not allowed to use the model \`${model.id}\`.` };
   return model;
 }

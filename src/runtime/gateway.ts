@@ -44,19 +44,41 @@ export interface Settings {
   readonly env: NodeJS.ProcessEnv;
 }
 
+/** Thrown for a setting the gateway cannot start with; the message names it and what it takes. */
+export class SettingError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** An empty variable is an unset one, for every setting. */
+const blank = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
+
+/** PORT: unset or empty means 8080; anything else must be a TCP port (`Number("")` is 0, which
+ * made the gateway listen on a random port). */
+function portOf(value: string | undefined): number {
+  if (value === undefined) return 8080;
+  const port = /^\d{1,5}$/.test(value) ? Number(value) : NaN;
+  if (!(port >= 1 && port <= 65_535)) throw new SettingError(`PORT must be a port number from 1 to 65535, not "${value}"`);
+  return port;
+}
+
+function logLevelOf(value: string | undefined): string {
+  if (value === undefined) return 'info';
+  if (!LOG_LEVELS.includes(value)) throw new SettingError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, not "${value}"`);
+  return value;
+}
+
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
-  const blank = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
   return {
-    port: Number(env.PORT ?? 8080),
-    host: env.HOST ?? '127.0.0.1',
-    dataDir: resolve(env.DATA_DIR ?? './data'),
+    port: portOf(blank(env.PORT)),
+    host: blank(env.HOST) ?? '127.0.0.1',
+    dataDir: resolve(blank(env.DATA_DIR) ?? './data'),
     databaseUrl: blank(env.DATABASE_URL),
     redisUrl: blank(env.REDIS_URL),
     eventStoreUrl: blank(env.EVENTSTORE_URL),
     configPath: blank(env.GATEWAY_CONFIG),
     adminToken: blank(env.ADMIN_TOKEN),
     keyEncryptionSecret: blank(env.KEY_ENCRYPTION_SECRET),
-    logLevel: env.LOG_LEVEL ?? 'info',
+    logLevel: logLevelOf(blank(env.LOG_LEVEL)),
     publicBaseUrl: blank(env.PUBLIC_BASE_URL),
     callCommit: callCommitOf(blank(env.LEDGER_CALL_COMMIT)),
     env,
@@ -66,7 +88,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
 function callCommitOf(value: string | undefined): CallCommit {
   if (value === undefined) return 'async';
   if (value === 'sync' || value === 'async') return value;
-  throw new Error(`LEDGER_CALL_COMMIT must be "sync" or "async", not "${value}"`);
+  throw new SettingError(`LEDGER_CALL_COMMIT must be "sync" or "async", not "${value}"`);
 }
 
 /** A secret from the environment, else the one generated into DATA_DIR on first start. */

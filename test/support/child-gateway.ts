@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,8 @@ export interface CommandResult {
  */
 export class ChildGateway {
   private server: ChildProcess | null = null;
+  /** What the running (or last) `serve` printed, stdout and stderr. */
+  output = '';
 
   private constructor(
     readonly env: NodeJS.ProcessEnv,
@@ -79,10 +81,10 @@ export class ChildGateway {
     return this.server !== null;
   }
 
-  /** A CLI command against this gateway's environment. */
-  run(args: string[]): Promise<CommandResult> {
+  /** A CLI command against this gateway's environment (with `env` on top). */
+  run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CommandResult> {
     return new Promise((resolve) => {
-      const child = spawn(process.execPath, [BIN, ...args], { env: this.env });
+      const child = spawn(process.execPath, [BIN, ...args], { env: { ...this.env, ...env } });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d) => (stdout += d));
@@ -91,23 +93,25 @@ export class ChildGateway {
     });
   }
 
-  /** Starts `serve`; resolves with the admin token it prints. */
+  /** Starts `serve`; resolves with the admin token (printed when this start generated it, else
+   * read from DATA_DIR like an operator would). */
   start(): Promise<string> {
     const child = spawn(process.execPath, [BIN, 'serve'], { env: this.env });
     this.server = child;
-    let output = '';
+    this.output = '';
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
+      const timer = setTimeout(() => reject(new Error(`server did not start:\n${this.output}`)), 60_000);
       child.stdout!.on('data', (d: Buffer) => {
-        output += d;
-        const token = /admin token: (\S+)/.exec(output);
-        if (token) {
+        this.output += d;
+        const line = /admin token: (.*)\n/.exec(this.output);
+        if (line) {
           clearTimeout(timer);
-          resolve(token[1]!);
+          const printed = /^(adm_\S+)/.exec(line[1]!);
+          resolve(printed ? printed[1]! : readFileSync(join(this.dataDir, 'admin-token'), 'utf8').trim());
         }
       });
-      child.stderr!.on('data', (d) => (output += d));
-      child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
+      child.stderr!.on('data', (d) => (this.output += d));
+      child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${this.output}`)));
     });
   }
 

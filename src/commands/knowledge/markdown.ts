@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
+import { compiledAtText, LAST_UNIX_SECOND } from './compiled-at';
 
 /** A page as the admin API takes it (PUT …/pages/{id}). */
 export interface ImportedPage {
@@ -25,6 +26,10 @@ const strings = (value: unknown): string[] =>
   Array.isArray(value) ? value.map(String).map((s) => s.trim()).filter(Boolean) : typeof value === 'string' && value.trim() ? [value.trim()] : [];
 
 const text = (value: unknown): string | null => (value === undefined || value === null ? null : String(value));
+
+/** `compiled_at: 1700000000` in front matter is Unix seconds, like the admin API's; text stays text. */
+const compiledAt = (value: unknown): string | null =>
+  typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= LAST_UNIX_SECOND ? compiledAtText(value) : text(value);
 
 /** `notes/Getting Started.md` -> `notes-getting-started`. */
 export function slugOf(relativePath: string): string {
@@ -83,7 +88,7 @@ export function pageFromMarkdown(relativePath: string, file: string, sourceKey: 
               r2_key: String(source.r2_key ?? sourceKey ?? relativePath),
               filename: text(source.filename) ?? filename,
               locator: text(source.locator),
-              compiled_at: text(source.compiled_at),
+              compiled_at: compiledAt(source.compiled_at),
               model: text(source.model),
             }
           : sourceKey

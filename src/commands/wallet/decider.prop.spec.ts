@@ -207,7 +207,8 @@ class Model {
       case 'OpenAccount':
         return { type: 'OpenAccount', accountId: ACCOUNT, name: 'prop', now: NOW };
       case 'TopUp':
-        return { type: 'TopUp', topupId: `t${this.credited}`, amount: intent.amount, reference: 'ref', now: NOW };
+        // A reference per top-up: a repeated one is the same top-up (a retry), tested on its own.
+        return { type: 'TopUp', topupId: `t${this.credited}`, amount: intent.amount, reference: `ref-${this.credited}`, now: NOW };
       case 'Reserve': {
         const amount = intent.amount.kind === 'fixed' ? intent.amount.units : this.balance - this.held + intent.amount.delta;
         const spendCap =

@@ -35,6 +35,12 @@ export interface ClosedHolds {
   readonly previous: PersistentSet<string>;
 }
 
+/** A top-up as its reference remembers it: a retry with the same reference is the same top-up. */
+export interface TopUpRecord {
+  readonly topupId: string;
+  readonly amount: bigint;
+}
+
 export interface WalletState {
   readonly status: 'none' | 'active' | 'inactive';
   readonly accountId: string;
@@ -49,6 +55,9 @@ export interface WalletState {
   /** Holds closed lately: a hold ends exactly once, and its id does not open a second hold. */
   readonly closedHolds: ClosedHolds;
   readonly keys: PersistentMap<string, KeyUsage>;
+  /** Every top-up of the account by its reference (the first one, if the log has several). Top-ups
+   * are rare, so this stays small: about 300 bytes per top-up the account ever had. */
+  readonly topups: PersistentMap<string, TopUpRecord>;
   readonly credited: bigint;
   readonly captured: bigint;
   /** Net amount taken by adjustments (re-rates): Σ(new − old) over adjusted calls. Money is
@@ -69,6 +78,7 @@ export const initialWalletState: WalletState = {
   holds: PersistentMap<string, Hold>(),
   closedHolds: { current: PersistentSet<string>(), previous: PersistentSet<string>() },
   keys: PersistentMap<string, KeyUsage>(),
+  topups: PersistentMap<string, TopUpRecord>(),
   credited: 0n,
   captured: 0n,
   adjusted: 0n,
@@ -126,6 +136,7 @@ export type WalletErrorCode =
   | 'account_inactive'
   | 'invalid_amount'
   | 'topup_below_minimum'
+  | 'topup_reference_conflict'
   | 'insufficient_funds'
   | 'spend_cap_exceeded'
   | 'hold_exists'
@@ -168,6 +179,7 @@ function copy(state: WalletState): { -readonly [K in keyof WalletState]: WalletS
     holds: state.holds,
     closedHolds: state.closedHolds,
     keys: state.keys,
+    topups: state.topups,
     credited: state.credited,
     captured: state.captured,
     adjusted: state.adjusted,
@@ -186,10 +198,16 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
       next.createdAt = event.data.at;
       return next;
     case 'CreditGranted':
-    case 'WalletToppedUp':
       next.balance = state.balance + event.data.amount;
       next.credited = state.credited + event.data.amount;
       return next;
+    case 'WalletToppedUp': {
+      const { reference, topup_id, amount } = event.data;
+      next.balance = state.balance + amount;
+      next.credited = state.credited + amount;
+      if (!state.topups.has(reference)) next.topups = state.topups.set(reference, { topupId: topup_id, amount });
+      return next;
+    }
     case 'FundsReserved': {
       const { hold_id, amount, key_id, expires_at } = event.data;
       next.held = state.held + amount;
@@ -256,13 +274,22 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
   if (state.status === 'none') return refuse('account_not_found', 'account not found');
 
   switch (command.type) {
-    case 'TopUp':
+    case 'TopUp': {
+      // A payment webhook retried after a time-out: the same reference is the same top-up.
+      const earlier = state.topups.get(command.reference);
+      if (earlier && earlier.amount === command.amount) return accept();
+      if (earlier)
+        return refuse(
+          'topup_reference_conflict',
+          `the reference ${JSON.stringify(command.reference)} was already used by a top-up of ${formatUsd(earlier.amount)} USD; a new top-up needs a new reference`,
+        );
       if (command.amount < MINIMUM_TOPUP)
         return refuse('topup_below_minimum', `the minimum top-up is ${formatUsd(MINIMUM_TOPUP)} USD; got ${formatUsd(command.amount)}`);
       return accept({
         type: 'WalletToppedUp',
         data: { topup_id: command.topupId, amount: command.amount, reference: command.reference, at: command.now },
       });
+    }
 
     case 'Reserve': {
       if (command.amount < 0n) return refuse('invalid_amount', 'a reservation cannot be negative');

@@ -144,6 +144,27 @@ describe('wallet decider: TopUp', () => {
     given(opened).when(topUp(usd('500'), 't-9')).then([toppedUp(usd('500'), 't-9')]);
   });
 
+  it('is idempotent by reference: the same reference and amount credit once', () => {
+    // topUp(amount, id) uses the reference `ref-${id}`: a retry carries the same reference, a new top-up id.
+    const retry: WalletCommand = { type: 'TopUp', topupId: 't-2', amount: usd('200'), reference: 'ref-t-1', now: NOW };
+    const state = given([...opened, toppedUp(usd('200'))]).when(retry).then([]);
+    expect(state.balance).toBe(SIGNUP_GRANT + usd('200'));
+    expect(state.topups.get('ref-t-1')).toEqual({ topupId: 't-1', amount: usd('200') });
+  });
+
+  it('refuses a known reference with another amount (topup_reference_conflict)', () => {
+    const other: WalletCommand = { type: 'TopUp', topupId: 't-2', amount: usd('300'), reference: 'ref-t-1', now: NOW };
+    const message = given([...opened, toppedUp(usd('200'))]).when(other).thenRefused('topup_reference_conflict');
+    expect(message).toContain('200.00');
+  });
+
+  it('remembers the first top-up of a reference that the log holds twice (written before references were unique)', () => {
+    const again: WalletEvent = { type: 'WalletToppedUp', data: { topup_id: 't-2', amount: usd('300'), reference: 'ref-t-1', at: NOW } };
+    const state = fold([...opened, toppedUp(usd('200')), again]);
+    expect(state.balance).toBe(SIGNUP_GRANT + usd('500'));
+    expect(state.topups.get('ref-t-1')).toEqual({ topupId: 't-1', amount: usd('200') });
+  });
+
   it('refuses 134.79 with topup_below_minimum and a message naming the minimum', () => {
     const message = given(opened).when(topUp(usd('134.79'))).thenRefused('topup_below_minimum');
     expect(message).toMatch(/134\.80?\b/);

@@ -20,6 +20,7 @@ export const STATUS_OF: Record<string, number> = {
   key_revoked: 409,
   key_not_revealable: 409,
   account_inactive: 409,
+  topup_reference_conflict: 409,
   kb_not_found: 404,
   page_not_found: 404,
   kb_exists: 409,

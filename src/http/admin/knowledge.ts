@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { compiledAtText, LAST_UNIX_SECOND } from '../../commands/knowledge/compiled-at';
 import type { KnowledgeService } from '../../commands/knowledge/service';
 import { InvalidObjectKeyError, type ObjectStore } from '../../objects/store';
 import type { ProjectionRunner } from '../../projections/runner/runner';
@@ -13,9 +14,9 @@ export interface KnowledgeAdminOptions {
 
 const Text = z.string().max(100_000);
 const CreateKb = z
-  .object({ kb_id: z.string().min(1).max(64), title: z.string().trim().min(1).max(200), reader_account_ids: z.array(z.string().min(1)).max(1000).optional() })
+  .object({ kb_id: z.string().min(1).max(64), title: z.string().trim().min(1).max(200), reader_account_ids: z.array(z.string().min(1).max(100)).max(1000).optional() })
   .strict();
-const ChangeKb = z.object({ title: z.string().trim().min(1).max(200).optional(), reader_account_ids: z.array(z.string().min(1)).max(1000).optional() }).strict();
+const ChangeKb = z.object({ title: z.string().trim().min(1).max(200).optional(), reader_account_ids: z.array(z.string().min(1).max(100)).max(1000).optional() }).strict();
 export const PageBody = z
   .object({
     title: z.string().trim().min(1).max(500),
@@ -31,7 +32,12 @@ export const PageBody = z
         r2_key: z.string().min(1).max(512),
         filename: z.string().max(500).nullable().default(null),
         locator: z.string().max(500).nullable().default(null),
-        compiled_at: z.string().max(100).nullable().default(null),
+        // Unix seconds, or RFC 3339 text (imported front matter); stored as text (compiled-at.ts).
+        compiled_at: z
+          .union([z.number().int().min(0).max(LAST_UNIX_SECOND), z.string().max(100)])
+          .nullable()
+          .transform((value) => (value === null ? null : compiledAtText(value)))
+          .default(null),
         model: z.string().max(200).nullable().default(null),
       })
       .strict()

@@ -11,9 +11,12 @@ import type { EventStore, Position } from '../../events/store/port';
 import { formatUsd, parseUsd } from '../../money/usd';
 import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { Sql } from '../../storage/sql';
+import type { IdempotencyStore } from '../../idempotency/store';
 import { AdminError, fromDomain, parse } from './admin-error';
+import { adminIdempotency, type AdminReplay } from './idempotency';
 import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
-import { logRoutes } from './logs';
+import { LOG_PAGE_BYTES, logRoutes, withinBytes } from './logs';
+import { clipText } from '../../projections/call-log/bounds';
 import { rerateRoutes } from './rerate';
 
 export interface AdminOptions extends KnowledgeAdminOptions {
@@ -24,19 +27,25 @@ export interface AdminOptions extends KnowledgeAdminOptions {
   readonly sql: Sql;
   readonly store: EventStore;
   readonly registry: ModelRegistry;
+  /** Where `Idempotency-Key` claims of admin POSTs are kept (scope `admin`). */
+  readonly idempotency: IdempotencyStore;
 }
 
 const Timestamp = z.number().int().nonnegative();
+/** Names the operator (or a console user) chooses are stored in events and rows and shown in
+ * every list: longer ones are refused, not cut (docs/operations.md, "Bounded texts"). */
+const NAME_MAX = 200;
 const KeyFields = z.object({
-  name: z.string().trim().min(1).max(200),
-  allowed_models: z.array(z.string().min(1)).nullable().optional(),
+  name: z.string().trim().min(1).max(NAME_MAX),
+  // Model ids of the catalogue (each is checked): a few hundred at most.
+  allowed_models: z.array(z.string().min(1).max(200)).max(1000).nullable().optional(),
   expires_at: Timestamp.nullable().optional(),
   enabled: z.boolean().optional(),
   spend_cap_usd: UsdString.nullable().optional(),
 });
 const CreateKey = KeyFields.strict();
 const PatchKey = KeyFields.partial().strict();
-const CreateAccount = z.object({ name: z.string().trim().min(1).max(200) }).strict();
+const CreateAccount = z.object({ name: z.string().trim().min(1).max(NAME_MAX) }).strict();
 const TopUp = z.object({ amount_usd: UsdString, reference: z.string().trim().min(1).max(200) }).strict();
 const Limits = z
   .object({ rpm: z.number().int().positive().nullable(), concurrency: z.number().int().positive().nullable() })
@@ -79,6 +88,8 @@ const unreadable = (error: UnreadableEventError) => ({
   code: 'account_unavailable',
   message: `${error.message}; see gateway ledger verify --parked`,
 });
+/** A list's `limit`: `fallback` when absent or not a number, within 1..max. */
+const pageLimit = (value: string | undefined, fallback: number, max: number) => Math.min(Math.max(Number(value ?? fallback) || fallback, 1), max);
 
 function tokenMatches(presented: string, expected: string): boolean {
   const a = createHash('sha256').update(presented).digest();
@@ -113,6 +124,8 @@ export function adminRoutes(options: AdminOptions) {
       return reply.code(500).send({ error: { code: 'internal_error', message: 'internal error' } });
     });
 
+    adminIdempotency(app, options.idempotency);
+
     const settled = async (position: Position | null) => runner.waitFor(position);
     await app.register(knowledgeAdminRoutes(options));
     await app.register(logRoutes(sql, options.now ?? (() => Math.floor(Date.now() / 1000))));
@@ -126,7 +139,7 @@ export function adminRoutes(options: AdminOptions) {
 
     function checkModels(models: readonly string[] | null | undefined) {
       const unknown = (models ?? []).filter((m) => !registry.resolve(m));
-      if (unknown.length) throw new AdminError(400, 'invalid_request', `allowed_models: unknown model ids: ${unknown.join(', ')}`);
+      if (unknown.length) throw new AdminError(400, 'invalid_request', clipText(`allowed_models: unknown model ids: ${unknown.join(', ')}`, 2000));
     }
 
     async function keyExtras(keyIds: string[]) {
@@ -155,7 +168,7 @@ export function adminRoutes(options: AdminOptions) {
     });
 
     app.get<{ Querystring: { limit?: string; after?: string } }>('/accounts', async (request) => {
-      const limit = Math.min(Math.max(Number(request.query.limit ?? 100) || 100, 1), 1000);
+      const limit = pageLimit(request.query.limit, 100, 1000);
       const rows = await sql.query<{ account_id: string }>(
         `SELECT account_id FROM accounts WHERE account_id > $1 ORDER BY account_id LIMIT $2`,
         [request.query.after ?? '', limit + 1],
@@ -210,7 +223,18 @@ export function adminRoutes(options: AdminOptions) {
       return accountView(request.params.id, result.state);
     });
 
-    app.post<{ Params: { id: string } }>('/accounts/:id/keys', async (request, reply) => {
+    // A replayed key creation gives the key again, revealed from the vault: the idempotency
+    // store never holds a raw key.
+    const newKeyReplay: AdminReplay = {
+      keep: (body) => JSON.stringify({ ...(JSON.parse(body) as object), key: null }),
+      async restore(body) {
+        const answer = JSON.parse(body) as { id: string };
+        const revealed = await ledger.revealKey(answer.id);
+        return revealed.ok ? JSON.stringify({ ...answer, key: revealed.raw }) : null;
+      },
+    };
+
+    app.post<{ Params: { id: string } }>('/accounts/:id/keys', { config: { adminReplay: newKeyReplay } }, async (request, reply) => {
       const body = parse(CreateKey, request.body);
       checkModels(body.allowed_models);
       await existingAccount(request.params.id);
@@ -226,15 +250,23 @@ export function adminRoutes(options: AdminOptions) {
       return reply.code(201).send({ ...keyView(result.state), key: result.raw });
     });
 
-    app.get<{ Params: { id: string } }>('/accounts/:id/keys', async (request) => {
+    app.get<{ Params: { id: string }; Querystring: { limit?: string; after?: string } }>('/accounts/:id/keys', async (request) => {
       await existingAccount(request.params.id);
-      const rows = await sql.query<{ key_id: string }>(
-        `SELECT key_id FROM api_keys WHERE account_id = $1 AND status <> 'deleted' ORDER BY created_at, key_id`,
-        [request.params.id],
+      const limit = pageLimit(request.query.limit, 100, 1000);
+      // `after`: the next_cursor of the previous page, `{created_at}:{key_id}` of its last key.
+      const after = /^(\d{1,15}):(key_\w{1,64})$/.exec(request.query.after ?? '');
+      if (request.query.after && !after) throw new AdminError(400, 'invalid_request', 'after is not a cursor this API returned');
+      const rows = await sql.query<{ key_id: string; created_at: string }>(
+        `SELECT key_id, created_at::text AS created_at FROM api_keys
+          WHERE account_id = $1 AND status <> 'deleted' AND (created_at, key_id) > ($2::bigint, $3::text)
+          ORDER BY created_at, key_id LIMIT $4`,
+        [request.params.id, after ? after[1] : '-1', after ? after[2] : '', limit + 1],
       );
-      const extras = await keyExtras(rows.map((r) => r.key_id));
-      const data = await Promise.all(rows.map(async (r) => keyView(await ledger.key(r.key_id), extras.get(r.key_id))));
-      return { data };
+      const page = rows.slice(0, limit);
+      const extras = await keyExtras(page.map((r) => r.key_id));
+      const data = await Promise.all(page.map(async (r) => keyView(await ledger.key(r.key_id), extras.get(r.key_id))));
+      const last = page[page.length - 1];
+      return { data, next_cursor: rows.length > limit && last ? `${last.created_at}:${last.key_id}` : null };
     });
 
     app.patch<{ Params: { id: string } }>('/keys/:id', async (request) => {
@@ -276,20 +308,22 @@ export function adminRoutes(options: AdminOptions) {
 
     app.get<{ Params: { id: string }; Querystring: { from_revision?: string; limit?: string } }>('/accounts/:id/ledger', async (request) => {
       await existingAccount(request.params.id);
-      const limit = Math.min(Math.max(Number(request.query.limit ?? 1000) || 1000, 1), 10_000);
+      const limit = pageLimit(request.query.limit, 1000, 10_000);
       const from = /^\d+$/.test(request.query.from_revision ?? '') ? BigInt(request.query.from_revision!) : 0n;
       const events = await store.readStream(walletStream(request.params.id), { fromRevision: from, maxCount: limit + 1 });
-      const page = events.slice(0, limit);
+      const entries = events.slice(0, limit).map((e) => ({
+        revision: Number(e.revision),
+        event_id: e.id,
+        type: e.type,
+        data: JSON.parse(JSON.stringify(decodeRecorded(e).data, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))) as unknown,
+        created_at: Math.floor(e.createdAt.getTime() / 1000),
+      }));
+      // Bounded in bytes as well as in events, like the call log's pages.
+      const data = withinBytes(entries, LOG_PAGE_BYTES, (entry) => Buffer.byteLength(JSON.stringify(entry)));
       return {
         account_id: request.params.id,
-        data: page.map((e) => ({
-          revision: Number(e.revision),
-          event_id: e.id,
-          type: e.type,
-          data: JSON.parse(JSON.stringify(decodeRecorded(e).data, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))),
-          created_at: Math.floor(e.createdAt.getTime() / 1000),
-        })),
-        next_cursor: events.length > limit ? String(page[page.length - 1]!.revision + 1n) : null,
+        data,
+        next_cursor: events.length > data.length ? String(data[data.length - 1]!.revision + 1) : null,
       };
     });
   };

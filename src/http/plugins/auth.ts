@@ -6,6 +6,7 @@ import type { WalletState } from '../../commands/wallet/decider';
 import { hashApiKey, isWellFormedApiKey } from '../../secrets/api-key';
 import type { Sql } from '../../storage/sql';
 import { GatewayError, sendError } from '../errors';
+import { RecentMap } from './recent-map';
 
 /** Per-route authentication settings, in the route's `config`. */
 export interface AuthConfig {
@@ -72,6 +73,10 @@ export function presentedKey(request: FastifyRequest, headerOnly: boolean): stri
 
 const LAST_USED_RESOLUTION_S = 60;
 
+/** Keys whose hash -> id mapping, and whose last `last_used_at` write, this process remembers (the
+ * most recently used; a few megabytes). A key forgotten is looked up, or its time written, once more. */
+export const KEY_CACHE_LIMIT = 50_000;
+
 export interface AuthOptions {
   readonly ledger: Ledger;
   readonly sql: Sql;
@@ -81,8 +86,8 @@ export interface AuthOptions {
 /** Authenticates every route that asks for a key, in each protocol's error shape. */
 export const authPlugin = fp<AuthOptions>(
   async (app: FastifyInstance, { ledger, sql, now = () => Math.floor(Date.now() / 1000) }) => {
-    const lastTouched = new Map<string, number>();
-    const byHash = new Map<string, { keyId: string; accountId: string }>();
+    const lastTouched = new RecentMap<string, number>(KEY_CACHE_LIMIT);
+    const byHash = new RecentMap<string, { keyId: string; accountId: string }>(KEY_CACHE_LIMIT);
 
     async function lookup(hash: string) {
       const cached = byHash.get(hash);
@@ -94,7 +99,6 @@ export const authPlugin = fp<AuthOptions>(
       if (!row) return null;
       // The hash -> id mapping never changes, so it can be cached; the key's state is read live.
       const found = { keyId: row.key_id, accountId: row.account_id };
-      if (byHash.size > 50_000) byHash.clear();
       byHash.set(hash, found);
       return found;
     }

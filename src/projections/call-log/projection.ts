@@ -1,6 +1,7 @@
 import type { CallRecord } from '../../events/catalog';
 import type { SqlQuery } from '../../storage/sql';
 import { inSlices, WHOLE, type ProjectedEvent, type Projection } from '../projection';
+import { boundedCall } from './bounds';
 
 /** One row per final outcome of an external call: from the event that ended its hold
  * (cost = what was captured) or from CallRejected (cost 0). Attempts are folded in. */
@@ -84,7 +85,8 @@ function toRow({ event, recorded }: ProjectedEvent): Row[] {
   } else if (event.type === 'HoldReleased') call = event.data.call;
   else if (event.type === 'CallRejected') call = event.data.call;
   if (!call) return [];
-  return [{ id: recorded.id, accountId: recorded.streamId.slice('wallet-'.length), call, cost, at: (event.data as { at: number }).at }];
+  // Bounded here too: events written before the call records were (and a rebuild from them).
+  return [{ id: recorded.id, accountId: recorded.streamId.slice('wallet-'.length), call: boundedCall(call), cost, at: (event.data as { at: number }).at }];
 }
 
 interface Adjustment {

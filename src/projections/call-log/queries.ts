@@ -1,6 +1,7 @@
 import { formatUsd } from '../../money/usd';
 import type { BilledCall } from '../../commands/rerate';
 import type { SqlQuery } from '../../storage/sql';
+import { CALL_TEXT_LIMITS, clipText } from './bounds';
 
 export const CSV_COLUMNS = [
   'id',
@@ -118,8 +119,10 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
   }
   params.push(limit + 1);
   const rows = await sql.query<RawRow>(
-    `SELECT c.id::text AS id, c.created_at::text AS created_at, c.key_id, k.name AS key_name, k.prefix AS key_prefix, c.model, c.status,
-            c.error_code, c.error_message, c.input_tokens::text AS input_tokens, c.output_tokens::text AS output_tokens,
+    // Rows written before call records were bounded may hold texts of any size: read only what a row may show.
+    `SELECT c.id::text AS id, c.created_at::text AS created_at, c.key_id, k.name AS key_name, k.prefix AS key_prefix,
+            left(c.model, ${CALL_TEXT_LIMITS.model + 1}) AS model, c.status,
+            c.error_code, left(c.error_message, ${CALL_TEXT_LIMITS.error_message + 1}) AS error_message, c.input_tokens::text AS input_tokens, c.output_tokens::text AS output_tokens,
             c.cached_tokens::text AS cached_tokens, c.unit_count, c.unit_type, c.cost::text AS cost, c.latency_ms, c.request_id,
             c.task_id, c.submitted_at::text AS submitted_at, c.attempts_count, c.result_urls, c.result_expires_at::text AS result_expires_at,
             c.adjustment::text AS adjustment, c.adjustment_reference
@@ -135,10 +138,10 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
     key_id: r.key_id,
     key_name: r.key_name,
     key_prefix: r.key_prefix,
-    model: r.model,
+    model: clipText(r.model, CALL_TEXT_LIMITS.model),
     status: r.status,
     error_code: r.error_code,
-    error_message: r.error_message,
+    error_message: r.error_message === null ? null : clipText(r.error_message, CALL_TEXT_LIMITS.error_message),
     input_tokens: Number(r.input_tokens),
     output_tokens: Number(r.output_tokens),
     cached_tokens: Number(r.cached_tokens),

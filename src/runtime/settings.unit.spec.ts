@@ -1,0 +1,20 @@
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SettingError, settingsFromEnv } from './gateway';
+
+describe('settingsFromEnv', () => {
+  it('takes an empty variable as an unset one: PORT 8080, not a random port; DATA_DIR ./data, not the working directory', () => {
+    const settings = settingsFromEnv({ PORT: '', HOST: ' ', DATA_DIR: '', LOG_LEVEL: '' });
+    expect(settings.port).toBe(8080);
+    expect(settings.host).toBe('127.0.0.1');
+    expect(settings.dataDir).toBe(resolve('./data'));
+    expect(settings.logLevel).toBe('info');
+    expect(settingsFromEnv({ PORT: ' 9090 ' }).port).toBe(9090);
+  });
+
+  it('refuses a PORT that is not a TCP port, and an unknown LOG_LEVEL, naming the setting', () => {
+    for (const port of ['0', '65536', 'eighty', '80.5', '-1', '0x50'])
+      expect(() => settingsFromEnv({ PORT: port })).toThrow(new SettingError(`PORT must be a port number from 1 to 65535, not "${port}"`));
+    expect(() => settingsFromEnv({ LOG_LEVEL: 'verbose' })).toThrow(/LOG_LEVEL must be one of/);
+  });
+});
