@@ -26,6 +26,8 @@ export interface CallFacts {
 
 /** The outcome of a call as its call-log row: the facts so far, and what the outcome adds. */
 export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<CallRecord, 'status'>): CallRecord {
+  // Every record built is written: the refused-calls plugin then adds no row of its own.
+  facts.request.callRecorded = true;
   return {
     request_id: facts.request.id,
     key_id: facts.request.caller?.keyId ?? null,

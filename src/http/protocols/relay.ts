@@ -7,6 +7,7 @@ import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
+import { releaseUnsettled } from '../hold-release';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
 import { costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import type { Route, Router } from '../../upstream/routing';
@@ -93,23 +94,29 @@ export async function relayChat(
     spendCap: caller.key.settings.spend_cap,
     purpose: `chat ${model.id}`,
     ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S,
+    origin: { model: model.id, endpoint: ctx.endpoint, requestId: request.id },
   });
   const decided = await hold.decided;
   if (!decided.ok) return refuseHold(decided.error, reject);
 
   const signal = new CallSignal(deps.timeoutMs);
-  const call: Call = {
-    ctx,
-    info,
-    estimate,
-    pricing,
-    holdId,
-    signal,
-    commit: holdCommit(hold.committed, signal, request, reject),
-    translated: routes.some(isTranslated) ? { call: decodeCall(adapter, request.body, params, info, deps.now()), model } : null,
-  };
   try {
+    const call: Call = {
+      ctx,
+      info,
+      estimate,
+      pricing,
+      holdId,
+      signal,
+      commit: holdCommit(hold.committed, signal, request, reject),
+      translated: routes.some(isTranslated) ? { call: decodeCall(adapter, request.body, params, info, deps.now()), model } : null,
+    };
     return await relayRoutes(deps, adapter, request, reply, routes, call);
+  } catch (error) {
+    // A failure of the gateway's own (no settlement, release or refusal was recorded): the hold
+    // is released now with the call's row, not left to the sweeper.
+    if (!request.callRecorded) await releaseUnsettled(deps.ledger, ctx, holdId, error);
+    throw error;
   } finally {
     signal.clear();
   }
