@@ -1,12 +1,14 @@
 import { UnreadableEventError } from '../events/catalog';
 import type { Sql } from '../storage/sql';
 import type { Ledger } from './ledger';
+import { sweptCall } from './swept-hold';
 
 /**
  * Every hold has a deadline. A request or task that died (crash, lost worker) never
  * settles its hold; this releases holds past their deadline so none stays open.
  * Several instances may sweep at once: a release of a hold already closed is
- * refused by the wallet decider and changes nothing.
+ * refused by the wallet decider and changes nothing. Each release carries the call's
+ * call-log row (`error`, `gateway_interrupted`), so a call that died with its gateway is seen.
  */
 export async function sweepExpiredHolds(sql: Sql, ledger: Ledger, now: number, limit = 500): Promise<number> {
   const expired = await sql.query<{ account_id: string; hold_id: string }>(
@@ -29,7 +31,7 @@ export async function sweepExpiredHolds(sql: Sql, ledger: Ledger, now: number, l
     }
     const open = state.holds.get(hold.hold_id);
     if (!open || open.expiresAt > now) continue;
-    const result = await ledger.release(hold.account_id, hold.hold_id, 'expired');
+    const result = await ledger.release(hold.account_id, hold.hold_id, 'expired', sweptCall(open));
     if (result.ok) released += 1;
   }
   return released;

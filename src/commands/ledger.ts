@@ -1,11 +1,22 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { keyStream, walletStream, type CallRecord, type KeyEvent, type KeySettings, type WalletEvent } from '../events/catalog';
+import {
+  idempotentCallStream,
+  keyStream,
+  walletStream,
+  type CallRecord,
+  type IdempotentCallEvent,
+  type KeyEvent,
+  type KeySettings,
+  type WalletEvent,
+} from '../events/catalog';
 import type { EventStore, Position } from '../events/store/port';
 import { generateApiKey } from '../secrets/api-key';
 import type { KeyVault } from '../secrets/key-vault';
 import type { DomainError } from './decision';
 import { CommandHandler, type Handled } from './handle-command';
+import { digestOfHold, idempotencyDigest, idempotentCallDecider, type IdempotentCallCommand, type IdempotentCallState } from './idempotent-call/decider';
 import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
+import { RefusalBudget } from './refusal-budget';
 import { walletDecider, type AdjustmentCall, type WalletCommand, type WalletState } from './wallet/decider';
 
 /** How the appends that meter calls (reserve, settle, release, rejected calls) commit.
@@ -19,6 +30,10 @@ export type CallCommit = 'sync' | 'async';
 export interface LedgerOptions {
   readonly now?: () => number;
   readonly callCommit?: CallCommit;
+  /** Refused calls recorded per account and minute (see RefusalBudget). */
+  readonly refusalsPerMinute?: number;
+  /** Where the ledger reports what it did not do and nobody waits to hear (default: stderr). */
+  readonly warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 /** How stale the cached key state may be when authentication reads it: a key changed
@@ -47,7 +62,26 @@ export interface ReserveRequest {
   /** The key's spend cap when the caller has just read the key aggregate (authentication
    * does); otherwise it is read here. */
   readonly spendCap?: bigint | null;
+  /** The call the hold is for: a hold released at its deadline still gets its call-log row. */
+  readonly origin?: { readonly model: string; readonly endpoint: string; readonly requestId: string };
+  /** The hold id may be asked for by other requests (an Idempotency-Key's run): a reservation the
+   * log already has is someone else's, open or not, so `hold_exists`, never a retry of this one. */
+  readonly exclusive?: boolean;
 }
+
+/** A call under an Idempotency-Key: its hold id comes from the key (see idempotent-call/decider.ts). */
+export interface IdempotentReserve {
+  readonly key: string;
+  readonly fingerprint: string;
+  readonly requestId: string;
+  /** How long a run of the key counts (the spec's 7 days). */
+  readonly retentionSeconds: number;
+}
+
+/** Why an idempotent call may not run, as the ledger sees it: the key names another request; its
+ * run is still in flight (its hold is open); or its run was billed (its hold was settled) and the
+ * answer must come from the `idempotency_keys` record, which did not have it. */
+export type IdempotentRefusal = 'idempotency_key_reuse' | 'idempotency_in_flight' | 'idempotency_billed';
 
 /**
  * The application side of the wallet and key aggregates: builds commands, runs them
@@ -57,9 +91,12 @@ export interface ReserveRequest {
 export class Ledger {
   readonly wallets: CommandHandler<WalletCommand, WalletState, WalletEvent>;
   readonly keys: CommandHandler<KeyCommand, KeyState, KeyEvent>;
+  readonly idempotentCalls: CommandHandler<IdempotentCallCommand, IdempotentCallState, IdempotentCallEvent>;
 
   private readonly now: () => number;
   private readonly callsDurable: boolean;
+  private readonly refusals: RefusalBudget;
+  private readonly warn: NonNullable<LedgerOptions['warn']>;
 
   constructor(
     store: EventStore,
@@ -70,6 +107,9 @@ export class Ledger {
     this.callsDurable = (options.callCommit ?? 'async') === 'sync';
     this.wallets = new CommandHandler(store, walletDecider);
     this.keys = new CommandHandler(store, keyDecider);
+    this.idempotentCalls = new CommandHandler(store, idempotentCallDecider);
+    this.refusals = new RefusalBudget(options.refusalsPerMinute !== undefined ? { perMinute: options.refusalsPerMinute } : {});
+    this.warn = options.warn ?? ((fields, message) => console.warn(message, JSON.stringify(fields)));
   }
 
   /** The wallet after every command queued before this read: real time. */
@@ -106,7 +146,7 @@ export class Ledger {
 
   /** Resolves once every queued wallet and key command has been appended. */
   async idle(): Promise<void> {
-    await Promise.all([this.wallets.idle(), this.keys.idle()]);
+    await Promise.all([this.wallets.idle(), this.keys.idle(), this.idempotentCalls.idle()]);
   }
 
   private wallet$(accountId: string, command: WalletCommand, commandId?: string, actor?: string) {
@@ -183,6 +223,7 @@ export class Ledger {
         spendCap,
         purpose: request.purpose,
         expiresAt: now + request.ttlSeconds,
+        ...(request.origin ? { origin: { ...request.origin } } : {}),
         now,
       };
       const again = { ...command, holdId: `${request.holdId}#again` };
@@ -191,7 +232,7 @@ export class Ledger {
       });
       // The log already has this reservation (its event id) but the hold is not open: the id was
       // used and closed before, longer ago than the wallet remembers closed holds. A hold ends once.
-      if (handled.ok && handled.duplicate && !handled.state.holds.has(request.holdId))
+      if (handled.ok && handled.duplicate && (request.exclusive === true || !handled.state.holds.has(request.holdId)))
         return { ok: false, error: { code: 'hold_exists', message: `hold ${request.holdId} already exists` } } as const;
       return outcome(handled, (state) => ({ state }));
     })();
@@ -200,6 +241,43 @@ export class Ledger {
     // A caller that only wants the final result need not listen to `decided` as well.
     decided.catch(() => {});
     return { decided, committed };
+  }
+
+  /**
+   * The hold of a call under an Idempotency-Key. The key's run (idempotent-call stream) names the
+   * hold; reserving it tells the rest: a new hold runs the call; `hold_exists` means the run was
+   * reserved before, so it is in flight (the hold is open) or billed (closed: a released hold would
+   * have freed the key for a new run). Whatever the `idempotency_keys` table says, a run is billed
+   * at most once: the wallet refuses its hold id a second time, from its state or from the log.
+   */
+  async reserveIdempotent(
+    accountId: string,
+    request: Omit<ReserveRequest, 'holdId'>,
+    idempotency: IdempotentReserve,
+  ): Promise<Result<{ state: WalletState; holdId: string }> | { ok: false; error: { code: IdempotentRefusal; message: string; requestId: string } }> {
+    const digest = idempotencyDigest(accountId, idempotency.key);
+    const command = {
+      type: 'Start' as const,
+      accountId,
+      digest,
+      fingerprint: idempotency.fingerprint,
+      requestId: idempotency.requestId,
+      retentionSeconds: idempotency.retentionSeconds,
+      now: this.now(),
+    };
+    const started = await this.idempotentCalls.handle(idempotentCallStream(digest), command, { durable: this.callsDurable });
+    if (!started.ok) return { ok: false, error: { code: 'idempotency_key_reuse', message: started.error.message, requestId: '' } };
+    const run = started.state.last!;
+    const reserved = await this.reserve(accountId, { ...request, holdId: run.holdId, exclusive: true });
+    if (reserved.ok) return { ...reserved, holdId: run.holdId };
+    if (reserved.error.code !== 'hold_exists') return reserved;
+    const open = (await this.wallet(accountId)).holds.has(run.holdId);
+    return {
+      ok: false,
+      error: open
+        ? { code: 'idempotency_in_flight', message: `the run of this key (request ${run.requestId}) is still in flight`, requestId: run.requestId }
+        : { code: 'idempotency_billed', message: `the run of this key (request ${run.requestId}) was billed`, requestId: run.requestId },
+    };
   }
 
   /** `deferrable`: the caller does not wait for the result (the answer has gone out);
@@ -211,14 +289,34 @@ export class Ledger {
 
   async release(accountId: string, holdId: string, reason: string, call?: CallRecord) {
     const command = { type: 'Release' as const, holdId, reason, ...(call ? { call } : {}), now: this.now() };
-    return outcome(await this.metered(accountId, command, `release:${holdId}`), (state) => ({ state }));
+    const handled = await this.metered(accountId, command, `release:${holdId}`);
+    // A released run of an Idempotency-Key billed nothing: the key may run again. Recorded after
+    // the release, never before: a crash in between leaves the key looking billed (the client is
+    // told to use a new key), never a billed run looking free (which would bill it twice).
+    const digest = handled.ok ? digestOfHold(holdId) : null;
+    if (digest !== null) {
+      await this.idempotentCalls
+        .handle(idempotentCallStream(digest), { type: 'Release', holdId, now: this.now() }, { commandId: `run-released:${holdId}`, durable: this.callsDurable })
+        .catch((error: unknown) => this.warn({ err: String(error), holdId }, 'released an idempotent hold but could not record it: its key stays occupied'));
+    }
+    return outcome(handled, (state) => ({ state }));
   }
 
-  /** A call refused before it could hold money still gets its call-log row (cost 0). */
-  async recordRejected(accountId: string, call: CallRecord, deferrable = false) {
+  /** A call refused before it could hold money still gets its call-log row (cost 0), within the
+   * account's budget of recorded refusals (`recorded: false` past it). */
+  async recordRejected(accountId: string, call: CallRecord, deferrable = false): Promise<Result<{ recorded: boolean }>> {
+    const budget = this.refusals.take(accountId, performance.now());
+    if (!budget.record) {
+      if (budget.report > 0)
+        this.warn(
+          { accountId, unrecorded: budget.report },
+          'refused calls of this account past the recording budget (see docs/operations.md): counted here, no call-log rows',
+        );
+      return { ok: true, position: null, recorded: false };
+    }
     return outcome(
       await this.metered(accountId, { type: 'RecordRejectedCall', call, now: this.now() }, `rejected:${call.request_id}`, deferrable),
-      (state) => ({ state }),
+      () => ({ recorded: true }),
     );
   }
 

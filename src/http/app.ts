@@ -14,6 +14,7 @@ import { GatewayError, sendError, unavailable } from './errors';
 import { authPlugin } from './plugins/auth';
 import { rateLimitPlugin } from './plugins/rate-limit';
 import { idempotencyPlugin } from './plugins/idempotency';
+import { refusedCallsPlugin } from './plugins/refused-calls';
 import type { IdempotencyStore } from '../idempotency/store';
 import { balanceRoutes } from './resources/balance';
 import { mcpRoutes } from './resources/mcp';
@@ -98,9 +99,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });
   await app.register(idempotencyPlugin, { store: deps.idempotency });
+  const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
+  await app.register(refusedCallsPlugin, { ledger: deps.ledger, now });
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
-  const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
   const router = new Router(deps.registry.config);
   const knowledgeRead = { queries: deps.knowledgeQueries, objects: deps.objects, publicBaseUrl: deps.publicBaseUrl, now };
   await app.register(

@@ -29,6 +29,8 @@ export interface CallFacts {
  * texts (the model the client named, an upstream's error message) are cut to CALL_TEXT_LIMITS:
  * the record is written twice (event and row) whatever the client or the upstream sent. */
 export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<CallRecord, 'status'>): CallRecord {
+  // Every record built is written: the refused-calls plugin then adds no row of its own.
+  facts.request.callRecorded = true;
   return boundedCall({
     request_id: facts.request.id,
     key_id: facts.request.caller?.keyId ?? null,

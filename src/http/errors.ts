@@ -81,7 +81,13 @@ export function shapeOf(request: FastifyRequest): ErrorShape {
   return 'chat';
 }
 
+/** The error each request was answered with, for its call-log row (plugins/refused-calls.ts). */
+const sentErrors = new WeakMap<FastifyRequest, GatewayError>();
+
+export const sentError = (request: FastifyRequest): GatewayError | undefined => sentErrors.get(request);
+
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: GatewayError): FastifyReply {
+  sentErrors.set(request, error);
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
   return reply.code(error.status).type('application/json').send(errorBody(shapeOf(request), error));
 }

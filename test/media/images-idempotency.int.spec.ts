@@ -75,6 +75,31 @@ describe('Idempotency-Key on the image endpoints', () => {
     expect(h.sim.requests).toHaveLength(2);
   });
 
+  it("checks the replaying key before replaying: a model it may not use is 400, its spend cap 402, as a new call's", async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    const body = { model: 'img-model', prompt: 'only for some keys', n: 2 };
+    const first = await post(key, body, 'checked');
+    expect(first.status).toBe(200);
+    const firstText = await first.text();
+    const newKey = async (fields: object) => (await h.t.admin('POST', `/accounts/${accountId}/keys`, { name: 'other', ...fields })).json().key as string;
+
+    const limited = await post(await newKey({ allowed_models: ['grid-model'] }), body, 'checked');
+    expect(limited.status).toBe(400);
+    expect(limited.headers.get('idempotency-replayed')).toBeNull();
+    expect(await errorOf(limited)).toMatchObject({ code: 'model_not_allowed', message: expect.stringContaining('img-model') });
+
+    // Two images at 0.04 need 0.08 of the cap; 0.05 is left.
+    const capped = await post(await newKey({ spend_cap_usd: '0.05' }), body, 'checked');
+    expect(capped.status).toBe(402);
+    expect(await errorOf(capped)).toMatchObject({ code: 'quota_exceeded', message: expect.stringContaining('spend cap') });
+
+    const allowed = await post(await newKey({ allowed_models: ['img-model'], spend_cap_usd: '0.08' }), body, 'checked');
+    expect(allowed.headers.get('idempotency-replayed')).toBe('true');
+    expect(await allowed.text()).toBe(firstText);
+    expect(h.sim.requests).toHaveLength(1);
+    expect(await balance(accountId)).toBe(GRANT - 2n * parseUsd(IMAGE_PRICE));
+  });
+
   it('does not remember failures: after an upstream 400 the same key runs again', async () => {
     const { accountId, key } = await h.t.accountWithKey();
     h.sim.enqueue('http_400');

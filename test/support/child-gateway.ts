@@ -39,7 +39,7 @@ export class ChildGateway {
   private constructor(
     readonly env: NodeJS.ProcessEnv,
     readonly base: string,
-    private readonly dataDir: string,
+    readonly dataDir: string,
     private readonly database: string | null,
   ) {}
 
@@ -113,6 +113,15 @@ export class ChildGateway {
       child.stderr!.on('data', (d) => (this.output += d));
       child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${this.output}`)));
     });
+  }
+
+  /** Resolves when the server process ends by itself (a crash test's fault point); its signal. */
+  async exited(): Promise<NodeJS.Signals | null> {
+    const server = this.server;
+    if (!server) return null;
+    const signal = server.exitCode !== null || server.signalCode !== null ? server.signalCode : await new Promise<NodeJS.Signals | null>((r) => server.once('exit', (_code, sig) => r(sig)));
+    this.server = null;
+    return signal;
   }
 
   async stop(): Promise<void> {

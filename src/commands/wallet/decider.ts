@@ -10,6 +10,18 @@ export interface Hold {
   readonly amount: bigint;
   readonly keyId: string | null;
   readonly expiresAt: number;
+  /** The call the hold is for: what a release at its deadline writes in the call log. */
+  readonly origin: HoldOrigin;
+}
+
+/** What the reservation said about its call. Reservations written before the event carried
+ * these fields read them from `purpose` ("chat gpt-4o-mini": endpoint, then model) and use the
+ * hold id as the request id (it was the request id then). */
+export interface HoldOrigin {
+  readonly model: string;
+  readonly endpoint: string;
+  readonly requestId: string;
+  readonly reservedAt: number;
 }
 
 export interface KeyUsage {
@@ -100,6 +112,8 @@ export type WalletCommand =
       spendCap: bigint | null;
       purpose: string;
       expiresAt: number;
+      /** The call, for its call-log row should the hold be released at its deadline. */
+      origin?: { model: string; endpoint: string; requestId: string };
       now: number;
     }
   | { type: 'Settle'; holdId: string; amount: bigint; call?: CallRecord; now: number }
@@ -188,6 +202,28 @@ function copy(state: WalletState): { -readonly [K in keyof WalletState]: WalletS
   };
 }
 
+function originOf(data: Extract<WalletEvent, { type: 'FundsReserved' }>['data']): HoldOrigin {
+  const space = data.purpose.indexOf(' ');
+  return {
+    model: data.model ?? (space < 0 ? '' : data.purpose.slice(space + 1)),
+    endpoint: data.endpoint ?? (space < 0 ? data.purpose : data.purpose.slice(0, space)),
+    requestId: data.request_id ?? data.hold_id,
+    reservedAt: data.at,
+  };
+}
+
+/** The refusal a reservation of `amount` with this key meets at its spend cap, if any. */
+export function spendCapRefusal(state: WalletState, keyId: string | null, spendCap: bigint | null, amount: bigint) {
+  if (spendCap === null) return null;
+  const usage = usageOf(state, keyId);
+  const capLeft = spendCap - usage.spent - usage.held;
+  if (amount <= capLeft) return null;
+  return {
+    code: 'spend_cap_exceeded' as const,
+    message: `the key's spend cap of ${formatUsd(spendCap)} USD would be exceeded: ${formatUsd(capLeft < 0n ? 0n : capLeft)} USD of it is left`,
+  };
+}
+
 export function evolve(state: WalletState, event: WalletEvent): WalletState {
   const next = copy(state);
   switch (event.type) {
@@ -211,7 +247,7 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
     case 'FundsReserved': {
       const { hold_id, amount, key_id, expires_at } = event.data;
       next.held = state.held + amount;
-      next.holds = state.holds.set(hold_id, { amount, keyId: key_id, expiresAt: expires_at });
+      next.holds = state.holds.set(hold_id, { amount, keyId: key_id, expiresAt: expires_at, origin: originOf(event.data) });
       next.keys = withKeyUsage(state, key_id, (u) => ({ spent: u.spent, held: u.held + amount }));
       return next;
     }
@@ -302,15 +338,9 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
           'insufficient_funds',
           `insufficient balance: this request needs up to ${formatUsd(command.amount)} USD and ${formatUsd(free < 0n ? 0n : free)} USD is available; top up your account`,
         );
-      if (command.spendCap !== null) {
-        const usage = usageOf(state, command.keyId);
-        const capLeft = command.spendCap - usage.spent - usage.held;
-        if (command.amount > capLeft)
-          return refuse(
-            'spend_cap_exceeded',
-            `the key's spend cap of ${formatUsd(command.spendCap)} USD would be exceeded: ${formatUsd(capLeft < 0n ? 0n : capLeft)} USD of it is left`,
-          );
-      }
+      const capped = spendCapRefusal(state, command.keyId, command.spendCap, command.amount);
+      if (capped) return refuse(capped.code, capped.message);
+      const { origin } = command;
       return accept({
         type: 'FundsReserved',
         data: {
@@ -320,6 +350,7 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
           purpose: command.purpose,
           expires_at: command.expiresAt,
           at: command.now,
+          ...(origin ? { model: origin.model, endpoint: origin.endpoint, request_id: origin.requestId } : {}),
         },
       });
     }

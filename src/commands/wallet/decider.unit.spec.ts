@@ -182,8 +182,18 @@ describe('wallet decider: Reserve', () => {
     expect(state.balance).toBe(SIGNUP_GRANT);
     expect(state.held).toBe(usd('10'));
     expect(available(state)).toBe(usd('30.44'));
-    expect(state.holds.get('h-1')).toEqual({ amount: usd('10'), keyId: 'k-1', expiresAt: NOW + 600 });
+    expect(state.holds.get('h-1')).toMatchObject({ amount: usd('10'), keyId: 'k-1', expiresAt: NOW + 600 });
     expect(state.keys.get('k-1')).toEqual({ spent: 0n, held: usd('10') });
+  });
+
+  it("remembers the hold's call (model, endpoint, request id) for a release at its deadline", () => {
+    const origin = { model: 'gpt-4o-mini', endpoint: 'chat-completions', requestId: 'req_1' };
+    const withOrigin = { ...reserved('h-1', usd('1'), 'k-1'), data: { ...reserved('h-1', usd('1'), 'k-1').data, model: 'gpt-4o-mini', endpoint: 'chat-completions', request_id: 'req_1' } } as WalletEvent;
+    const state = given(opened).when({ ...reserve('h-1', usd('1'), 'k-1'), origin } as WalletCommand).then([withOrigin]);
+    expect(state.holds.get('h-1')!.origin).toEqual({ ...origin, reservedAt: NOW });
+    // A reservation written before these fields existed: its purpose says the endpoint and model.
+    const old = fold([...opened, { ...reserved('h-2', usd('1')), data: { ...reserved('h-2', usd('1')).data, purpose: 'chat gpt-4o' } } as WalletEvent]);
+    expect(old.holds.get('h-2')!.origin).toEqual({ model: 'gpt-4o', endpoint: 'chat', requestId: 'h-2', reservedAt: NOW });
   });
 
   it('allows a reservation of exactly the available amount', () => {

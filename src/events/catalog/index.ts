@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { NewEvent, RecordedEvent } from '../store/port';
 import { jsonForm } from '../store/json';
 import type { EventDefinition } from './codec';
+import { idempotentCallEvents, type IdempotentCallEvent } from './idempotency';
 import { keyEvents, type KeyEvent } from './key';
 import { knowledgeEvents, type KnowledgeEvent } from './knowledge';
 import { walletEvents, type WalletEvent } from './wallet';
@@ -10,11 +11,12 @@ export * from './wallet';
 export * from './key';
 export * from './knowledge';
 export { INT32_MAX } from './codec';
+export * from './idempotency';
 
-export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent;
+export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent;
 
 const definitions = new Map<string, EventDefinition<string, z.ZodType>>();
-for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents]) definitions.set(definition.type, definition);
+for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents]) definitions.set(definition.type, definition);
 
 export class UnknownEventError extends Error {
   constructor(readonly type: string) {

@@ -51,6 +51,11 @@ export const FundsReserved = defineEvent(
     purpose: z.string(),
     expires_at: Timestamp,
     at: Timestamp,
+    /** The call the hold is for (optional: events before these fields read without them), so
+     * that a hold released at its deadline still gets its call-log row. */
+    model: z.string().optional(),
+    endpoint: z.string().optional(),
+    request_id: z.string().optional(),
   }),
 );
 export const HoldSettled = defineEvent(

@@ -20,9 +20,13 @@ import {
 import type { Route, Router } from '../../upstream/routing';
 import { tryJson } from '../../upstream/json';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
+import { spendCapRefusal } from '../../commands/wallet/decider';
+import type { IdempotentRefusal } from '../../commands/ledger';
+import { faultPoint } from '../../runtime/fault';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
-import { completeHijacked } from '../plugins/idempotency';
+import { releaseUnsettled } from '../hold-release';
+import { completeHijacked, REFUSAL_MESSAGES } from '../plugins/idempotency';
 
 /** The spec's image timings: one upstream hop, the whole channel ladder, and when the
  * gateway commits to a 200 and keeps the connection alive. */
@@ -108,7 +112,14 @@ export function imageRoutes(deps: ImagesDeps) {
         imagesPath(endpoint),
         {
           bodyLimit: IMAGE_BODY_LIMIT,
-          config: { auth: 'key', shape: 'chat', trace: true, idempotent: true },
+          config: {
+            auth: 'key',
+            shape: 'chat',
+            trace: true,
+            idempotent: true,
+            mayReplay: (request: FastifyRequest) => replayRefusal(deps, endpoint, request),
+            callLog: { endpoint: `images.${endpoint}`, unitType: 'image' },
+          },
           preValidation: async (request) => {
             if (!request.isMultipart()) return;
             const { fields, files } = await readMultipart(request);
@@ -135,6 +146,33 @@ function parseRequest(endpoint: ImageEndpoint, request: FastifyRequest): { body:
   if (endpoint === 'edits' && references.length === 0 && referenceFiles.length === 0)
     return { invalid: 'image: a reference image is required for an edit (file field `image` or `image[]`, or `image` / `image_urls` as URLs or data URIs)' };
   return { body, image: { endpoint, fields, references, files, multipart: request.isMultipart() } };
+}
+
+/**
+ * Whether this key may receive a stored answer of this request (an Idempotency-Key replay): the
+ * checks of the key a new call would meet, with the same error. The same key and body name the same
+ * model, but another key of the account may be limited to other models or be near its spend cap.
+ * The account's balance is not checked again: the call was paid when it ran (a balance of 0 or
+ * below is refused at authentication anyway).
+ */
+function replayRefusal(deps: ImagesDeps, endpoint: ImageEndpoint, request: FastifyRequest): GatewayError | null {
+  const caller = request.caller!;
+  const parsed = parseRequest(endpoint, request);
+  if ('invalid' in parsed) return null; // never stored: only successes are
+  const model = callableModel(deps.registry, caller.key.settings.allowed_models, parsed.body.model);
+  if ('code' in model) return new GatewayError(model.code, model.message);
+  const amount = parseUsd(model.price.per_image ?? '0') * BigInt(reservedImages(model, parsed.body.n ?? 1));
+  const capped = spendCapRefusal(caller.wallet, caller.keyId, caller.key.settings.spend_cap, amount);
+  return capped ? new GatewayError('quota_exceeded', capped.message) : null;
+}
+
+/** A run of an Idempotency-Key the ledger will not start again, as the client is told. */
+function idempotentRefusal(code: IdempotentRefusal, requestId: string): GatewayError {
+  if (code !== 'idempotency_billed') return new GatewayError(code, REFUSAL_MESSAGES[code]);
+  return new GatewayError(
+    'idempotency_response_not_cached',
+    `The request with this Idempotency-Key succeeded and was billed (request ${requestId}; its call-log row has the result), but its response was not kept: the gateway stopped before recording it. Use a new key to run it again.`,
+  );
 }
 
 /** Units a request may produce: n, and for fixed-grid SKUs never fewer than the grid. */
@@ -176,19 +214,40 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
 
   const unitPrice = parseUsd(model.price.per_image ?? '0');
   const units = reservedImages(model, body.n ?? 1);
-  const holdId = request.id;
-  const reserved = await deps.ledger.reserve(caller.accountId, {
-    holdId,
+  const hold = {
     amount: unitPrice * BigInt(units),
     keyId: caller.keyId,
     spendCap: caller.key.settings.spend_cap,
     purpose: `images.${endpoint} ${model.id}`,
     ttlSeconds: Math.ceil(timings.ladderMs / 1000) + HOLD_GRACE_S,
-  });
-  if (!reserved.ok) return refuseHold(reserved.error, reject);
+    origin: { model: model.id, endpoint: facts.endpoint, requestId: request.id },
+  };
+  // Under an Idempotency-Key the hold id comes from the key: the ledger bills its run once,
+  // whatever became of the key's record in `idempotency_keys` (a crash before it was completed).
+  let holdId = request.id;
+  const idempotency = request.idempotency;
+  if (idempotency) {
+    const { key, fingerprint } = idempotency.claim;
+    const reserved = await deps.ledger.reserveIdempotent(caller.accountId, hold, { key, fingerprint, requestId: request.id, retentionSeconds: idempotency.retentionSeconds });
+    if (!reserved.ok) {
+      const { error } = reserved;
+      if (error.code === 'idempotency_key_reuse' || error.code === 'idempotency_in_flight' || error.code === 'idempotency_billed') {
+        const refusal = idempotentRefusal(error.code, 'requestId' in error ? error.requestId : '');
+        return reject(refusal.code, refusal.message);
+      }
+      return refuseHold(error, reject);
+    }
+    holdId = reserved.holdId;
+  } else {
+    const reserved = await deps.ledger.reserve(caller.accountId, { ...hold, holdId });
+    if (!reserved.ok) return refuseHold(reserved.error, reject);
+  }
 
   const call = new CallSignal(timings.ladderMs);
   const answer = new KeptAlive(request, reply, timings);
+  // Set once the hold's settlement or release has been written: any failure before that (a
+  // body or an answer the gateway cannot handle, a failed write) releases it, with its row.
+  let closed = false;
   try {
     let failure: Failure | null = null;
     for (const route of routes) {
@@ -214,6 +273,9 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
             result_expires_at: expiresAt,
           }),
         );
+        closed = true;
+        // Test seam (GATEWAY_FAULT): the process dies between the charge and the Idempotency-Key record.
+        faultPoint('image-settled');
         return answer.send(200, withExpiry(attempt.response.text, result.expiresAt === null ? expiresAt : null));
       }
       failure = attempt.failure!;
@@ -221,8 +283,10 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
       if ((failure.kind === 'status' && failure.status < 500) || call.expired) break;
     }
 
-    const release = (code: string, message: string) =>
-      deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(facts, { status: 'error', error_code: code, error_message: message, unit_type: 'image' }));
+    const release = async (code: string, message: string) => {
+      await deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(facts, { status: 'error', error_code: code, error_message: message, unit_type: 'image' }));
+      closed = true;
+    };
     if (answer.clientGone) {
       // Nobody is left to answer: no other channel is tried, nothing is billed. 499 (nginx's
       // "client closed the request") only ever reaches the access log.
@@ -242,6 +306,7 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
     if (answer.committed) return answer.send(error.status, JSON.stringify(errorBody('chat', error)));
     throw error;
   } catch (error) {
+    if (!closed) await releaseUnsettled(deps.ledger, facts, holdId, error, { unit_type: 'image' });
     if (!answer.committed) throw error;
     request.log.error({ err: error }, 'image call failed after the keep-alive began');
     return answer.send(500, JSON.stringify(errorBody('chat', new GatewayError('internal_error', `internal error; the request id is ${request.id}`))));

@@ -137,7 +137,12 @@ export const authPlugin = fp<AuthOptions>(
       if (walletRefusal(wallet, config) && !config.liveWallet) wallet = await ledger.wallet(found.accountId);
       const walletRefused = walletRefusal(wallet, config);
       if (walletRefused === 'inactive') return fail(AUTH_MESSAGES.inactive);
-      if (walletRefused === 'quota') return sendError(request, reply, new GatewayError('quota_exceeded', QUOTA_MESSAGE));
+      if (walletRefused === 'quota') {
+        // A known key refused for its balance: the caller is known, so the refusal gets its
+        // call-log row on billable routes (plugins/refused-calls.ts); it is not "used" (last-used).
+        request.caller = { keyId: found.keyId, accountId: found.accountId, key, wallet };
+        return sendError(request, reply, new GatewayError('quota_exceeded', QUOTA_MESSAGE));
+      }
       admit(request, config, found, key, wallet, at);
     }
 

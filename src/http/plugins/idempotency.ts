@@ -10,6 +10,9 @@ import { addRouteHook } from './route-hooks';
 /** Per-route setting, in the route's `config`: billable POSTs honour `Idempotency-Key`. */
 export interface IdempotencyConfig {
   readonly idempotent?: boolean;
+  /** Whether the calling key may receive the stored answer of this request: the refusal a new
+   * call of this key would meet (a model it may not use, its spend cap), else null. */
+  readonly mayReplay?: (request: FastifyRequest) => GatewayError | null;
 }
 
 export interface IdempotencyPluginOptions {
@@ -31,7 +34,7 @@ declare module 'fastify' {
 
 export const REPLAYED_HEADER = 'Idempotency-Replayed';
 
-const REFUSAL_MESSAGES: Record<IdempotencyRefusal, string> = {
+export const REFUSAL_MESSAGES: Record<IdempotencyRefusal, string> = {
   idempotency_key_reuse:
     'This Idempotency-Key was already used with a different request (method, path or body). Use a new key for a new request.',
   idempotency_in_flight: 'A request with this Idempotency-Key is still running. Retry later with the same key to receive its result.',
@@ -52,6 +55,11 @@ export class IdempotentCall {
     readonly claim: Claim,
     private readonly log: FastifyBaseLogger,
   ) {}
+
+  /** How long a run of the key counts (the store's retention): the ledger's memory of it lasts as long. */
+  get retentionSeconds(): number {
+    return this.store.policy.retentionSeconds;
+  }
 
   get settled(): boolean {
     return this.settling !== null;
@@ -137,6 +145,9 @@ export const idempotencyPlugin = fp<IdempotencyPluginOptions>(
       const result = await store.claim(caller.accountId, check.key, fingerprintOf(request));
       if (result.kind === 'refused') return sendError(request, reply, new GatewayError(result.code, REFUSAL_MESSAGES[result.code]));
       if (result.kind === 'replay') {
+        // The answer was stored for the account; the key asking now must still be one that may have it.
+        const refusal = request.routeOptions.config?.mayReplay?.(request);
+        if (refusal) return sendError(request, reply, refusal);
         const { status, contentType, body } = result.response;
         if (contentType) reply.header('content-type', contentType);
         return reply.code(status).header(REPLAYED_HEADER, 'true').header('x-gateway-trace', request.id).send(body);

@@ -7,6 +7,7 @@ import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
+import { releaseUnsettled } from '../hold-release';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
 import { builtinToolsHold, costOf, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import type { Route, Router } from '../../upstream/routing';
@@ -109,6 +110,7 @@ export async function relayChat(
     spendCap: caller.key.settings.spend_cap,
     purpose: `chat ${model.id}`,
     ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S,
+    origin: { model: model.id, endpoint: ctx.endpoint, requestId: request.id },
   });
   const decided = await hold.decided;
   if (!decided.ok) return refuseHold(decided.error, reject);
@@ -132,9 +134,7 @@ export async function relayChat(
     const committed = await hold.committed.then((result) => result.ok, () => false);
     if (committed && !call.closed) {
       call.closed = true;
-      await deps.ledger
-        .release(caller.accountId, holdId, 'gateway error', callRecord(ctx, { status: 'error', error_code: 'internal_error', error_message: 'the gateway failed while relaying the call' }))
-        .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'release failed; the hold sweeper will release the hold'));
+      await releaseUnsettled(deps.ledger, ctx, holdId, error);
     }
     throw error;
   } finally {

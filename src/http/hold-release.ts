@@ -1,0 +1,28 @@
+import type { Ledger } from '../commands/ledger';
+import type { CallRecord } from '../events/catalog';
+import { callRecord, type CallFacts } from './billable-call';
+import { GatewayError } from './errors';
+
+/**
+ * The hold of a call that failed in the gateway itself (an exception after the reservation,
+ * before a settlement or release was written): released now, with the call's `error` row, instead
+ * of staying open until the sweeper. Nothing is billed for a call the gateway could not carry
+ * out. A release of a hold already closed is refused by the wallet and changes nothing, so this
+ * is safe whatever the failed code had done. Never rejects: the failure itself is what the caller
+ * reports.
+ */
+export async function releaseUnsettled(ledger: Ledger, facts: CallFacts, holdId: string, failure: unknown, fields: Partial<CallRecord> = {}): Promise<void> {
+  const request = facts.request;
+  const error = failure instanceof GatewayError ? failure : new GatewayError('internal_error', `internal error; the request id is ${request.id}`);
+  try {
+    const released = await ledger.release(
+      request.caller!.accountId,
+      holdId,
+      'gateway error',
+      callRecord(facts, { ...fields, status: 'error', error_code: error.code, error_message: error.message }),
+    );
+    if (!released.ok && released.error.code !== 'hold_not_open') request.log.error({ holdId, error: released.error }, 'could not release the hold of a failed call');
+  } catch (releaseFailure) {
+    request.log.error({ err: releaseFailure, holdId }, 'could not release the hold of a failed call; the hold sweeper will');
+  }
+}

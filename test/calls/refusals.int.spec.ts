@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Ledger } from '../../src/commands/ledger';
+import { parseUsd } from '../../src/money/usd';
+import { KeyCipher } from '../../src/secrets/api-key';
+import { KeyVault } from '../../src/secrets/key-vault';
+import { limiterOptions, setLimits } from '../limits/support';
+import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
+import { callLog, callsConfig, summary } from './support';
+
+// Issue 23, finding 3: every refusal of a known key at submission is a call-log row (`rejected`,
+// cost 0), on every billable endpoint, whichever layer refused it; usage and CSV count it.
+
+let h: SimulatedGateway;
+beforeAll(async () => {
+  h = await startSimulatedGateway(callsConfig, { rateLimits: limiterOptions() });
+});
+afterAll(() => h.close());
+beforeEach(() => h.sim.reset());
+
+function api(key: string) {
+  const send = (path: string, body: string | object, headers: Record<string, string> = {}) =>
+    fetch(`${h.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  return {
+    send,
+    chat: () => send('/v1/chat/completions', { model: 'chat-model', messages: [{ role: 'user', content: 'hello' }] }),
+    messages: () => send('/v1/messages', { model: 'msg-model', max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] }),
+    responses: () => send('/v1/responses', { model: 'resp-model', input: 'hello' }),
+    generate: (method = 'generateContent') => send(`/v1beta/models/gem-model:${method}`, { contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    image: (idempotencyKey?: string, prompt = 'a boat') =>
+      send('/v1/images/generations', { model: 'img-model', prompt }, idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+    models: () => fetch(`${h.baseUrl}/v1/models`, { headers: { authorization: `Bearer ${key}` } }),
+  };
+}
+
+describe('refusals of a known key have their call-log row', () => {
+  it("429 for the account's requests per minute, on each protocol and on images (not on free routes)", async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    await setLimits(h.t, accountId, 1, null);
+    const a = api(key);
+    expect((await a.chat()).status).toBe(200);
+    for (const refused of [a.chat(), a.messages(), a.responses(), a.generate(), a.image()]) expect((await refused).status).toBe(429);
+    // A limited route that is not a call (the model list) has no row.
+    expect((await a.models()).status).toBe(429);
+    const rows = await callLog(h, accountId, key);
+    // Refused before the body is read: the model is known only where the path names it.
+    expect(summary(rows)).toEqual(
+      summary([
+        { status: 'success', error_code: null, model: 'chat-model' },
+        ...['', '', '', 'gem-model', ''].map((model) => ({ status: 'rejected', error_code: 'rate_limit_exceeded', model })),
+      ]),
+    );
+    for (const row of rows) expect(row.key_prefix).toMatch(/^sk-/);
+    for (const row of rows.filter((r) => r.status === 'rejected')) expect(row.cost_usd).toBe('0.00');
+    expect(rows.filter((r) => r.unit_type === 'image')).toHaveLength(1);
+  });
+
+  it('429 for concurrency while another call is in flight', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    await setLimits(h.t, accountId, null, 1);
+    const a = api(key);
+    h.sim.enqueue('slow_first_byte:1500');
+    const slow = a.image();
+    await expect.poll(() => h.sim.requests.length).toBe(1);
+    expect((await a.chat()).status).toBe(429);
+    expect((await slow).status).toBe(200);
+    expect(summary(await callLog(h, accountId, key))).toEqual(['rejected rate_limit_exceeded ', 'success - img-model']);
+  });
+
+  it('402 at authentication (balance at 0), 400 for an unreadable body, 404 for an unknown method', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    const a = api(key);
+    expect((await a.send('/v1/chat/completions', '{"model": "chat-model", "messages": [')).status).toBe(400);
+    expect((await a.generate('countTokens')).status).toBe(404);
+    // Spend the whole balance: every billable call is refused at authentication from now on.
+    const ledger = h.t.gateway.ledger;
+    expect((await ledger.reserve(accountId, { holdId: `drain-${accountId}`, amount: parseUsd('40.44'), keyId: null, purpose: 'test', ttlSeconds: 60 })).ok).toBe(true);
+    expect((await ledger.settle(accountId, `drain-${accountId}`, parseUsd('40.44'))).ok).toBe(true);
+    await expect.poll(async () => (await a.chat()).status, { timeout: 5000 }).toBe(402);
+    expect((await a.generate()).status).toBe(402);
+    expect((await a.image()).status).toBe(402);
+    const rows = await callLog(h, accountId, key);
+    const quota = rows.filter((r) => r.error_code === 'quota_exceeded');
+    expect(quota.length).toBeGreaterThanOrEqual(3);
+    expect(summary(rows.filter((r) => r.error_code !== 'quota_exceeded'))).toEqual(['rejected invalid_request ', 'rejected not_found gem-model']);
+    expect(quota.map((r) => r.model)).toContain('gem-model');
+  });
+
+  it('400 and 409 of Idempotency-Key: a malformed key, another body under a key, a key in flight', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    const a = api(key);
+    expect((await a.image('has space')).status).toBe(400);
+    expect((await a.image('reuse')).status).toBe(200);
+    expect((await a.image('reuse', 'another prompt')).status).toBe(409);
+    h.sim.enqueue('slow_first_byte:1500');
+    const slow = a.image('slow');
+    await expect.poll(() => h.sim.requests.length).toBe(2);
+    const busy = await a.image('slow');
+    expect(busy.status).toBe(409);
+    expect((await slow).status).toBe(200);
+    // A replay is no call of its own: no row.
+    expect((await a.image('reuse')).headers.get('idempotency-replayed')).toBe('true');
+    expect(summary(await callLog(h, accountId, key))).toEqual(
+      [
+        'rejected invalid_idempotency_key img-model',
+        'rejected idempotency_key_reuse img-model',
+        'rejected idempotency_in_flight img-model',
+        'success - img-model',
+        'success - img-model',
+      ].sort(),
+    );
+  });
+
+  it('no row without a known key (401): there is no account to record it in', async () => {
+    const { accountId, key, keyId } = await h.t.accountWithKey();
+    const unknown = `sk-${'a'.repeat(73)}`;
+    expect((await api(unknown).chat()).status).toBe(401);
+    expect((await h.t.admin('PATCH', `/keys/${keyId}`, { enabled: false })).statusCode).toBe(200);
+    await expect.poll(async () => (await api(key).chat()).status, { timeout: 5000 }).toBe(401);
+    await h.t.gateway.runner.catchUpToHead();
+    const rows = await h.t.db.sql.query('SELECT 1 FROM call_log WHERE account_id = $1', [accountId]);
+    expect(rows).toHaveLength(0);
+  });
+});
+
+describe('the refusal budget', () => {
+  it('records refusals up to the per-account budget and counts the rest', async () => {
+    const warnings: Array<Record<string, unknown>> = [];
+    const { storage } = h.t.gateway;
+    const vault = new KeyVault(storage.sql, new KeyCipher('ab'.repeat(32)));
+    const ledger = new Ledger(storage.store, vault, { refusalsPerMinute: 2, warn: (fields) => warnings.push(fields) });
+    const { accountId } = await h.t.accountWithKey();
+    const call = (n: number) => ({
+      request_id: `req_budget_${accountId}_${n}`,
+      key_id: null,
+      model: 'chat-model',
+      endpoint: 'chat-completions',
+      status: 'rejected' as const,
+      error_code: 'rate_limit_exceeded',
+      error_message: 'x',
+      input_tokens: 0,
+      output_tokens: 0,
+      cached_tokens: 0,
+      unit_count: null,
+      unit_type: null,
+      latency_ms: 0,
+      attempts_count: 0,
+      channel_id: null,
+      task_id: null,
+      submitted_at: 1,
+      result_urls: [],
+      result_expires_at: null,
+    });
+    const recorded = [];
+    for (let n = 0; n < 5; n++) recorded.push(await ledger.recordRejected(accountId, call(n)));
+    expect(recorded.map((r) => r.ok && r.recorded)).toEqual([true, true, false, false, false]);
+    expect(warnings).toEqual([{ accountId, unrecorded: 1 }]);
+    const events = await storage.store.readStream(`wallet-${accountId}`);
+    expect(events.filter((e) => e.type === 'CallRejected')).toHaveLength(2);
+  });
+});
