@@ -235,13 +235,16 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
     // its append with the wallet's next commands. A hold whose settlement never lands
     // (the process died) is released by the sweeper: the call is then free, never double-billed.
     const settle: Settle = (usage, status, error) => {
+      // Priced first: a usage that cannot be priced leaves the call open for relayChat's release.
+      const amount = costOf(pricing, usage);
+      const record = callRecord(ctx, { status, ...usageFields(usage), ...(error ? { error_code: error.code, error_message: error.message } : {}) });
       call.closed = true;
       deps.ledger
         .settle(
           caller.accountId,
           holdId,
-          costOf(pricing, usage),
-          callRecord(ctx, { status, ...usageFields(usage), ...(error ? { error_code: error.code, error_message: error.message } : {}) }),
+          amount,
+          record,
           true,
         )
         .then((settled) => {
