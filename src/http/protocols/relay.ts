@@ -8,7 +8,8 @@ import type { ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
-import { costOf, estimateUsage, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
+import { chargeOf, estimateUsage, holdAmount, pricingOf, receiptOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
+import { checkUsage, isInvalidUsage, usageBounds, usageInvalidNote, type UsageBounds } from '../../upstream/usage';
 import type { Route, Router } from '../../upstream/routing';
 import { tryJson } from '../../upstream/json';
 import { readAhead } from '../../upstream/read-ahead';
@@ -40,7 +41,8 @@ interface CallContext extends CallFacts {
   readonly adapter: ProtocolAdapter;
 }
 
-type Settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) => void;
+/** `invalidUsage`: why the upstream's usage was not believed (the call is then billed on the estimate). */
+type Settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }, invalidUsage?: string | null) => void;
 
 const usageFields = (usage: Usage) => ({ input_tokens: usage.promptTokens, output_tokens: usage.outputTokens, cached_tokens: usage.cachedTokens });
 
@@ -82,13 +84,13 @@ export async function relayChat(
 
   const routes = routesFor(deps, adapter, model, info, reject);
   const estimate = estimateUsage(model, info.promptDocument, info.maxTokens);
-  const pricing = pricingOf(model);
+  const pricing = pricingOf(model, deps.registry.config.discounts);
   const holdId = request.id;
   // The upstream request may leave once the hold is decided; its commit is awaited before
   // anything reaches the client, before a settlement and before another channel is tried.
   const hold = deps.ledger.reserveEarly(caller.accountId, {
     holdId,
-    amount: costOf(pricing, estimate),
+    amount: holdAmount(pricing, estimate, ctx.submittedAt),
     keyId: caller.keyId,
     spendCap: caller.key.settings.spend_cap,
     purpose: `chat ${model.id}`,
@@ -102,6 +104,7 @@ export async function relayChat(
     ctx,
     info,
     estimate,
+    bounds: usageBounds(model, info),
     pricing,
     holdId,
     signal,
@@ -120,6 +123,7 @@ interface Call {
   readonly ctx: CallContext;
   readonly info: ChatRequestInfo;
   readonly estimate: Usage;
+  readonly bounds: UsageBounds;
   readonly pricing: TokenPricing;
   readonly holdId: string;
   readonly signal: CallSignal;
@@ -160,7 +164,7 @@ function holdCommit(committed: Promise<Result<unknown>>, signal: CallSignal, req
 
 async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: FastifyRequest, reply: FastifyReply, routes: readonly Route[], call: Call): Promise<unknown> {
   const caller = request.caller!;
-  const { ctx, info, estimate, pricing, holdId, signal, commit, translated } = call;
+  const { ctx, info, estimate, bounds, pricing, holdId, signal, commit, translated } = call;
   let failure: Failure | null = null;
   let failedAdapter = adapter;
   for (const route of routes) {
@@ -188,22 +192,19 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
     // queued at once (later reads and reservations of the wallet come after it) and shares
     // its append with the wallet's next commands. A hold whose settlement never lands
     // (the process died) is released by the sweeper: the call is then free, never double-billed.
-    const settle: Settle = (usage, status, error) => {
+    const settle: Settle = (usage, status, error, invalidUsage) => {
+      const charge = chargeOf(pricing, usage, ctx.submittedAt);
+      const note = invalidUsage ? usageInvalidNote(invalidUsage, error) : error ? { error_code: error.code, error_message: error.message } : {};
+      if (invalidUsage) request.log.warn({ holdId, channel: route.channel.id, model: ctx.model, reason: invalidUsage }, 'upstream usage invalid: the call is billed on the estimate');
       deps.ledger
-        .settle(
-          caller.accountId,
-          holdId,
-          costOf(pricing, usage),
-          callRecord(ctx, { status, ...usageFields(usage), ...(error ? { error_code: error.code, error_message: error.message } : {}) }),
-          true,
-        )
+        .settle(caller.accountId, holdId, charge.amount, callRecord(ctx, { status, ...usageFields(usage), ...receiptOf(usage, charge), ...note }), true)
         .then((settled) => {
           if (!settled.ok) request.log.error({ holdId, error: settled.error }, 'settlement refused');
         })
         .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
     };
-    if (!info.stream) return relayBody(outcome.response, routeAdapter, reply, estimate, settle, translation);
-    return relayStream(body!, adapter, info, request, reply, estimate, settle, signal, translation);
+    if (!info.stream) return relayBody(outcome.response, routeAdapter, reply, estimate, bounds, settle, translation);
+    return relayStream(body!, adapter, info, request, reply, estimate, bounds, settle, signal, translation);
   }
 
   // Every channel failed before an answer started: nothing billed.
@@ -277,6 +278,7 @@ async function relayBody(
   adapter: ProtocolAdapter,
   reply: FastifyReply,
   estimate: Usage,
+  bounds: UsageBounds,
   settle: Settle,
   translation: Translation | null = null,
 ) {
@@ -289,22 +291,23 @@ async function relayBody(
     throw new GatewayError('upstream_unreachable', 'the upstream connection broke off during the response');
   }
   const json = tryJson(text);
-  const reported = adapter.usageOf(json);
-  // No usage in a complete answer: bill the estimated prompt and the delivered characters.
-  const usage = reported ?? { ...estimate, outputTokens: tokensFromChars(text.length) };
+  const report = checkUsage(adapter.usageOf(json), bounds);
+  const invalid = isInvalidUsage(report) ? report.invalid : null;
+  // No (believable) usage in a complete answer: bill the estimated prompt and the delivered characters.
+  const usage = report !== null && !isInvalidUsage(report) ? report : { ...estimate, outputTokens: tokensFromChars(text.length) };
   let answer: string;
   try {
     // Translated: the answer in the client's protocol (billed on the channel's own usage).
     answer = translation ? JSON.stringify(translation.answer(json)) : text;
   } catch (error) {
-    settle(usage, 'success');
+    settle(usage, 'success', undefined, invalid);
     throw error;
   }
   const type = translation ? 'application/json' : response.headers['content-type'];
   const sent = reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(answer);
   // Queued as the answer leaves, in the same turn of the event loop: no later request (the
   // client's next one, a balance read) can be handled before the wallet has it.
-  settle(usage, 'success');
+  settle(usage, 'success', undefined, invalid);
   return sent;
 }
 
@@ -316,6 +319,7 @@ async function relayStream(
   request: FastifyRequest,
   reply: FastifyReply,
   estimate: Usage,
+  bounds: UsageBounds,
   settle: Settle,
   call: CallSignal,
   translation: Translation | null = null,
@@ -388,7 +392,9 @@ async function relayStream(
     broken = call.expired ? 'upstream_timeout' : clientGone ? 'client_disconnected' : 'upstream_error';
     void error;
   }
-  const reported = observer.usage();
+  const report = checkUsage(observer.usage(), bounds);
+  const invalid = isInvalidUsage(report) ? report.invalid : null;
+  const reported = report !== null && !isInvalidUsage(report) ? report : null;
   const delivered = observer.outputChars();
   const usage: Usage = reported ?? { ...estimate, outputTokens: tokensFromChars(delivered) };
   // Never bill a stream at 0 when output was delivered.
@@ -402,11 +408,13 @@ async function relayStream(
   const errorEnded = broken === null && (strayForwarded || (bridge?.canonical.some((e) => e.type === 'error') ?? false));
   if (framing === 'json-array' && (complete || errorEnded) && !clientGone) raw.write(elements === 0 ? '[]' : ']');
   if (!clientGone) raw.end();
-  if (complete) settle(billed, 'success');
+  if (complete) settle(billed, 'success', undefined, invalid);
   else
-    settle(billed, 'interrupted', {
-      code: broken ?? 'upstream_error',
-      message: broken === 'client_disconnected' ? 'the client disconnected' : 'the stream ended before its terminator',
-    });
+    settle(
+      billed,
+      'interrupted',
+      { code: broken ?? 'upstream_error', message: broken === 'client_disconnected' ? 'the client disconnected' : 'the stream ended before its terminator' },
+      invalid,
+    );
   return reply;
 }

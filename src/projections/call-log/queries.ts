@@ -64,6 +64,8 @@ export interface LogRow {
   attempts_count: number;
   result_urls: string[];
   result_expires_at: number | null;
+  /** The built-in tool fees inside `cost_usd` (not a CSV column: the spec fixes those). */
+  tool_fee_usd: string | null;
 }
 
 interface RawRow {
@@ -89,6 +91,7 @@ interface RawRow {
   attempts_count: number;
   result_urls: string[];
   result_expires_at: string | null;
+  tool_fee: string | null;
 }
 
 /** Newest first, filtered, keyset-paged. Returns one row more than asked when there is a next page. */
@@ -113,7 +116,8 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
     `SELECT c.id::text AS id, c.created_at::text AS created_at, c.key_id, k.name AS key_name, k.prefix AS key_prefix, c.model, c.status,
             c.error_code, c.error_message, c.input_tokens::text AS input_tokens, c.output_tokens::text AS output_tokens,
             c.cached_tokens::text AS cached_tokens, c.unit_count, c.unit_type, c.cost::text AS cost, c.latency_ms, c.request_id,
-            c.task_id, c.submitted_at::text AS submitted_at, c.attempts_count, c.result_urls, c.result_expires_at::text AS result_expires_at
+            c.task_id, c.submitted_at::text AS submitted_at, c.attempts_count, c.result_urls, c.result_expires_at::text AS result_expires_at,
+            c.tool_fee::text AS tool_fee
        FROM call_log c LEFT JOIN api_keys k ON k.key_id = c.key_id
       WHERE ${where.join(' AND ')}
       ORDER BY c.created_at DESC, c.id DESC
@@ -143,6 +147,7 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
     attempts_count: r.attempts_count,
     result_urls: r.result_urls,
     result_expires_at: r.result_expires_at === null ? null : Number(r.result_expires_at),
+    tool_fee_usd: r.tool_fee === null ? null : formatUsd(BigInt(r.tool_fee)),
   }));
 }
 

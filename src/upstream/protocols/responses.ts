@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import type { FeeTool } from '../../config/schema';
 import type { ProtocolAdapter, StreamObserver, Usage } from '../contract';
-import { openAiErrorMessage, zodMessage } from './chat-completions';
+import { isInvalidUsage, readCounts, summed, validUsage, withToolCalls, type InvalidUsage, type UsageReport } from '../usage';
+import { isObject, openAiErrorMessage, zodMessage } from './chat-completions';
 
 /** Any input item: a message (`{role, content}`, `type` absent or `message`), or a typed item
  * such as `function_call`, `function_call_output`, `reasoning`. */
@@ -37,22 +39,45 @@ const Body = z.looseObject({
 });
 type Body = z.infer<typeof Body>;
 
-interface ResponsesUsage {
-  input_tokens?: number;
-  output_tokens?: number;
-  input_tokens_details?: { cached_tokens?: number } | null;
-  output_tokens_details?: { reasoning_tokens?: number } | null;
+const RESPONSES_COUNTS = ['input_tokens', 'output_tokens', 'input_tokens_details.cached_tokens', 'output_tokens_details.reasoning_tokens'] as const;
+
+/** The Responses `usage` as billed; `input_tokens` includes the cached tokens. */
+export function readResponsesUsage(raw: unknown): UsageReport {
+  const c = readCounts(raw, 'input_tokens', RESPONSES_COUNTS);
+  if (c === null || isInvalidUsage(c)) return c;
+  return summed({
+    promptTokens: c.input_tokens,
+    cachedTokens: c['input_tokens_details.cached_tokens'],
+    cacheWriteTokens: 0,
+    outputTokens: c.output_tokens,
+    reasoningTokens: c['output_tokens_details.reasoning_tokens'],
+  });
 }
 
-export function responsesUsage(usage: ResponsesUsage | null | undefined): Usage | null {
-  if (!usage || typeof usage.input_tokens !== 'number') return null;
-  return {
-    promptTokens: usage.input_tokens,
-    cachedTokens: usage.input_tokens_details?.cached_tokens ?? 0,
-    cacheWriteTokens: 0,
-    outputTokens: usage.output_tokens ?? 0,
-    reasoningTokens: usage.output_tokens_details?.reasoning_tokens ?? 0,
-  };
+/** Valid usage or null (what the translators show a client). */
+export const responsesUsage = (raw: unknown): Usage | null => validUsage(readResponsesUsage(raw));
+
+/** Output items that are a billed built-in tool call, by the gateway's tool name. */
+const TOOL_CALL_ITEMS: ReadonlyMap<unknown, FeeTool> = new Map([['web_search_call', 'web_search']]);
+
+/** A response object's usage with its built-in tool calls: the `web_search_call` items of its output. */
+function responseUsage(response: unknown, seen?: ReadonlyMap<FeeTool, ReadonlySet<string>>): UsageReport {
+  if (!isObject(response)) return null;
+  const usage = readResponsesUsage(response.usage);
+  if (usage === null || isInvalidUsage(usage)) return usage;
+  const counts = new Map<FeeTool, number>();
+  for (const item of Array.isArray(response.output) ? response.output : []) {
+    const tool = isObject(item) ? TOOL_CALL_ITEMS.get(item.type) : undefined;
+    if (tool) counts.set(tool, (counts.get(tool) ?? 0) + 1);
+  }
+  // A stream's final response may list its output items, or not: the items seen go by count too.
+  for (const [tool, ids] of seen ?? []) counts.set(tool, Math.max(counts.get(tool) ?? 0, ids.size));
+  let withCalls: Usage | InvalidUsage = usage;
+  for (const [tool, calls] of counts) {
+    if (isInvalidUsage(withCalls)) break;
+    withCalls = withToolCalls(withCalls, tool, calls, `${tool}_call items`);
+  }
+  return withCalls;
 }
 
 /** Tools the client runs itself; every other type is a built-in the channel must support. */
@@ -101,28 +126,36 @@ export const responses: ProtocolAdapter = {
   },
 
   authHeaders: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
-  usageOf: (response) => responsesUsage((response as { usage?: ResponsesUsage } | null)?.usage),
+  usageOf: (response) => responseUsage(response),
   errorMessage: openAiErrorMessage,
 
   observe(): StreamObserver {
-    let usage: Usage | null = null;
+    let usage: UsageReport = null;
     let chars = 0;
     let done = false;
+    // Built-in tool calls by item id, as their items are done, for a final response that does not list its output.
+    const toolCalls = new Map<FeeTool, Set<string>>();
     return {
       onEvent(event) {
-        let data: { type?: string; delta?: unknown; item?: { type?: string; name?: unknown }; response?: { usage?: ResponsesUsage | null } };
+        let data: unknown;
         try {
           data = JSON.parse(event.data);
         } catch {
           return true;
         }
-        const type = event.event ?? data.type ?? '';
+        if (!isObject(data)) return true;
+        const type = event.event ?? (typeof data.type === 'string' ? data.type : '');
+        const item = isObject(data.item) ? data.item : null;
         if (OUTPUT_DELTAS.has(type) && typeof data.delta === 'string') chars += data.delta.length;
-        else if (type === 'response.output_item.added' && data.item?.type === 'function_call' && typeof data.item.name === 'string')
-          chars += data.item.name.length;
+        else if (type === 'response.output_item.added' && item?.type === 'function_call' && typeof item.name === 'string') chars += item.name.length;
         else if (TERMINAL.has(type)) {
-          usage = responsesUsage(data.response?.usage) ?? usage;
+          usage = responseUsage(data.response, toolCalls) ?? usage;
           if (FINISHED.has(type)) done = true;
+        }
+        const tool = item ? TOOL_CALL_ITEMS.get(item.type) : undefined;
+        if (item && tool && type === 'response.output_item.done') {
+          const ids = toolCalls.get(tool) ?? toolCalls.set(tool, new Set()).get(tool)!;
+          ids.add(typeof item.id === 'string' ? item.id : `#${String(data.output_index)}`);
         }
         return true;
       },
