@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../config/schema';
+import type { FamilyDiscount, ModelConfig } from '../config/schema';
 import { parseUsd } from '../money/usd';
 import { costOf, pricingOf } from '../upstream/pricing';
 
@@ -52,29 +52,29 @@ export function rerateable(model: ModelConfig): boolean {
 /**
  * What a call costs at `model`'s price, from the token classes and units its row records (input,
  * cached input, output; images). Fees and multipliers outside the price object (cache writes,
- * long context) apply as the model's config says.
+ * long context) and the discount in force when the call was submitted apply as the config says.
  */
-export function costAt(model: ModelConfig, call: BilledCall): bigint {
+export function costAt(model: ModelConfig, call: BilledCall, families: readonly FamilyDiscount[] = []): bigint {
   if (model.kind === 'image') {
     if (model.price.per_image === undefined) throw new RerateError(`the price of ${model.id} has no per_image`);
     return parseUsd(model.price.per_image) * BigInt(call.unitCount ?? 0);
   }
   if (model.kind !== 'text') throw new RerateError(`re-rating supports token-billed and per-image models, not ${model.kind} (${model.id})`);
-  return costOf(pricingOf(model), {
+  return costOf(pricingOf(model, families), {
     promptTokens: call.inputTokens,
     cachedTokens: call.cachedTokens,
     cacheWriteTokens: 0,
     outputTokens: call.outputTokens,
     reasoningTokens: 0,
-  });
+  }, call.submittedAt);
 }
 
 /** Prices every call again at `model`'s price and keeps those whose cost changes. */
-export function planRerate(model: ModelConfig, calls: readonly BilledCall[]): ReratePlan {
+export function planRerate(model: ModelConfig, calls: readonly BilledCall[], families: readonly FamilyDiscount[] = []): ReratePlan {
   const byAccount = new Map<string, { calls: RatedCall[]; oldCost: bigint; newCost: bigint }>();
   let unchanged = 0;
   for (const call of calls) {
-    const newCost = costAt(model, call);
+    const newCost = costAt(model, call, families);
     if (newCost === call.cost) {
       unchanged += 1;
       continue;

@@ -17,6 +17,39 @@ export const CAPABILITIES = ['tools', 'vision', 'web_search', 'image_gen', 'vide
 
 const TieredUsd = z.union([UsdString, z.record(z.string(), UsdString)]);
 
+/** Built-in tools whose calls the upstream counts, so that a per-call fee can be charged on them. */
+export const FEE_TOOLS = ['web_search', 'image_generation'] as const;
+export type FeeTool = (typeof FEE_TOOLS)[number];
+
+/** USD per built-in tool call, by tool (`{web_search: "0.01"}`), charged on the upstream's count. */
+const ToolCallFees = z.object({ web_search: UsdString.optional(), image_generation: UsdString.optional() } satisfies Record<FeeTool, unknown>).strict();
+
+/** A moment in a config file: Unix seconds, or an ISO 8601 date-time with its offset (`2026-01-01T00:00:00Z`). */
+const Instant = z
+  .union([z.number().int().nonnegative(), z.iso.datetime({ offset: true })])
+  .transform((v) => (typeof v === 'number' ? v : Math.floor(Date.parse(v) / 1000)));
+
+/** A promotional price: every token price of the model times `multiplier` (at most 1), for calls
+ * submitted in [from, until) (either end open when absent). */
+const DiscountFields = {
+  multiplier: UsdString.refine((m) => /^(0(\.\d+)?|1(\.0+)?)$/.test(m), 'a discount multiplier is between 0 and 1, e.g. "0.8"'),
+  from: Instant.optional(),
+  until: Instant.optional(),
+};
+const windowIsOpen = (d: { from?: number | undefined; until?: number | undefined }) => d.from === undefined || d.until === undefined || d.from < d.until;
+const EMPTY_WINDOW = { message: 'a discount ends (until) after it starts (from)', path: ['until'] };
+
+export const DiscountSchema = z.object(DiscountFields).strict().refine(windowIsOpen, EMPTY_WINDOW);
+export type Discount = z.infer<typeof DiscountSchema>;
+
+/** A discount on a family: the models of one vendor (`owned_by`) or a list of model ids. */
+export const FamilyDiscountSchema = z
+  .object({ ...DiscountFields, owned_by: z.string().min(1).optional(), models: z.array(z.string().min(1)).min(1).optional() })
+  .strict()
+  .refine(windowIsOpen, EMPTY_WINDOW)
+  .refine((d) => (d.owned_by === undefined) !== (d.models === undefined), { message: 'a family discount names either owned_by or models' });
+export type FamilyDiscount = z.infer<typeof FamilyDiscountSchema>;
+
 export const PriceSchema = z
   .object({
     input: UsdString.optional(),
@@ -28,7 +61,7 @@ export const PriceSchema = z
     per_1k_characters: UsdString.optional(),
     per_voice: UsdString.optional(),
     per_1m_completion_tokens: UsdString.optional(),
-    tool_call_fee: UsdString.optional(),
+    tool_call_fee: ToolCallFees.optional(),
   })
   .strict();
 
@@ -72,6 +105,7 @@ export const ModelSchema = z
     price: PriceSchema.default({}),
     cache_write_multiplier: UsdString.optional(),
     long_context: z.object({ threshold_tokens: z.number().int().positive(), multiplier: UsdString }).strict().optional(),
+    discount: DiscountSchema.optional(),
     fixed_grid: z.number().int().positive().optional(),
   })
   .strict();
@@ -80,6 +114,8 @@ export const ConfigSchema = z
   .object({
     channels: z.array(ChannelSchema).default([]),
     models: z.array(ModelSchema).default([]),
+    /** Family-level discounts; a model's own `discount` is looked at first. */
+    discounts: z.array(FamilyDiscountSchema).optional(),
   })
   .strict()
   .superRefine((config, ctx) => {
@@ -92,6 +128,12 @@ export const ConfigSchema = z
     config.models.forEach((m, i) => {
       claim(m.id, `model ${m.id}`, ['models', i, 'id']);
       m.aliases.forEach((a, j) => claim(a, `an alias of ${m.id}`, ['models', i, 'aliases', j]));
+    });
+    config.discounts?.forEach((d, i) => {
+      d.models?.forEach((id, j) => {
+        if (!config.models.some((m) => m.id === id))
+          ctx.addIssue({ code: 'custom', path: ['discounts', i, 'models', j], message: `discount names unknown model ${id} (use canonical ids)` });
+      });
     });
     const channelIds = new Set<string>();
     config.channels.forEach((c, i) => {

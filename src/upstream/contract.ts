@@ -1,5 +1,6 @@
-import type { ChatProtocol } from '../config/schema';
+import type { ChatProtocol, FeeTool } from '../config/schema';
 import type { ErrorShape } from '../http/errors';
+import type { UsageReport } from './usage';
 
 /** Token usage as billed, whatever the vendor called it. `promptTokens` includes the
  * cached and cache-write tokens; `outputTokens` includes the reasoning tokens. */
@@ -9,10 +10,12 @@ export interface Usage {
   readonly cacheWriteTokens: number;
   readonly outputTokens: number;
   readonly reasoningTokens: number;
-  /** Built-in tool calls the upstream reported, by tool type (`image_generation`: images made by
-   * the image tool, counted from its output items), billed apart from the tokens. */
-  readonly toolCalls?: Readonly<Record<string, number>>;
+  /** Built-in tool calls the upstream reported, by the gateway's tool name (`web_search`; `image_generation`: images the image tool made): the
+   * count a per-call fee is charged on. Absent: none reported. */
+  readonly toolCalls?: ToolCalls;
 }
+
+export type ToolCalls = Readonly<Partial<Record<FeeTool, number>>>;
 
 /** What the gateway needs to know about a chat request before calling upstream. */
 export interface ChatRequestInfo {
@@ -39,7 +42,8 @@ export interface StreamEvent {
 export interface StreamObserver {
   /** Returns false to keep an event from the client (an event the gateway itself asked for). */
   onEvent(event: StreamEvent): boolean;
-  usage(): Usage | null;
+  /** The usage reported so far (the last report wins). */
+  usage(): UsageReport;
   /** Characters of output delivered so far, for billing a stream that ended without usage. */
   outputChars(): number;
   /** Built-in tool calls delivered so far (as `Usage.toolCalls`), for billing a stream that ended
@@ -65,7 +69,8 @@ export interface ProtocolAdapter {
   /** Request headers passed through from the client (lower-case names); a pair
    * `[client name, upstream name]` renames one (the spec's neutral header names). */
   readonly forwardedHeaders: readonly (string | readonly [string, string])[];
-  usageOf(response: unknown): Usage | null;
+  /** The usage a complete answer reports: valid, invalid (with the reason) or absent (see usage.ts). */
+  usageOf(response: unknown): UsageReport;
   observe(info: ChatRequestInfo, body: unknown): StreamObserver;
   /** The message of an upstream error body, in its own vendor shape. */
   errorMessage(body: unknown): string | null;

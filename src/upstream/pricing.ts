@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../config/schema';
+import { FEE_TOOLS, type Discount, type FamilyDiscount, type FeeTool, type ModelConfig } from '../config/schema';
 import { ceilDiv, parseUsd, UNITS_PER_USD } from '../money/usd';
 import type { Usage } from './contract';
 
@@ -10,39 +10,86 @@ export interface TokenPricing {
   readonly output: bigint;
   readonly cacheWriteMultiplier: bigint;
   readonly longContext: { readonly thresholdTokens: number; readonly multiplier: bigint } | null;
-  /** A text model's `per_image`: each image its built-in image tool makes (`Usage.toolCalls.image_generation`). */
-  readonly perImage: bigint;
+  /** Nano-dollars per built-in tool call, by tool (`image_generation`: per image, `tool_call_fee` or else
+   * the text model's `per_image`). */
+  readonly toolFees: ReadonlyMap<FeeTool, bigint>;
+  /** The model's own discount first, then the family discounts that name it. */
+  readonly discounts: readonly PricedDiscount[];
+}
+
+export interface PricedDiscount {
+  /** Over 10^9. */
+  readonly multiplier: bigint;
+  /** As written in the config, for the receipt. */
+  readonly written: string;
+  readonly from: number | null;
+  readonly until: number | null;
 }
 
 const ONE = UNITS_PER_USD;
 const PER_MILLION = 1_000_000n;
 
-const parsed = new WeakMap<ModelConfig, TokenPricing>();
+const NO_FAMILIES: readonly FamilyDiscount[] = [];
+const parsed = new WeakMap<readonly FamilyDiscount[], WeakMap<ModelConfig, TokenPricing>>();
 
-/** Parsed once per model: the catalogue is read-only while the process runs. */
-export function pricingOf(model: ModelConfig): TokenPricing {
-  let pricing = parsed.get(model);
+/** Parsed once per model: the catalogue (and its family discounts) is read-only while the process runs. */
+export function pricingOf(model: ModelConfig, families: readonly FamilyDiscount[] = NO_FAMILIES): TokenPricing {
+  const byModel = parsed.get(families) ?? parsed.set(families, new WeakMap()).get(families)!;
+  let pricing = byModel.get(model);
   if (!pricing) {
-    pricing = parsePricing(model);
-    parsed.set(model, pricing);
+    pricing = parsePricing(model, families);
+    byModel.set(model, pricing);
   }
   return pricing;
 }
 
-function parsePricing(model: ModelConfig): TokenPricing {
+/** The discounts that apply to a model: its own, then every family discount naming it or its vendor. */
+export function discountsOf(model: ModelConfig, families: readonly FamilyDiscount[] = []): Discount[] {
+  const family = families.filter((d) => (d.models ? d.models.includes(model.id) : d.owned_by === model.owned_by));
+  return [...(model.discount ? [model.discount] : []), ...family.map(({ multiplier, from, until }) => ({ multiplier, from, until }))];
+}
+
+function parsePricing(model: ModelConfig, families: readonly FamilyDiscount[]): TokenPricing {
   const input = parseUsd(model.price.input ?? '0');
+  // The image tool's images are priced like the model's own images when no fee names them.
+  const fees: Partial<Record<FeeTool, string>> = { ...(model.price.per_image !== undefined ? { image_generation: model.price.per_image } : {}), ...model.price.tool_call_fee };
   return {
     input,
     cachedInput: model.price.cached_input !== undefined ? parseUsd(model.price.cached_input) : input,
     output: parseUsd(model.price.output ?? '0'),
     cacheWriteMultiplier: model.cache_write_multiplier !== undefined ? parseUsd(model.cache_write_multiplier) : ONE,
     longContext: model.long_context ? { thresholdTokens: model.long_context.threshold_tokens, multiplier: parseUsd(model.long_context.multiplier) } : null,
-    perImage: parseUsd(model.price.per_image ?? '0'),
+    toolFees: new Map(FEE_TOOLS.flatMap((tool) => (fees[tool] !== undefined ? [[tool, parseUsd(fees[tool])] as const] : []))),
+    discounts: discountsOf(model, families).map((d) => ({ multiplier: parseUsd(d.multiplier), written: d.multiplier, from: d.from ?? null, until: d.until ?? null })),
   };
 }
 
-/** ceil(Σ tokens × price / 10^6) over every token class, computed once, never re-rounded. */
-export function costOf(pricing: TokenPricing, usage: Usage): bigint {
+/** The discount in force for a call submitted at `at` (Unix seconds): the first whose window holds it. */
+export function discountAt(pricing: TokenPricing, at: number): PricedDiscount | null {
+  return pricing.discounts.find((d) => (d.from === null || d.from <= at) && (d.until === null || at < d.until)) ?? null;
+}
+
+/** A call's price, and the parts its receipt shows. */
+export interface Charge {
+  /** What is captured: `tokens + toolFee`. */
+  readonly amount: bigint;
+  /** The token part, discounted when a discount is in force. */
+  readonly tokens: bigint;
+  /** Built-in tool calls charged (by the upstream's count) and their fees, never discounted. */
+  readonly toolCalls: number;
+  readonly toolFee: bigint;
+  /** The discount multiplier applied, as written in the config. */
+  readonly discount: string | null;
+}
+
+/**
+ * ceil(Σ tokens × price / 10^6) over every token class (cache writes at their multiplier, every price
+ * times the long-context multiplier at or above its threshold, times the discount in force at `at`),
+ * computed once and never re-rounded; plus the fixed per-call fee of each built-in tool call the
+ * upstream counted (exact, so adding it after the one rounding changes nothing). Never throws on a
+ * `Usage` of non-negative safe integers (what usage.ts lets through).
+ */
+export function chargeOf(pricing: TokenPricing, usage: Usage, at: number): Charge {
   const cached = BigInt(Math.min(usage.cachedTokens, usage.promptTokens));
   const written = BigInt(Math.min(usage.cacheWriteTokens, usage.promptTokens - Number(cached)));
   const uncached = BigInt(usage.promptTokens) - cached - written;
@@ -57,20 +104,56 @@ export function costOf(pricing: TokenPricing, usage: Usage): bigint {
     scaled *= pricing.longContext.multiplier;
     denominator *= ONE;
   }
-  return ceilDiv(scaled, denominator) + builtinToolCost(pricing, usage.toolCalls);
+  const discount = discountAt(pricing, at);
+  if (discount) {
+    scaled *= discount.multiplier;
+    denominator *= ONE;
+  }
+  const tokens = ceilDiv(scaled, denominator);
+  let toolCalls = 0;
+  let toolFee = 0n;
+  for (const [tool, fee] of pricing.toolFees) {
+    const calls = usage.toolCalls?.[tool] ?? 0;
+    toolCalls += calls;
+    toolFee += BigInt(calls) * fee;
+  }
+  return { amount: tokens + toolFee, tokens, toolCalls, toolFee, discount: discount?.written ?? null };
 }
 
-/** Built-in tool calls at their per-call prices (not subject to the long-context multiplier).
- * Only the image tool is priced here (`per_image`); other tools' fees are added where they are priced. */
-function builtinToolCost(pricing: TokenPricing, toolCalls: Usage['toolCalls']): bigint {
-  const images = toolCalls?.image_generation ?? 0;
-  return Number.isSafeInteger(images) && images > 0 ? BigInt(images) * pricing.perImage : 0n;
+/** What the call-log row and the settlement event (the receipt) show of a charge: the built-in
+ * tool calls the upstream counted as `unit_count` of `unit_type` (e.g. `web_search_call`), the fee
+ * part of the cost, and the discount multiplier applied. */
+export function receiptOf(usage: Usage, charge: Charge): { unit_count?: number; unit_type?: string; tool_fee?: string; discount?: string } {
+  const counted = Object.entries(usage.toolCalls ?? {}).filter(([, calls]) => (calls ?? 0) > 0);
+  const calls = counted.reduce((sum, [, n]) => sum + (n ?? 0), 0);
+  return Object.assign(
+    {},
+    calls > 0 ? { unit_count: calls, unit_type: counted.length === 1 ? unitOf(counted[0]![0]) : 'tool_call' } : {},
+    charge.toolFee > 0n ? { tool_fee: String(charge.toolFee) } : {},
+    charge.discount !== null ? { discount: charge.discount } : {},
+  );
+}
+
+/** The row's `unit_type` of one built-in tool: the image tool's units are images. */
+const unitOf = (tool: string) => (tool === 'image_generation' ? 'image' : `${tool}_call`);
+
+/** What a call costs (see `chargeOf`). */
+export const costOf = (pricing: TokenPricing, usage: Usage, at: number): bigint => chargeOf(pricing, usage, at).amount;
+
+/** The hold: the estimate priced as the worst case. A model that charges cache writes above the
+ * input price may write its whole prompt to the cache, so the whole estimated prompt is held at the
+ * write price. The discount in force at submission is the one the settlement applies, so it applies
+ * here too. Tool fees are not held: how many searches a call makes is not known before it runs. */
+export function holdAmount(pricing: TokenPricing, estimate: Usage, at: number): bigint {
+  const worst = pricing.cacheWriteMultiplier > ONE ? { ...estimate, cachedTokens: 0, cacheWriteTokens: estimate.promptTokens } : estimate;
+  return chargeOf(pricing, worst, at).amount;
 }
 
 /** What a request's built-in tools add to its hold: one image for the image tool (the usual answer
- * makes one; more are billed at settlement). */
+ * makes one; more are billed at settlement). Other tools are not held (how many searches a call
+ * makes is not known before it runs). */
 export function builtinToolsHold(pricing: TokenPricing, builtinTools: readonly string[]): bigint {
-  return builtinTools.includes('image_generation') ? pricing.perImage : 0n;
+  return builtinTools.includes('image_generation') ? (pricing.toolFees.get('image_generation') ?? 0n) : 0n;
 }
 
 export const MAX_ESTIMATED_OUTPUT = 32_768;

@@ -27,6 +27,11 @@ export const CallRecord = z.object({
   submitted_at: Timestamp,
   result_urls: z.array(z.string()),
   result_expires_at: Timestamp.nullable(),
+  /** The part of the captured cost that is built-in tool fees (nano-dollars, a decimal string);
+   * the calls are `unit_count` of `unit_type` (e.g. `web_search_call`). Absent: none. */
+  tool_fee: z.string().regex(/^\d+$/).optional(),
+  /** The promotional discount multiplier the token prices were billed at. Absent: none. */
+  discount: z.string().regex(/^\d+(\.\d+)?$/).optional(),
 });
 export type CallRecord = z.output<typeof CallRecord>;
 

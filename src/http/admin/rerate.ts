@@ -74,7 +74,7 @@ export function rerateRoutes({ ledger, runner, sql, registry }: RerateOptions) {
         throw new AdminError(400, 'invalid_request', `more than ${RERATE_MAX_CALLS} billed calls in the window; re-rate it in shorter windows`);
       let plan;
       try {
-        plan = planRerate(priced, calls);
+        plan = planRerate(priced, calls, registry.config.discounts);
       } catch (error) {
         if (error instanceof RerateError) throw new AdminError(400, 'invalid_request', error.message);
         throw error;

@@ -22,7 +22,7 @@ import { describe, expect, it } from 'vitest';
 import { available, decide, evolve, initialWalletState, type WalletCommand, type WalletState } from '../../commands/wallet/decider';
 import type { ChatProtocol, ModelConfig } from '../../config/schema';
 import type { ProtocolAdapter, Usage } from '../../upstream/contract';
-import { costOf, MAX_ESTIMATED_OUTPUT, pricingOf } from '../../upstream/pricing';
+import { costOf, holdAmount, MAX_ESTIMATED_OUTPUT, pricingOf } from '../../upstream/pricing';
 import { chatCompletions } from '../../upstream/protocols/chat-completions';
 import { generateContent } from '../../upstream/protocols/generate-content';
 import { messages } from '../../upstream/protocols/messages';
@@ -117,11 +117,11 @@ function relayed(m: ModelConfig, r: Request): { hold: bigint; sent: Record<strin
   const info = adapter.inspect(r.body, r.params);
   if ('invalid' in info) throw new Error(`generated an invalid request: ${info.invalid}`);
   if (r.channel === r.client) {
-    return { hold: costOf(pricingOf(m), callEstimate(m, [info])), sent: adapter.upstream(r.body, info, 'up').body as Record<string, unknown> };
+    return { hold: holdAmount(pricingOf(m), callEstimate(m, [info]), 0), sent: adapter.upstream(r.body, info, 'up').body as Record<string, unknown> };
   }
   const route = { channel: { id: 'c', protocol: r.channel, base_url: 'http://127.0.0.1', api_key: '', group: 'default', priority: 0, weight: 1, models: ['m'], tools: [] }, upstreamModel: 'up', via: r.channel };
   const translation = translationFor(decodeCall(adapter, r.body, r.params, info, 0), adapter, route, m);
-  const hold = costOf(pricingOf(m), callEstimate(m, [translation.asked ?? info]));
+  const hold = holdAmount(pricingOf(m), callEstimate(m, [translation.asked ?? info]), 0);
   return { hold, sent: translation.adapter.upstream(r.body, info, 'up').body as Record<string, unknown> };
 }
 
@@ -161,7 +161,7 @@ const usageWithin = (limits: Limits): fc.Arbitrary<Usage> =>
 /** A model, a request, its hold, and a usage its channel may report. */
 const call = fc.tuple(model, request).chain(([m, r]) => {
   const { hold, sent } = relayed(m, r);
-  return usageWithin(limitsOf(m, r.channel, sent)).map((usage) => ({ m, r, hold, settled: costOf(pricingOf(m), usage), usage }));
+  return usageWithin(limitsOf(m, r.channel, sent)).map((usage) => ({ m, r, hold, settled: costOf(pricingOf(m), usage, 0), usage }));
 });
 
 describe('the chat pre-charge', () => {

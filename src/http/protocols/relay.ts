@@ -9,7 +9,8 @@ import type { CallRecord } from '../../events/catalog';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import { releaseUnsettled } from '../hold-release';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
-import { builtinToolsHold, costOf, pricingOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
+import { builtinToolsHold, chargeOf, holdAmount, pricingOf, receiptOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
+import { checkUsage, isInvalidUsage, usageBounds, usageInvalidNote, type UsageBounds } from '../../upstream/usage';
 import type { Route, Router } from '../../upstream/routing';
 import { tryJson } from '../../upstream/json';
 import { readAhead } from '../../upstream/read-ahead';
@@ -48,14 +49,13 @@ interface CallContext extends CallFacts {
   readonly adapter: ProtocolAdapter;
 }
 
-type Settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }) => void;
+/** `invalidUsage`: why the upstream's usage was not believed (the call is then billed on the estimate). */
+type Settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }, invalidUsage?: string | null) => void;
 
 const usageFields = (usage: Usage) => ({
   input_tokens: usage.promptTokens,
   output_tokens: usage.outputTokens,
   cached_tokens: usage.cachedTokens,
-  // Images of the built-in image tool, billed per image: shown as the row's units.
-  ...(usage.toolCalls?.image_generation ? { unit_count: usage.toolCalls.image_generation, unit_type: 'image' } : {}),
 });
 
 /**
@@ -99,13 +99,13 @@ export async function relayChat(
   const decoded = routes.some(isTranslated) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
   const attempts = routes.map((route) => ({ route, translation: decoded && isTranslated(route) ? translationFor(decoded, adapter, route, model) : null }));
   const estimate = callEstimate(model, attempts.map((a) => a.translation?.asked ?? info));
-  const pricing = pricingOf(model);
+  const pricing = pricingOf(model, deps.registry.config.discounts);
   const holdId = request.id;
   // The upstream request may leave once the hold is decided; its commit is awaited before
   // anything reaches the client, before a settlement and before another channel is tried.
   const hold = deps.ledger.reserveEarly(caller.accountId, {
     holdId,
-    amount: costOf(pricing, estimate) + builtinToolsHold(pricing, info.builtinTools),
+    amount: holdAmount(pricing, estimate, ctx.submittedAt) + builtinToolsHold(pricing, info.builtinTools),
     keyId: caller.keyId,
     spendCap: caller.key.settings.spend_cap,
     purpose: `chat ${model.id}`,
@@ -120,6 +120,7 @@ export async function relayChat(
     ctx,
     info,
     estimate,
+    bounds: usageBounds(model, info),
     pricing,
     holdId,
     signal,
@@ -147,6 +148,7 @@ interface Call {
   readonly ctx: CallContext;
   readonly info: ChatRequestInfo;
   readonly estimate: Usage;
+  readonly bounds: UsageBounds;
   readonly pricing: TokenPricing;
   readonly holdId: string;
   readonly signal: CallSignal;
@@ -194,7 +196,7 @@ function holdCommit(committed: Promise<Result<unknown>>, signal: CallSignal, req
 
 async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: FastifyRequest, reply: FastifyReply, attempts: readonly Attempt[], call: Call): Promise<unknown> {
   const caller = request.caller!;
-  const { ctx, info, estimate, pricing, holdId, signal, commit } = call;
+  const { ctx, info, estimate, bounds, pricing, holdId, signal, commit } = call;
   let failure: Failure | null = null;
   let failedAdapter = adapter;
   for (const { route, translation } of attempts) {
@@ -234,26 +236,22 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
     // queued at once (later reads and reservations of the wallet come after it) and shares
     // its append with the wallet's next commands. A hold whose settlement never lands
     // (the process died) is released by the sweeper: the call is then free, never double-billed.
-    const settle: Settle = (usage, status, error) => {
+    const settle: Settle = (usage, status, error, invalidUsage) => {
       // Priced first: a usage that cannot be priced leaves the call open for relayChat's release.
-      const amount = costOf(pricing, usage);
-      const record = callRecord(ctx, { status, ...usageFields(usage), ...(error ? { error_code: error.code, error_message: error.message } : {}) });
+      const charge = chargeOf(pricing, usage, ctx.submittedAt);
+      const note = invalidUsage ? usageInvalidNote(invalidUsage, error) : error ? { error_code: error.code, error_message: error.message } : {};
+      const record = callRecord(ctx, { status, ...usageFields(usage), ...receiptOf(usage, charge), ...note });
+      if (invalidUsage) request.log.warn({ holdId, channel: route.channel.id, model: ctx.model, reason: invalidUsage }, 'upstream usage invalid: the call is billed on the estimate');
       call.closed = true;
       deps.ledger
-        .settle(
-          caller.accountId,
-          holdId,
-          amount,
-          record,
-          true,
-        )
+        .settle(caller.accountId, holdId, charge.amount, record, true)
         .then((settled) => {
           if (!settled.ok) request.log.error({ holdId, error: settled.error }, 'settlement refused');
         })
         .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
     };
-    if (!info.stream) return relayBody(text, response, routeAdapter, reply, estimate, settle, translation);
-    return relayStream(body!, adapter, info, request, reply, estimate, settle, signal, translation);
+    if (!info.stream) return relayBody(text, response, routeAdapter, reply, estimate, bounds, settle, translation);
+    return relayStream(body!, adapter, info, request, reply, estimate, bounds, settle, signal, translation);
   }
 
   // Every channel failed before an answer started: nothing billed.
@@ -334,13 +332,15 @@ function relayBody(
   adapter: ProtocolAdapter,
   reply: FastifyReply,
   estimate: Usage,
+  bounds: UsageBounds,
   settle: Settle,
   translation: Translation | null = null,
 ) {
   const json = tryJson(text);
-  const reported = adapter.usageOf(json);
-  // No usage in a complete answer: bill the estimated prompt and the delivered characters.
-  const usage = reported ?? { ...estimate, outputTokens: tokensFromChars(text.length) };
+  const report = checkUsage(adapter.usageOf(json), bounds);
+  const invalid = isInvalidUsage(report) ? report.invalid : null;
+  // No (believable) usage in a complete answer: bill the estimated prompt and the delivered characters.
+  const usage = report !== null && !isInvalidUsage(report) ? report : { ...estimate, outputTokens: tokensFromChars(text.length) };
   // Translated: the answer in the client's protocol (billed on the channel's own usage). A
   // translation that throws is a 500, released unbilled by relayChat.
   const answer = translation ? JSON.stringify(translation.answer(json)) : text;
@@ -348,7 +348,7 @@ function relayBody(
   const sent = reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(answer);
   // Queued as the answer leaves, in the same turn of the event loop: no later request (the
   // client's next one, a balance read) can be handled before the wallet has it.
-  settle(usage, 'success');
+  settle(usage, 'success', undefined, invalid);
   return sent;
 }
 
@@ -360,6 +360,7 @@ async function relayStream(
   request: FastifyRequest,
   reply: FastifyReply,
   estimate: Usage,
+  bounds: UsageBounds,
   settle: Settle,
   call: CallSignal,
   translation: Translation | null = null,
@@ -455,18 +456,20 @@ async function relayStream(
   // Billed once the socket took the end (at once, normally) or the client is gone.
   const delivered = await client.end();
   if (!delivered) broken ??= client.stalled ? 'client_timeout' : 'client_disconnected';
+  const report = checkUsage(observer.usage(), bounds);
+  const invalid = isInvalidUsage(report) ? report.invalid : null;
   const usage = streamUsage({
     estimate,
-    reported: observer.usage(),
+    reported: report !== null && !isInvalidUsage(report) ? report : null,
     observedChars: observer.outputChars(),
     acceptedChars: client.acceptedChars,
     delivered,
     toolCalls: observer.toolCalls?.(),
   });
-  if (finished && delivered) settle(usage, 'success');
+  if (finished && delivered) settle(usage, 'success', undefined, invalid);
   else {
     const code = broken ?? 'upstream_error';
-    settle(usage, 'interrupted', { code, message: STREAM_ENDS[code] ?? 'the stream ended before its terminator' });
+    settle(usage, 'interrupted', { code, message: STREAM_ENDS[code] ?? 'the stream ended before its terminator' }, invalid);
   }
   return reply;
 }

@@ -1,6 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
+import { discountsOf } from '../../upstream/pricing';
+
+function discountField(registry: ModelRegistry, model: ModelConfig) {
+  const discounts = discountsOf(model, registry.config.discounts);
+  return discounts.length > 0 ? { discounts } : {};
+}
 
 function publicEntry(registry: ModelRegistry, model: ModelConfig) {
   return {
@@ -16,6 +22,8 @@ function publicEntry(registry: ModelRegistry, model: ModelConfig) {
     price: model.price,
     ...(model.cache_write_multiplier ? { cache_write_multiplier: model.cache_write_multiplier } : {}),
     ...(model.long_context ? { long_context: model.long_context } : {}),
+    // Listed prices stay undiscounted (spec, Billing flow 5); the promotions that apply are shown beside them.
+    ...discountField(registry, model),
     ...(model.fixed_grid ? { fixed_grid: model.fixed_grid } : {}),
     context_window: model.context_window ?? null,
     default_max_tokens: model.default_max_tokens ?? null,

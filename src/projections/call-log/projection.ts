@@ -39,7 +39,9 @@ CREATE TABLE IF NOT EXISTS call_log (
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS adjustment bigint NOT NULL DEFAULT 0;
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS adjustment_reference text;
 CREATE INDEX IF NOT EXISTS call_log_by_account_time ON call_log (account_id, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS call_log_by_request ON call_log (request_id);`,
+CREATE INDEX IF NOT EXISTS call_log_by_request ON call_log (request_id);
+-- The built-in tool fee part of the cost (nano-dollars); the calls are unit_count of unit_type. Added later, so added here.
+ALTER TABLE call_log ADD COLUMN IF NOT EXISTS tool_fee bigint;`,
 
   async applyBatch(tx, items, writes = WHOLE) {
     await inSlices(items.flatMap(toRow), writes, (rows) => insertRows(tx, rows));
@@ -55,15 +57,15 @@ async function insertRows(tx: SqlQuery, rows: readonly Row[]) {
   await tx.query(
     `INSERT INTO call_log (id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
                            cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
-                           created_at, attempts_count, result_urls, result_expires_at)
+                           created_at, attempts_count, result_urls, result_expires_at, tool_fee)
      SELECT r.id, r.account_id, c.key_id, c.model, c.endpoint, c.status, c.error_code, c.error_message, c.input_tokens, c.output_tokens,
             c.cached_tokens, c.unit_count, c.unit_type, r.cost, c.latency_ms, c.request_id, c.task_id, c.channel_id, c.submitted_at,
-            r.created_at, c.attempts_count, c.result_urls, c.result_expires_at
+            r.created_at, c.attempts_count, c.result_urls, c.result_expires_at, c.tool_fee
        FROM json_to_recordset($1::json) AS r(id uuid, account_id text, cost bigint, created_at bigint, call json),
             json_to_record(r.call) AS c(key_id text, model text, endpoint text, status text, error_code text, error_message text,
                                         input_tokens bigint, output_tokens bigint, cached_tokens bigint, unit_count int, unit_type text,
                                         latency_ms int, request_id text, task_id text, channel_id text, submitted_at bigint,
-                                        attempts_count int, result_urls text[], result_expires_at bigint)`,
+                                        attempts_count int, result_urls text[], result_expires_at bigint, tool_fee bigint)`,
     [JSON.stringify(rows.map((r) => ({ id: r.id, account_id: r.accountId, cost: String(r.cost), created_at: r.at, call: r.call })))],
   );
 }

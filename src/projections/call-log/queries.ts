@@ -71,6 +71,8 @@ export interface LogRow {
   result_expires_at: number | null;
   adjustment_usd: string;
   adjustment_reference: string | null;
+  /** The built-in tool fees inside `cost_usd` (not a CSV column: the spec fixes those). */
+  tool_fee_usd: string | null;
 }
 
 interface RawRow {
@@ -98,6 +100,7 @@ interface RawRow {
   result_expires_at: string | null;
   adjustment: string;
   adjustment_reference: string | null;
+  tool_fee: string | null;
 }
 
 /** Newest first, filtered, keyset-paged. Returns one row more than asked when there is a next page. */
@@ -125,7 +128,8 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
             c.error_code, left(c.error_message, ${CALL_TEXT_LIMITS.error_message + 1}) AS error_message, c.input_tokens::text AS input_tokens, c.output_tokens::text AS output_tokens,
             c.cached_tokens::text AS cached_tokens, c.unit_count, c.unit_type, c.cost::text AS cost, c.latency_ms, c.request_id,
             c.task_id, c.submitted_at::text AS submitted_at, c.attempts_count, c.result_urls, c.result_expires_at::text AS result_expires_at,
-            c.adjustment::text AS adjustment, c.adjustment_reference
+            c.adjustment::text AS adjustment, c.adjustment_reference,
+            c.tool_fee::text AS tool_fee
        FROM call_log c LEFT JOIN api_keys k ON k.key_id = c.key_id
       WHERE ${where.join(' AND ')}
       ORDER BY c.created_at DESC, c.id DESC
@@ -157,6 +161,7 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
     result_expires_at: r.result_expires_at === null ? null : Number(r.result_expires_at),
     adjustment_usd: formatUsd(BigInt(r.adjustment)),
     adjustment_reference: r.adjustment_reference,
+    tool_fee_usd: r.tool_fee === null ? null : formatUsd(BigInt(r.tool_fee)),
   }));
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ChatRequestInfo, ProtocolAdapter, StreamObserver, Usage } from '../contract';
+import { isInvalidUsage, readCounts, summed, validUsage, type UsageReport } from '../usage';
 
 /** OpenAI's own bound on `n`. */
 export const MAX_CHOICES = 128;
@@ -21,23 +22,28 @@ const Body = z.looseObject({
 });
 type Body = z.infer<typeof Body>;
 
-interface OpenAiUsage {
-  prompt_tokens?: number;
-  completion_tokens?: number;
-  prompt_tokens_details?: { cached_tokens?: number } | null;
-  completion_tokens_details?: { reasoning_tokens?: number } | null;
+const OPENAI_COUNTS = ['prompt_tokens', 'completion_tokens', 'prompt_tokens_details.cached_tokens', 'completion_tokens_details.reasoning_tokens'] as const;
+
+/** OpenAI's `usage` (chat completions) as billed; `prompt_tokens` includes the cached tokens. */
+export function readOpenAiUsage(raw: unknown): UsageReport {
+  const c = readCounts(raw, 'prompt_tokens', OPENAI_COUNTS);
+  if (c === null || isInvalidUsage(c)) return c;
+  return summed({
+    promptTokens: c.prompt_tokens,
+    cachedTokens: c['prompt_tokens_details.cached_tokens'],
+    cacheWriteTokens: 0,
+    outputTokens: c.completion_tokens,
+    reasoningTokens: c['completion_tokens_details.reasoning_tokens'],
+  });
 }
 
-export function openAiUsage(usage: OpenAiUsage | null | undefined): Usage | null {
-  if (!usage || typeof usage.prompt_tokens !== 'number') return null;
-  return {
-    promptTokens: usage.prompt_tokens,
-    cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
-    cacheWriteTokens: 0,
-    outputTokens: usage.completion_tokens ?? 0,
-    reasoningTokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
-  };
-}
+/** Valid usage or null (what the translators show a client). */
+export const openAiUsage = (raw: unknown): Usage | null => validUsage(readOpenAiUsage(raw));
+
+export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Characters of a delivered text field (0 when it is not text). */
+export const textLength = (value: unknown): number => (typeof value === 'string' ? value.length : 0);
 
 export function zodMessage(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
@@ -91,12 +97,12 @@ export const chatCompletions: ProtocolAdapter = {
     const error = { error: { message: 'the upstream stream failed before it finished', type: 'api_error', code: 'upstream_error' } };
     return [{ event: undefined, data: JSON.stringify(error) }, { event: undefined, data: '[DONE]' }];
   },
-  usageOf: (response) => openAiUsage((response as { usage?: OpenAiUsage } | null)?.usage),
+  usageOf: (response) => readOpenAiUsage(isObject(response) ? response.usage : undefined),
   errorMessage: openAiErrorMessage,
 
   observe(_info, body): StreamObserver {
     const clientWantsUsage = (body as Body).stream_options?.include_usage === true;
-    let usage: Usage | null = null;
+    let usage: UsageReport = null;
     let chars = 0;
     let done = false;
     return {
@@ -105,20 +111,26 @@ export const chatCompletions: ProtocolAdapter = {
           done = true;
           return true;
         }
-        let chunk: { usage?: OpenAiUsage | null; choices?: Array<{ delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: Array<{ function?: { arguments?: string; name?: string } }> } }> };
+        let chunk: unknown;
         try {
           chunk = JSON.parse(event.data);
         } catch {
           return true;
         }
-        for (const choice of chunk.choices ?? []) {
-          const delta = choice.delta;
-          chars += (delta?.content?.length ?? 0) + (delta?.reasoning_content?.length ?? 0);
-          for (const call of delta?.tool_calls ?? []) chars += (call.function?.arguments?.length ?? 0) + (call.function?.name?.length ?? 0);
+        if (!isObject(chunk)) return true;
+        const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+        for (const choice of choices) {
+          const delta = isObject(choice) && isObject(choice.delta) ? choice.delta : {};
+          chars += textLength(delta.content) + textLength(delta.reasoning_content);
+          for (const call of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+            const fn = isObject(call) && isObject(call.function) ? call.function : {};
+            chars += textLength(fn.arguments) + textLength(fn.name);
+          }
         }
-        if (chunk.usage) usage = openAiUsage(chunk.usage) ?? usage;
+        // Every chunk may say `usage: null`; the last report is the total.
+        if (chunk.usage !== undefined && chunk.usage !== null) usage = readOpenAiUsage(chunk.usage) ?? usage;
         // The usage-only chunk the gateway asked for is not shown to a client that did not.
-        return !(chunk.usage && (chunk.choices?.length ?? 0) === 0 && !clientWantsUsage);
+        return !(chunk.usage && choices.length === 0 && !clientWantsUsage);
       },
       usage: () => usage,
       outputChars: () => chars,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ChatRequestInfo, ProtocolAdapter, StreamObserver, Usage } from '../contract';
-import { zodMessage } from './chat-completions';
+import { isInvalidUsage, readCounts, summed, validUsage, type UsageReport } from '../usage';
+import { isObject, textLength, zodMessage } from './chat-completions';
 
 /** What the Gemini API accepts for `candidateCount`. */
 export const MAX_CANDIDATES = 8;
@@ -41,32 +42,29 @@ const BUILTIN_TOOLS: Record<string, string> = {
   google_search_retrieval: 'web_search',
 };
 
-interface UsageMetadata {
-  promptTokenCount?: number;
-  cachedContentTokenCount?: number;
-  candidatesTokenCount?: number;
-  thoughtsTokenCount?: number;
-  toolUsePromptTokenCount?: number;
-}
+const GEMINI_COUNTS = ['promptTokenCount', 'cachedContentTokenCount', 'candidatesTokenCount', 'thoughtsTokenCount', 'toolUsePromptTokenCount'] as const;
 
 /** Gemini's usageMetadata as billed: `promptTokenCount` already includes the cached
  * tokens; thoughts are output, billed at the output price. Tool-use prompt tokens
  * (e.g. search results fed back to the model) are billed as input. */
-export function geminiUsage(u: UsageMetadata | null | undefined): Usage | null {
-  if (!u || typeof u !== 'object' || typeof u.promptTokenCount !== 'number') return null;
-  const thoughts = u.thoughtsTokenCount ?? 0;
-  return {
-    promptTokens: u.promptTokenCount + (u.toolUsePromptTokenCount ?? 0),
-    cachedTokens: u.cachedContentTokenCount ?? 0,
+export function readGeminiUsage(raw: unknown): UsageReport {
+  const c = readCounts(raw, 'promptTokenCount', GEMINI_COUNTS);
+  if (c === null || isInvalidUsage(c)) return c;
+  return summed({
+    promptTokens: c.promptTokenCount + c.toolUsePromptTokenCount,
+    cachedTokens: c.cachedContentTokenCount,
     cacheWriteTokens: 0,
-    outputTokens: (u.candidatesTokenCount ?? 0) + thoughts,
-    reasoningTokens: thoughts,
-  };
+    outputTokens: c.candidatesTokenCount + c.thoughtsTokenCount,
+    reasoningTokens: c.thoughtsTokenCount,
+  });
 }
+
+/** Valid usage or null (what the translators show a client). */
+export const geminiUsage = (raw: unknown): Usage | null => validUsage(readGeminiUsage(raw));
 
 interface Chunk {
   error?: unknown;
-  usageMetadata?: UsageMetadata;
+  usageMetadata?: unknown;
   candidates?: Array<{
     finishReason?: string;
     content?: { parts?: Array<{ text?: unknown; functionCall?: { name?: unknown; args?: unknown } }> };
@@ -121,12 +119,12 @@ export const generateContent: ProtocolAdapter = {
   },
 
   authHeaders: (apiKey) => ({ 'x-goog-api-key': apiKey }),
-  usageOf: (response) => geminiUsage((response as Chunk | null)?.usageMetadata),
+  usageOf: (response) => readGeminiUsage(isObject(response) ? response.usageMetadata : undefined),
   errorMessage: googleErrorMessage,
   clientFraming: (query) => (query.alt === 'sse' ? 'sse' : 'json-array'),
 
   observe(): StreamObserver {
-    let usage: Usage | null = null;
+    let usage: UsageReport = null;
     let chars = 0;
     let finished = false;
     let failed = false;
@@ -140,18 +138,21 @@ export const generateContent: ProtocolAdapter = {
         }
         if (!chunk || typeof chunk !== 'object') return true;
         if (chunk.error) failed = true;
-        for (const candidate of chunk.candidates ?? []) {
-          for (const part of candidate.content?.parts ?? []) {
-            if (typeof part.text === 'string') chars += part.text.length;
-            if (part.functionCall) {
-              chars += typeof part.functionCall.name === 'string' ? part.functionCall.name.length : 0;
+        for (const candidate of Array.isArray(chunk.candidates) ? chunk.candidates : []) {
+          if (!isObject(candidate)) continue;
+          const parts = isObject(candidate.content) && Array.isArray(candidate.content.parts) ? candidate.content.parts : [];
+          for (const part of parts) {
+            if (!isObject(part)) continue;
+            chars += textLength(part.text);
+            if (isObject(part.functionCall)) {
+              chars += textLength(part.functionCall.name);
               chars += JSON.stringify(part.functionCall.args ?? {}).length;
             }
           }
           if (candidate.finishReason) finished = true;
         }
         // Every chunk may carry usageMetadata; the last one is the total.
-        if (chunk.usageMetadata) usage = geminiUsage(chunk.usageMetadata) ?? usage;
+        if (chunk.usageMetadata !== undefined && chunk.usageMetadata !== null) usage = readGeminiUsage(chunk.usageMetadata) ?? usage;
         return true;
       },
       // Google ends a failing SSE stream with a bare JSON error object outside the framing.

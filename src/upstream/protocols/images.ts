@@ -1,6 +1,7 @@
 /** OpenAI Images on the upstream side: `POST /v1/images/generations` and `/v1/images/edits`,
  * JSON or multipart, answered with `{created, data: [{url | b64_json, ...}], usage?}`. */
 import { FormData } from 'undici';
+import { isInvalidUsage, readCounts } from '../usage';
 import { openAiErrorMessage } from './chat-completions';
 
 export type ImageEndpoint = 'generations' | 'edits';
@@ -58,15 +59,22 @@ export interface ImagesResult {
 export function imagesResult(body: unknown): ImagesResult {
   const b = (body ?? {}) as { data?: unknown; created?: unknown; expires_at?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown } };
   const data = Array.isArray(b.data) ? (b.data as Array<Record<string, unknown>>) : [];
-  const int = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0);
+  // The numbers go into the call-log row of the settlement event: only what the log can read back
+  // (usage.ts's rules; images are billed by count, so bad token counts are shown as 0).
+  const usage = readCounts(b.usage, 'input_tokens', ['input_tokens', 'output_tokens']);
+  const counts = usage === null || isInvalidUsage(usage) ? { input_tokens: 0, output_tokens: 0 } : usage;
   return {
     count: data.length,
     urls: data.flatMap((item) => (item && typeof item.url === 'string' ? [item.url] : [])),
-    created: typeof b.created === 'number' ? b.created : null,
-    expiresAt: typeof b.expires_at === 'number' ? b.expires_at : null,
-    inputTokens: int(b.usage?.input_tokens),
-    outputTokens: int(b.usage?.output_tokens),
+    created: unixSeconds(b.created),
+    expiresAt: unixSeconds(b.expires_at),
+    inputTokens: counts.input_tokens,
+    outputTokens: counts.output_tokens,
   };
 }
+
+/** A time an upstream reports, if it is one: whole Unix seconds before the year 10000 (a link's
+ * expiry is computed from it and stored). */
+const unixSeconds = (v: unknown): number | null => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v < 253_402_300_800 ? v : null);
 
 export const imagesErrorMessage = openAiErrorMessage;

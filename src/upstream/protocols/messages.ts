@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { ProtocolAdapter, StreamObserver, Usage } from '../contract';
 import { tokensFromChars } from '../pricing';
-import { openAiErrorMessage, zodMessage } from './chat-completions';
+import { isInvalidUsage, readCounts, summed, validUsage, withToolCalls, type UsageReport } from '../usage';
+import { isObject, openAiErrorMessage, textLength, zodMessage } from './chat-completions';
 
 /** The version sent upstream when the client sent none (what direct callers are told to send). */
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -36,36 +37,39 @@ const Body = z.looseObject({
   thinking: z.looseObject({ type: z.string() }).optional(),
 });
 
-interface AnthropicUsage {
-  input_tokens?: number | null;
-  cache_creation_input_tokens?: number | null;
-  cache_read_input_tokens?: number | null;
-  output_tokens?: number | null;
-}
+const ANTHROPIC_COUNTS = [
+  'input_tokens',
+  'cache_creation_input_tokens',
+  'cache_read_input_tokens',
+  'output_tokens',
+  'server_tool_use.web_search_requests',
+] as const;
 
-const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-
-/** Anthropic's `input_tokens` excludes the cache reads and writes; the gateway's prompt includes them. */
-export function anthropicUsage(usage: AnthropicUsage | null | undefined): Usage | null {
-  if (!usage || typeof usage.input_tokens !== 'number') return null;
-  const cached = num(usage.cache_read_input_tokens);
-  const written = num(usage.cache_creation_input_tokens);
-  return {
-    promptTokens: usage.input_tokens + cached + written,
-    cachedTokens: cached,
-    cacheWriteTokens: written,
-    outputTokens: num(usage.output_tokens),
+/** Anthropic's `usage` as billed: its `input_tokens` excludes the cache reads and writes, the
+ * gateway's prompt includes them; `server_tool_use.web_search_requests` counts the web searches. */
+export function readAnthropicUsage(raw: unknown): UsageReport {
+  const c = readCounts(raw, 'input_tokens', ANTHROPIC_COUNTS);
+  if (c === null || isInvalidUsage(c)) return c;
+  const usage = summed({
+    promptTokens: c.input_tokens + c.cache_read_input_tokens + c.cache_creation_input_tokens,
+    cachedTokens: c.cache_read_input_tokens,
+    cacheWriteTokens: c.cache_creation_input_tokens,
+    outputTokens: c.output_tokens,
     reasoningTokens: 0,
-  };
+  });
+  if (isInvalidUsage(usage)) return usage;
+  return withToolCalls(usage, 'web_search', c['server_tool_use.web_search_requests'], 'server_tool_use.web_search_requests');
 }
 
+/** Valid usage or null (what the translators show a client). */
+export const anthropicUsage = (raw: unknown): Usage | null => validUsage(readAnthropicUsage(raw));
 
 type StreamPayload = {
   type?: string;
-  message?: { usage?: AnthropicUsage | null };
-  usage?: AnthropicUsage | null;
-  content_block?: { type?: string; name?: string; text?: string; thinking?: string };
-  delta?: { type?: string; text?: string; partial_json?: string; thinking?: string };
+  message?: { usage?: unknown };
+  usage?: unknown;
+  content_block?: { type?: string; name?: unknown; text?: unknown; thinking?: unknown };
+  delta?: { type?: string; text?: unknown; partial_json?: unknown; thinking?: unknown };
 };
 
 /** Anthropic Messages, native. */
@@ -98,22 +102,27 @@ export const messages: ProtocolAdapter = {
   // The version header is required upstream: a default here, replaced by the client's own
   // `anthropic-version` (forwarded headers are applied after these).
   authHeaders: (apiKey) => ({ 'x-api-key': apiKey, 'anthropic-version': DEFAULT_ANTHROPIC_VERSION }),
-  usageOf: (response) => anthropicUsage((response as { usage?: AnthropicUsage } | null)?.usage),
+  usageOf: (response) => readAnthropicUsage(isObject(response) ? response.usage : undefined),
   // Anthropic's `{type: error, error: {type, message}}` keeps the message where OpenAI does.
   errorMessage: openAiErrorMessage,
 
   observe(): StreamObserver {
-    let fields: AnthropicUsage | null = null;
+    // The usage fields seen so far, as sent: message_start has the input side (and a placeholder
+    // output), each message_delta the cumulative output and, lately, the rest again.
+    let fields: unknown = null;
     let finalOutput = false;
     let chars = 0;
     let done = false;
-    const merge = (usage: AnthropicUsage | null | undefined) => {
-      if (!usage) return;
-      const next: AnthropicUsage = { ...(fields ?? {}) };
-      for (const key of ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'output_tokens'] as const) {
-        const value = usage[key];
-        if (typeof value === 'number') next[key] = value;
+    const merge = (usage: unknown) => {
+      if (usage === undefined || usage === null) return;
+      // A block that is no object is kept as it is (the report then says the usage is invalid),
+      // until an object replaces it: the last report wins, as in the other protocols.
+      if (!isObject(usage) || !isObject(fields)) {
+        fields = usage;
+        return;
       }
+      const next: Record<string, unknown> = { ...fields };
+      for (const [key, value] of Object.entries(usage)) if (value !== undefined && value !== null) next[key] = value;
       fields = next;
     };
     return {
@@ -124,25 +133,26 @@ export const messages: ProtocolAdapter = {
         } catch {
           return true;
         }
+        if (!isObject(payload)) return true;
         switch (payload.type) {
           case 'message_start':
-            merge(payload.message?.usage);
+            merge(isObject(payload.message) ? payload.message.usage : undefined);
             break;
           case 'content_block_start': {
-            const block = payload.content_block;
-            chars += (block?.name?.length ?? 0) + (block?.text?.length ?? 0) + (block?.thinking?.length ?? 0);
+            const block = isObject(payload.content_block) ? payload.content_block : {};
+            chars += textLength(block.name) + textLength(block.text) + textLength(block.thinking);
             break;
           }
           case 'content_block_delta': {
-            const delta = payload.delta;
-            if (delta?.type === 'text_delta') chars += delta.text?.length ?? 0;
-            else if (delta?.type === 'input_json_delta') chars += delta.partial_json?.length ?? 0;
-            else if (delta?.type === 'thinking_delta') chars += delta.thinking?.length ?? 0;
+            const delta = isObject(payload.delta) ? payload.delta : {};
+            if (delta.type === 'text_delta') chars += textLength(delta.text);
+            else if (delta.type === 'input_json_delta') chars += textLength(delta.partial_json);
+            else if (delta.type === 'thinking_delta') chars += textLength(delta.thinking);
             break;
           }
           case 'message_delta':
             merge(payload.usage);
-            if (typeof payload.usage?.output_tokens === 'number') finalOutput = true;
+            if (isObject(payload.usage) && payload.usage.output_tokens !== undefined && payload.usage.output_tokens !== null) finalOutput = true;
             break;
           case 'message_stop':
             done = true;
@@ -151,8 +161,8 @@ export const messages: ProtocolAdapter = {
         return true;
       },
       usage() {
-        const usage = anthropicUsage(fields);
-        if (!usage) return null;
+        const usage = readAnthropicUsage(fields);
+        if (usage === null || isInvalidUsage(usage)) return usage;
         // message_start's output_tokens is a placeholder (1): until message_delta counts the
         // output, bill at least what was delivered.
         return finalOutput ? usage : { ...usage, outputTokens: Math.max(usage.outputTokens, tokensFromChars(chars)) };

@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import type { FeeTool } from '../../config/schema';
 import type { ProtocolAdapter, StreamObserver, Usage } from '../contract';
-import { openAiErrorMessage, zodMessage } from './chat-completions';
+import { isInvalidUsage, readCounts, summed, validUsage, withToolCalls, type InvalidUsage, type UsageReport } from '../usage';
+import { isObject, openAiErrorMessage, zodMessage } from './chat-completions';
 
 /** Any input item: a message (`{role, content}`, `type` absent or `message`), or a typed item
  * such as `function_call`, `function_call_output`, `reasoning`. */
@@ -37,33 +39,56 @@ const Body = z.looseObject({
 });
 type Body = z.infer<typeof Body>;
 
-interface ResponsesUsage {
-  input_tokens?: number;
-  output_tokens?: number;
-  input_tokens_details?: { cached_tokens?: number } | null;
-  output_tokens_details?: { reasoning_tokens?: number } | null;
-}
+const RESPONSES_COUNTS = ['input_tokens', 'output_tokens', 'input_tokens_details.cached_tokens', 'output_tokens_details.reasoning_tokens'] as const;
 
-export function responsesUsage(usage: ResponsesUsage | null | undefined): Usage | null {
-  if (!usage || typeof usage.input_tokens !== 'number') return null;
-  return {
-    promptTokens: usage.input_tokens,
-    cachedTokens: usage.input_tokens_details?.cached_tokens ?? 0,
+/** The Responses `usage` as billed; `input_tokens` includes the cached tokens. */
+export function readResponsesUsage(raw: unknown): UsageReport {
+  const c = readCounts(raw, 'input_tokens', RESPONSES_COUNTS);
+  if (c === null || isInvalidUsage(c)) return c;
+  return summed({
+    promptTokens: c.input_tokens,
+    cachedTokens: c['input_tokens_details.cached_tokens'],
     cacheWriteTokens: 0,
-    outputTokens: usage.output_tokens ?? 0,
-    reasoningTokens: usage.output_tokens_details?.reasoning_tokens ?? 0,
-  };
+    outputTokens: c.output_tokens,
+    reasoningTokens: c['output_tokens_details.reasoning_tokens'],
+  });
 }
 
-/** An output item of the built-in image tool that carries its image: one image billed. */
-const isImage = (item: unknown): boolean => {
-  const i = item as { type?: unknown; result?: unknown } | null;
-  return i?.type === 'image_generation_call' && typeof i.result === 'string' && i.result !== '';
-};
+/** Valid usage or null (what the translators show a client). */
+export const responsesUsage = (raw: unknown): Usage | null => validUsage(readResponsesUsage(raw));
 
-/** `usage` with the images of `output` counted, or null when there is no usage. */
-function withImages(usage: Usage | null, images: number): Usage | null {
-  return usage && images > 0 ? { ...usage, toolCalls: { ...usage.toolCalls, image_generation: images } } : usage;
+/** Output items that are a billed built-in tool call, by the gateway's tool name. */
+const TOOL_CALL_ITEMS: ReadonlyMap<unknown, FeeTool> = new Map([
+  ['web_search_call', 'web_search'],
+  ['image_generation_call', 'image_generation'],
+]);
+
+/** The built-in tool an output item bills, if any: an image only when it was made (its `result`). */
+function billedTool(item: unknown): FeeTool | undefined {
+  if (!isObject(item)) return undefined;
+  const tool = TOOL_CALL_ITEMS.get(item.type);
+  if (tool === 'image_generation' && !(typeof item.result === 'string' && item.result.length > 0)) return undefined;
+  return tool;
+}
+
+/** A response object's usage with its built-in tool calls: the `web_search_call` items of its output. */
+function responseUsage(response: unknown, seen?: ReadonlyMap<FeeTool, ReadonlySet<string>>): UsageReport {
+  if (!isObject(response)) return null;
+  const usage = readResponsesUsage(response.usage);
+  if (usage === null || isInvalidUsage(usage)) return usage;
+  const counts = new Map<FeeTool, number>();
+  for (const item of Array.isArray(response.output) ? response.output : []) {
+    const tool = billedTool(item);
+    if (tool) counts.set(tool, (counts.get(tool) ?? 0) + 1);
+  }
+  // A stream's final response may list its output items, or not: the items seen go by count too.
+  for (const [tool, ids] of seen ?? []) counts.set(tool, Math.max(counts.get(tool) ?? 0, ids.size));
+  let withCalls: Usage | InvalidUsage = usage;
+  for (const [tool, calls] of counts) {
+    if (isInvalidUsage(withCalls)) break;
+    withCalls = withToolCalls(withCalls, tool, calls, `${tool}_call items`);
+  }
+  return withCalls;
 }
 
 /** Tools the client runs itself; every other type is a built-in the channel must support. */
@@ -113,41 +138,44 @@ export const responses: ProtocolAdapter = {
   },
 
   authHeaders: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
-  usageOf(response) {
-    const r = response as { usage?: ResponsesUsage; output?: unknown } | null;
-    return withImages(responsesUsage(r?.usage), Array.isArray(r?.output) ? r.output.filter(isImage).length : 0);
-  },
+  usageOf: (response) => responseUsage(response),
   errorMessage: openAiErrorMessage,
 
   observe(): StreamObserver {
-    let usage: Usage | null = null;
+    let usage: UsageReport = null;
     let chars = 0;
     let done = false;
-    /** Images delivered: counted as their items finish, so a stream cut after one still bills it. */
-    let images = 0;
+    // Built-in tool calls by item id, as their items are done, for a final response that does not list its output.
+    const toolCalls = new Map<FeeTool, Set<string>>();
     return {
       onEvent(event) {
-        let data: { type?: string; delta?: unknown; item?: { type?: string; name?: unknown }; response?: { usage?: ResponsesUsage | null } };
+        let data: unknown;
         try {
           data = JSON.parse(event.data);
         } catch {
           return true;
         }
-        const type = event.event ?? data.type ?? '';
+        if (!isObject(data)) return true;
+        const type = event.event ?? (typeof data.type === 'string' ? data.type : '');
+        const item = isObject(data.item) ? data.item : null;
         if (OUTPUT_DELTAS.has(type) && typeof data.delta === 'string') chars += data.delta.length;
-        else if (type === 'response.output_item.added' && data.item?.type === 'function_call' && typeof data.item.name === 'string')
-          chars += data.item.name.length;
-        else if (type === 'response.output_item.done' && isImage(data.item)) images++;
+        else if (type === 'response.output_item.added' && item?.type === 'function_call' && typeof item.name === 'string') chars += item.name.length;
         else if (TERMINAL.has(type)) {
-          usage = responsesUsage(data.response?.usage) ?? usage;
+          usage = responseUsage(data.response, toolCalls) ?? usage;
           if (FINISHED.has(type)) done = true;
+        }
+        const tool = billedTool(item);
+        if (item && tool && type === 'response.output_item.done') {
+          const ids = toolCalls.get(tool) ?? toolCalls.set(tool, new Set()).get(tool)!;
+          ids.add(typeof item.id === 'string' ? item.id : `#${String(data.output_index)}`);
         }
         return true;
       },
-      usage: () => withImages(usage, images),
+      usage: () => usage,
       outputChars: () => chars,
-      toolCalls: () => (images > 0 ? { image_generation: images } : undefined),
       completed: () => done,
+      // Delivered so far: billed even when the stream ends without its usage (a cut after an image).
+      toolCalls: () => (toolCalls.size === 0 ? undefined : Object.fromEntries([...toolCalls].map(([tool, ids]) => [tool, ids.size]))),
     };
   },
 };
