@@ -51,6 +51,16 @@ describe('admin API', () => {
     expect(ok.json().account.balance_usd).toBe('175.24');
   });
 
+  it('refuses amounts past what the ledger can hold with a 400, not a 500', async () => {
+    const { accountId } = await t.accountWithKey();
+    const huge = await t.admin('POST', `/accounts/${accountId}/topups`, { amount_usd: '10000000000', reference: 'typo' });
+    expect(huge.statusCode).toBe(400);
+    expect(huge.json().error.message).toContain('at most 1000000000 USD');
+    const cap = await t.admin('POST', `/accounts/${accountId}/keys`, { name: 'k', spend_cap_usd: '99999999999' });
+    expect(cap.statusCode).toBe(400);
+    expect((await t.admin('GET', `/accounts/${accountId}`)).json().balance_usd).toBe('40.44');
+  });
+
   it('sets limits and deactivates / reactivates', async () => {
     const { accountId } = await t.accountWithKey();
     const limits = await t.admin('PUT', `/accounts/${accountId}/limits`, { rpm: 60, concurrency: 5 });

@@ -35,18 +35,23 @@ const Timestamp = z.number().int().nonnegative();
 /** Names the operator (or a console user) chooses are stored in events and rows and shown in
  * every list: longer ones are refused, not cut (docs/operations.md, "Bounded texts"). */
 const NAME_MAX = 200;
+/** The largest amount one admin command moves or caps: a billion USD. The ledger holds ±9.2 billion
+ * (Postgres bigint of nano-USD); an amount past this is a typo, refused with 400 rather than
+ * refused by the log's append check with a 500. */
+export const MAX_ADMIN_AMOUNT_USD = '1000000000';
+const AdminAmount = UsdString.refine((v) => parseUsd(v) <= parseUsd(MAX_ADMIN_AMOUNT_USD), { message: `at most ${MAX_ADMIN_AMOUNT_USD} USD` });
 const KeyFields = z.object({
   name: z.string().trim().min(1).max(NAME_MAX),
   // Model ids of the catalogue (each is checked): a few hundred at most.
   allowed_models: z.array(z.string().min(1).max(200)).max(1000).nullable().optional(),
   expires_at: Timestamp.nullable().optional(),
   enabled: z.boolean().optional(),
-  spend_cap_usd: UsdString.nullable().optional(),
+  spend_cap_usd: AdminAmount.nullable().optional(),
 });
 const CreateKey = KeyFields.strict();
 const PatchKey = KeyFields.partial().strict();
 const CreateAccount = z.object({ name: z.string().trim().min(1).max(NAME_MAX) }).strict();
-const TopUp = z.object({ amount_usd: UsdString, reference: z.string().trim().min(1).max(200) }).strict();
+const TopUp = z.object({ amount_usd: AdminAmount, reference: z.string().trim().min(1).max(200) }).strict();
 const Limits = z
   .object({ rpm: z.number().int().positive().nullable(), concurrency: z.number().int().positive().nullable() })
   .strict();
