@@ -14,7 +14,7 @@ beforeAll(async () => {
     ['/v1/messages/test', 'messages'],
     ['/v1beta/models/test:generateContent', 'generate'],
   ] as const)
-    t.gateway.app.post(url, { config: { auth: 'key', shape } }, async (request) => ({ account: request.caller!.accountId }));
+    t.gateway.app.post(url, { bodyLimit: 1024, config: { auth: 'key', shape } }, async (request) => ({ account: request.caller!.accountId }));
 });
 afterAll(() => t.close());
 
