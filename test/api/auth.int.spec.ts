@@ -41,6 +41,16 @@ describe('authentication', () => {
     expect((await inject(`/v1/test/chat?key=${bogus}`, { authorization: `Bearer ${key}` })).statusCode).toBe(401);
   });
 
+  it('takes a key from Authorization only with the Bearer scheme', async () => {
+    const { key } = await t.accountWithKey();
+    for (const authorization of [key, `Basic ${key}`, `Token ${key}`]) {
+      const response = await inject('/v1/test/chat', { authorization });
+      expect(response.statusCode, authorization).toBe(401);
+      expect(response.json().error.message, authorization).toBe(AUTH_MESSAGES.missing);
+    }
+    expect((await inject('/v1/test/chat', { authorization: `bearer  ${key}` })).statusCode).toBe(200);
+  });
+
   it('gives five distinct 401 messages, all with code invalid_api_key', async () => {
     const missing = await inject('/v1/test/chat');
     const malformed = await inject('/v1/test/chat', { 'x-api-key': 'sk-short' });
