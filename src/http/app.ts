@@ -25,6 +25,10 @@ import { CHAT_TIMEOUT_MS } from './protocols/relay';
 import { Router } from '../upstream/routing';
 import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
+import { clientErrorOf, INTAKE_TIMINGS, intakePlugin, notFound, sendByPath, serverOptions, type IntakeTimings } from './intake/plugin';
+import { redactUrl } from './intake/redact';
+
+export { redactUrl };
 
 export interface AppDeps {
   readonly ledger: Ledger;
@@ -47,13 +51,10 @@ export interface AppDeps {
   readonly chatTimeoutMs?: number;
   /** The image endpoints' hop, ladder and keep-alive times; the spec's unless a test shortens them. */
   readonly imageTimings?: Partial<ImageTimings>;
+  /** Header, request and idle time limits; the defaults unless a test shortens them. */
+  readonly intakeTimings?: Partial<IntakeTimings>;
   readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   readonly now?: () => number;
-}
-
-/** `?key=` carries a raw API key: it must never reach a log line. */
-export function redactUrl(url: string): string {
-  return url.replace(/([?&]key=)[^&#]*/gi, '$1[redacted]');
 }
 
 export const requestSerializers = {
@@ -64,31 +65,33 @@ export const requestSerializers = {
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const loggerIsInstance = deps.logger !== undefined && typeof deps.logger === 'object' && 'child' in (deps.logger as object);
+  const timings = { ...INTAKE_TIMINGS, ...deps.intakeTimings };
   const app = Fastify({
     ...(loggerIsInstance
       ? { loggerInstance: deps.logger as FastifyServerOptions['loggerInstance'] }
       : { logger: (deps.logger as FastifyServerOptions['logger']) ?? false }),
-    bodyLimit: 100 * 1024 * 1024,
+    ...serverOptions(timings),
+    // Page ids are up to 200 characters, object keys up to 512.
+    routerOptions: { maxParamLength: 600 },
     genReqId: () => `req_${crypto.randomUUID().replaceAll('-', '')}`,
     requestIdHeader: false,
+    // A URL the router cannot take (a malformed percent-encoding) has no route: answered in the
+    // shape of the API its path belongs to, without echoing it.
+    frameworkErrors: (error, request, reply) => sendByPath(request, reply, clientErrorOf(error, request) ?? new GatewayError('invalid_request', 'invalid request')),
   });
 
   app.setErrorHandler((error, request, reply) => {
-    if (error instanceof GatewayError) return sendError(request, reply, error);
     if (error instanceof UnreadableEventError) {
       request.log.error({ err: error, streamId: error.streamId, revision: String(error.revision) }, 'a stream of the log cannot be read');
       return sendError(request, reply, unavailable(error.streamId, request.id));
     }
-    const status = (error as { statusCode?: number }).statusCode;
     // Fastify's own refusals (unparsable JSON, body too large, bad content type) are the client's fault.
-    if (status !== undefined && status >= 400 && status < 500)
-      return sendError(request, reply, new GatewayError('invalid_request', `invalid request: ${(error as Error).message}`));
+    const refusal = clientErrorOf(error, request);
+    if (refusal) return sendError(request, reply, refusal);
     request.log.error({ err: error }, 'request failed');
     return sendError(request, reply, new GatewayError('internal_error', 'internal error; the request id is ' + request.id));
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, new GatewayError('not_found', `no route for ${request.method} ${redactUrl(request.url).split('?')[0]}`)),
-  );
+  app.setNotFoundHandler((request, reply) => sendError(request, reply, notFound(request)));
 
   // Media responses carry the request id on every answer, a refused key's included (so before
   // authentication). A callback hook: no promise per request for what is one header at most.
@@ -96,6 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (request.routeOptions.config?.trace) reply.header('x-gateway-trace', request.id);
     done();
   });
+  await app.register(intakePlugin, { timings });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });
   await app.register(idempotencyPlugin, { store: deps.idempotency });

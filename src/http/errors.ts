@@ -25,6 +25,10 @@ export const ERROR_CODES = {
   model_not_allowed: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   invalid_request: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   tool_not_supported: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
+  /** Not in the spec's table (see docs/operations.md): a body over its route's limit, and a body
+   * that did not arrive in time. The messages type is the one its vendor uses for a 413. */
+  request_too_large: { status: 413, chat: 'invalid_request_error', messages: 'request_too_large', generate: 'INVALID_ARGUMENT' },
+  request_timeout: { status: 408, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'DEADLINE_EXCEEDED' },
   invalid_idempotency_key: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   idempotency_key_reuse: { status: 409, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'ALREADY_EXISTS' },
   idempotency_in_flight: { status: 409, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'ALREADY_EXISTS' },
@@ -56,6 +60,19 @@ export class GatewayError extends Error {
     this.name = 'GatewayError';
     this.status = ERROR_CODES[code].status;
   }
+
+  /** Fastify's name for the status: scopes with their own error handler (admin, MCP) read it. */
+  get statusCode(): number {
+    return this.status;
+  }
+}
+
+const MiB = 1024 * 1024;
+
+/** A body over its route's limit (0: the route takes none). */
+export function requestTooLarge(limit: number): GatewayError {
+  const size = limit % MiB === 0 ? `${limit / MiB} MB` : `${limit} bytes`;
+  return new GatewayError('request_too_large', limit === 0 ? 'this endpoint takes no request body' : `the request body is over this endpoint's limit of ${size}`);
 }
 
 export function errorBody(shape: ErrorShape, error: GatewayError): unknown {

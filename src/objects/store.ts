@@ -1,5 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { mkdir, readFile, writeFile, rename } from 'node:fs/promises';
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import type { AwsClient } from 'aws4fetch';
 
@@ -25,6 +25,12 @@ export const LOCAL_DOWNLOAD_PREFIX = '/api/v1/ext/wiki/files/';
 /**
  * Objects in a directory under DATA_DIR, downloaded through the gateway with an
  * HMAC-signed, expiring link: the same contract as a presigned S3 URL.
+ *
+ * Each object is one file named by the SHA-256 of its key (`by-digest/ab/abcd…`): a header line
+ * (its key and content type, as JSON) and then its bytes. No key can name another key's file, its
+ * metadata or its temporary file, and a write replaces bytes and content type at once. Objects
+ * written by earlier versions (a file at the key's own path, its content type beside it in
+ * `<path>.meta.json`) are still read.
  */
 export class LocalObjectStore implements ObjectStore {
   readonly kind = 'local' as const;
@@ -33,30 +39,56 @@ export class LocalObjectStore implements ObjectStore {
     private readonly signingSecret: string,
   ) {}
 
-  private pathOf(key: string): string {
+  private fileOf(key: string): string {
     if (!OBJECT_KEY.test(key)) throw new InvalidObjectKeyError(key);
+    const digest = createHash('sha256').update(key).digest('hex');
+    return join(this.root, 'by-digest', digest.slice(0, 2), digest);
+  }
+
+  /** Where an earlier version kept the object (read only). */
+  private legacyPathOf(key: string): string {
     const path = resolve(this.root, ...key.split('/'));
     if (!path.startsWith(resolve(this.root) + sep)) throw new InvalidObjectKeyError(key);
     return path;
   }
 
   async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
-    const path = this.pathOf(key);
-    await mkdir(dirname(path), { recursive: true });
-    // Write then rename, so a reader never sees half a file.
-    await writeFile(`${path}.tmp`, bytes);
-    await rename(`${path}.tmp`, path);
-    await writeFile(`${path}.meta.json`, JSON.stringify({ content_type: contentType }));
+    const file = this.fileOf(key);
+    await mkdir(dirname(file), { recursive: true });
+    const header = Buffer.from(`${JSON.stringify({ key, content_type: contentType })}\n`);
+    // Write then rename, so a reader never sees half a file; a temporary name per write, so two
+    // writes of one key never share one.
+    const temporary = `${file}.${randomUUID()}.tmp`;
+    try {
+      await writeFile(temporary, Buffer.concat([header, bytes]));
+      await rename(temporary, file);
+    } catch (error) {
+      await rm(temporary, { force: true });
+      throw error;
+    }
   }
 
   async get(key: string): Promise<{ bytes: Buffer; contentType: string } | null> {
     try {
-      const path = this.pathOf(key);
+      const stored = await readFile(this.fileOf(key));
+      const end = stored.indexOf(0x0a);
+      const header = JSON.parse(stored.subarray(0, end).toString('utf8')) as { content_type?: string };
+      return { bytes: stored.subarray(end + 1), contentType: header.content_type ?? 'application/octet-stream' };
+    } catch (error) {
+      if (error instanceof InvalidObjectKeyError) return null;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      return this.legacyGet(key);
+    }
+  }
+
+  private async legacyGet(key: string): Promise<{ bytes: Buffer; contentType: string } | null> {
+    try {
+      const path = this.legacyPathOf(key);
       const bytes = await readFile(path);
       const meta = JSON.parse(await readFile(`${path}.meta.json`, 'utf8').catch(() => '{}')) as { content_type?: string };
       return { bytes, contentType: meta.content_type ?? 'application/octet-stream' };
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof InvalidObjectKeyError) return null;
+      if (['ENOENT', 'EISDIR', 'ENOTDIR'].includes((error as NodeJS.ErrnoException).code ?? '') || error instanceof InvalidObjectKeyError) return null;
       throw error;
     }
   }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -68,5 +68,43 @@ describe('S3-compatible object store', () => {
     expect(objectStoreFromEnv({}, '/tmp/x', 's').kind).toBe('local');
     expect(() => objectStoreFromEnv({ S3_BUCKET: 'b', S3_ENDPOINT: 'http://x' }, '/tmp/x', 's')).toThrow(/S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY are not/);
     expect(objectStoreFromEnv({ S3_BUCKET: 'b', S3_ENDPOINT: 'http://x', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 's' }, '/tmp/x', 's').kind).toBe('s3');
+  });
+});
+
+describe('local object store layout', () => {
+  it('an object named like another one\'s metadata or temporary file leaves that object alone', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'objects-'));
+    dirs.push(dir);
+    const store = new LocalObjectStore(dir, 'secret');
+    await store.put('kb/report.pdf', Buffer.from('%PDF-1.7'), 'application/pdf');
+    await store.put('kb/report.pdf.meta.json', Buffer.from('{"content_type":"text/html"}'), 'application/json');
+    await store.put('kb/report.pdf.tmp', Buffer.from('<html>'), 'text/html');
+    expect(await store.get('kb/report.pdf')).toEqual({ bytes: Buffer.from('%PDF-1.7'), contentType: 'application/pdf' });
+    expect(await store.get('kb/report.pdf.meta.json')).toEqual({ bytes: Buffer.from('{"content_type":"text/html"}'), contentType: 'application/json' });
+    expect(await store.get('kb/report.pdf.tmp')).toEqual({ bytes: Buffer.from('<html>'), contentType: 'text/html' });
+  });
+
+  it('an object and a "directory" of the same name can both exist', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'objects-'));
+    dirs.push(dir);
+    const store = new LocalObjectStore(dir, 's');
+    await store.put('a', Buffer.from('file'), 'text/plain');
+    await store.put('a/b', Buffer.from('nested'), 'text/plain');
+    expect((await store.get('a'))?.bytes.toString()).toBe('file');
+    expect((await store.get('a/b'))?.bytes.toString()).toBe('nested');
+  });
+
+  it('reads objects written in the earlier layout (the key as a path, the type beside it)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'objects-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'kb'), { recursive: true });
+    writeFileSync(join(dir, 'kb', 'old.md'), '# old');
+    writeFileSync(join(dir, 'kb', 'old.md.meta.json'), JSON.stringify({ content_type: 'text/markdown' }));
+    const store = new LocalObjectStore(dir, 's');
+    expect(await store.get('kb/old.md')).toEqual({ bytes: Buffer.from('# old'), contentType: 'text/markdown' });
+    // Written again, the object is read from the new layout.
+    await store.put('kb/old.md', Buffer.from('# new'), 'text/markdown');
+    expect((await store.get('kb/old.md'))?.bytes.toString()).toBe('# new');
+    expect(await store.get('kb')).toBeNull();
   });
 });

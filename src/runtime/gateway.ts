@@ -168,6 +168,7 @@ export interface GatewayOverrides {
    * key prefix of their own, a short lease TTL). */
   readonly rateLimits?: RateLimiterOptions;
   readonly imageTimings?: AppDeps['imageTimings'];
+  readonly intakeTimings?: AppDeps['intakeTimings'];
   /** Largest 2xx answer kept for an Idempotency-Key replay (default 4 MiB). */
   readonly idempotencyMaxStoredBytes?: number;
 }
@@ -221,6 +222,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.now ? { now: overrides.now } : {}),
     ...(overrides.chatTimeoutMs ? { chatTimeoutMs: overrides.chatTimeoutMs } : {}),
     ...(overrides.imageTimings ? { imageTimings: overrides.imageTimings } : {}),
+    ...(overrides.intakeTimings ? { intakeTimings: overrides.intakeTimings } : {}),
   });
   reportLimiterError = (error) => app.log.warn({ err: error }, 'rate limiter: redis connection error');
   reportParked = (projection, parked) => {

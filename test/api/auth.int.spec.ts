@@ -14,7 +14,7 @@ beforeAll(async () => {
     ['/v1/messages/test', 'messages'],
     ['/v1beta/models/test:generateContent', 'generate'],
   ] as const)
-    t.gateway.app.post(url, { config: { auth: 'key', shape } }, async (request) => ({ account: request.caller!.accountId }));
+    t.gateway.app.post(url, { bodyLimit: 1024, config: { auth: 'key', shape } }, async (request) => ({ account: request.caller!.accountId }));
 });
 afterAll(() => t.close());
 
@@ -39,6 +39,16 @@ describe('authentication', () => {
     expect((await inject('/v1/test/chat', { 'x-goog-api-key': key, authorization: `Bearer ${bogus}` })).statusCode).toBe(200);
     expect((await inject(`/v1/test/chat?key=${other}`, { authorization: `Bearer ${bogus}` })).statusCode).toBe(200);
     expect((await inject(`/v1/test/chat?key=${bogus}`, { authorization: `Bearer ${key}` })).statusCode).toBe(401);
+  });
+
+  it('takes a key from Authorization only with the Bearer scheme', async () => {
+    const { key } = await t.accountWithKey();
+    for (const authorization of [key, `Basic ${key}`, `Token ${key}`]) {
+      const response = await inject('/v1/test/chat', { authorization });
+      expect(response.statusCode, authorization).toBe(401);
+      expect(response.json().error.message, authorization).toBe(AUTH_MESSAGES.missing);
+    }
+    expect((await inject('/v1/test/chat', { authorization: `bearer  ${key}` })).statusCode).toBe(200);
   });
 
   it('gives five distinct 401 messages, all with code invalid_api_key', async () => {

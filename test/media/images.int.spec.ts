@@ -260,7 +260,7 @@ describe('POST /v1/images/edits', () => {
     expect((await wallet(accountId)).balance).toBe(GRANT - parseUsd(IMAGE_PRICE));
   });
 
-  it('refuses a body over 95 MB with 400, multipart or JSON, before any upstream call', async () => {
+  it('refuses a body over 95 MB with 413 request_too_large, multipart or JSON, before any upstream call', async () => {
     const { key, accountId } = await client();
     const big = Buffer.alloc(95 * 1024 * 1024 + 1024, 1);
     const form = new FormData();
@@ -268,8 +268,8 @@ describe('POST /v1/images/edits', () => {
     form.append('prompt', 'too big');
     form.append('image', new Blob([big], { type: 'image/png' }), 'big.png');
     const multipart = await fetch(`${h.baseUrl}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-    expect(multipart.status).toBe(400);
-    expect(((await multipart.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+    expect(multipart.status).toBe(413);
+    expect(((await multipart.json()) as { error: { code: string } }).error.code).toBe('request_too_large');
     const half = Buffer.alloc(48 * 1024 * 1024, 2);
     const twoFiles = new FormData();
     twoFiles.append('model', 'img-model');
@@ -277,9 +277,9 @@ describe('POST /v1/images/edits', () => {
     twoFiles.append('image[]', new Blob([half], { type: 'image/png' }), 'a.png');
     twoFiles.append('image[]', new Blob([half], { type: 'image/png' }), 'b.png');
     const together = await fetch(`${h.baseUrl}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: twoFiles });
-    expect(together.status).toBe(400);
+    expect(together.status).toBe(413);
     const json = await post('/v1/images/edits', key, { model: 'img-model', prompt: 'too big', image: `data:image/png;base64,${big.toString('base64')}` });
-    expect(json.status).toBe(400);
+    expect(json.status).toBe(413);
     expect(h.sim.requests).toHaveLength(0);
     expect((await wallet(accountId)).held).toBe(0n);
   });

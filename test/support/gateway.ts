@@ -30,6 +30,7 @@ export interface TestGatewayOptions {
   /** Rate limiter options (a Redis URL and key prefix, a short lease TTL); default in-process. */
   readonly rateLimits?: GatewayOverrides['rateLimits'];
   readonly imageTimings?: GatewayOverrides['imageTimings'];
+  readonly intakeTimings?: GatewayOverrides['intakeTimings'];
   readonly idempotencyMaxStoredBytes?: number;
 }
 
@@ -60,6 +61,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.chatTimeoutMs ? { chatTimeoutMs: options.chatTimeoutMs } : {}),
     ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
     ...(options.imageTimings ? { imageTimings: options.imageTimings } : {}),
+    ...(options.intakeTimings ? { intakeTimings: options.intakeTimings } : {}),
     ...(options.idempotencyMaxStoredBytes ? { idempotencyMaxStoredBytes: options.idempotencyMaxStoredBytes } : {}),
   });
 

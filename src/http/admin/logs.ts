@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
 import { CSV_COLUMNS, CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, type LogFilter } from '../../projections/call-log/queries';
 import type { SqlQuery } from '../../storage/sql';
+import { unixSecondsParam as seconds } from '../intake/numbers';
 import { AdminError } from './admin-error';
 
 interface LogQuery {
@@ -52,12 +53,6 @@ export function inertCell(value: unknown): unknown {
   return `'${value}`;
 }
 
-function seconds(value: string | undefined, name: string, fallback: number): number {
-  if (value === undefined || value === '') return fallback;
-  if (!/^\d+$/.test(value)) throw new AdminError(400, 'invalid_request', `${name} must be Unix seconds`);
-  return Number(value);
-}
-
 function filterOf(accountId: string, q: LogQuery, now: number): LogFilter {
   const to = seconds(q.to, 'to', now + 1);
   const from = seconds(q.from, 'from', to - DEFAULT_WINDOW_S);
@@ -67,7 +62,7 @@ function filterOf(accountId: string, q: LogQuery, now: number): LogFilter {
   if (q.cursor) {
     const match = /^(\d+):([0-9a-f-]{36})$/.exec(q.cursor);
     if (!match) throw new AdminError(400, 'invalid_request', 'cursor is not one this API returned');
-    cursor = { createdAt: Number(match[1]), id: match[2]! };
+    cursor = { createdAt: seconds(match[1], 'cursor', 0), id: match[2]! };
   }
   return { accountId, from, to, model: q.model, status: q.status, keyId: q.key_id, requestId: q.request_id, taskId: q.task_id, cursor };
 }

@@ -12,6 +12,8 @@ import { formatUsd, parseUsd } from '../../money/usd';
 import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { Sql } from '../../storage/sql';
 import type { IdempotencyStore } from '../../idempotency/store';
+import { revisionParam } from '../intake/numbers';
+import { clientErrorOf } from '../intake/plugin';
 import { AdminError, fromDomain, parse } from './admin-error';
 import { adminIdempotency, type AdminReplay } from './idempotency';
 import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
@@ -117,14 +119,13 @@ export function adminRoutes(options: AdminOptions) {
     });
 
     app.setErrorHandler((error, request, reply) => {
-      if (error instanceof AdminError) return reply.code(error.status).send({ error: { code: error.code, message: error.message } });
       if (error instanceof UnreadableEventError) {
         request.log.error({ err: error }, 'a stream of the log cannot be read');
         return reply.code(503).send({ error: unreadable(error) });
       }
-      const status = (error as { statusCode?: number }).statusCode;
-      if (status && status < 500)
-        return reply.code(status).send({ error: { code: 'invalid_request', message: (error as Error).message } });
+      // The intake's refusals (a body too large, not JSON, a NUL in an id) keep their own code.
+      const refusal = error instanceof AdminError ? error : clientErrorOf(error, request);
+      if (refusal) return reply.code(refusal.status).send({ error: { code: refusal.code, message: refusal.message } });
       request.log.error({ err: error }, 'admin request failed');
       return reply.code(500).send({ error: { code: 'internal_error', message: 'internal error' } });
     });
@@ -314,7 +315,7 @@ export function adminRoutes(options: AdminOptions) {
     app.get<{ Params: { id: string }; Querystring: { from_revision?: string; limit?: string } }>('/accounts/:id/ledger', async (request) => {
       await existingAccount(request.params.id);
       const limit = pageLimit(request.query.limit, 1000, 10_000);
-      const from = /^\d+$/.test(request.query.from_revision ?? '') ? BigInt(request.query.from_revision!) : 0n;
+      const from = revisionParam(request.query.from_revision, 'from_revision', 0n);
       const events = await store.readStream(walletStream(request.params.id), { fromRevision: from, maxCount: limit + 1 });
       const entries = events.slice(0, limit).map((e) => ({
         revision: Number(e.revision),

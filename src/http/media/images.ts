@@ -24,7 +24,7 @@ import { spendCapRefusal } from '../../commands/wallet/decider';
 import type { IdempotentRefusal } from '../../commands/ledger';
 import { faultPoint } from '../../runtime/fault';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
-import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
+import { errorBody, GatewayError, requestTooLarge as tooLarge, upstreamErrorBody, type ErrorCode } from '../errors';
 import { releaseUnsettled } from '../hold-release';
 import { completeHijacked, REFUSAL_MESSAGES } from '../plugins/idempotency';
 
@@ -73,19 +73,35 @@ const uploads = new WeakMap<FastifyRequest, UploadedImage[]>();
 
 /** Multipart text fields as JSON values: `n` a number, `async` a boolean, `x[]` and repeated names arrays. */
 async function readMultipart(request: FastifyRequest): Promise<{ fields: Record<string, unknown>; files: UploadedImage[] }> {
+  try {
+    return await readParts(request);
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    // The parser's refusals: a part over its limits, or a body that is not multipart at all.
+    const { statusCode, code, message } = error as { statusCode?: number; code?: string; message?: string };
+    if (code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge(IMAGE_BODY_LIMIT);
+    if (statusCode === 413) throw new GatewayError('request_too_large', `the multipart body has too many parts: ${message}`);
+    throw new GatewayError('invalid_request', `the multipart body could not be read: ${message ?? 'malformed'}`);
+  }
+}
+
+async function readParts(request: FastifyRequest): Promise<{ fields: Record<string, unknown>; files: UploadedImage[] }> {
   const fields: Record<string, unknown> = {};
   const files: UploadedImage[] = [];
-  // The limit is on the whole body; the parser's own limits are per file and per field.
+  // The limit is on the whole body, counted as it arrives: no more than the limit is ever kept.
   let size = 0;
   const count = (bytes: number) => {
     size += bytes;
-    if (size > IMAGE_BODY_LIMIT) throw new GatewayError('invalid_request', 'the request body is over the 95 MB limit');
+    if (size > IMAGE_BODY_LIMIT) throw tooLarge(IMAGE_BODY_LIMIT);
   };
   for await (const part of request.parts()) {
     if (part.type === 'file') {
-      const data = await part.toBuffer();
-      count(data.length);
-      files.push({ field: part.fieldname, filename: part.filename, mimetype: part.mimetype, data });
+      const chunks: Buffer[] = [];
+      for await (const chunk of part.file as AsyncIterable<Buffer>) {
+        count(chunk.length);
+        chunks.push(chunk);
+      }
+      files.push({ field: part.fieldname, filename: part.filename, mimetype: part.mimetype, data: Buffer.concat(chunks) });
       continue;
     }
     count(String(part.value).length);
@@ -106,7 +122,9 @@ async function readMultipart(request: FastifyRequest): Promise<{ fields: Record<
 export function imageRoutes(deps: ImagesDeps) {
   const timings = { ...IMAGE_TIMINGS, ...deps.timings };
   return async (app: FastifyInstance) => {
-    await app.register(multipart, { limits: { fileSize: IMAGE_BODY_LIMIT, fieldSize: IMAGE_BODY_LIMIT, files: 32, parts: 1000 } });
+    // One byte over the body's limit: the parser then hands readMultipart the byte that makes it
+    // refuse, where at the limit it would stop the file silently and wait for its end.
+    await app.register(multipart, { limits: { fileSize: IMAGE_BODY_LIMIT + 1, fieldSize: IMAGE_BODY_LIMIT + 1, files: 32, parts: 1000 } });
     for (const endpoint of ['generations', 'edits'] as const) {
       app.post(
         imagesPath(endpoint),

@@ -58,8 +58,10 @@ export function presentedKey(request: FastifyRequest, headerOnly: boolean): stri
   const bearer = () => {
     const authorization = header(request, 'authorization');
     if (authorization === undefined) return undefined;
+    // Only the Bearer scheme carries a key (the spec names no other): any other value is no
+    // credential at all, and the request gets the missing-key 401.
     const match = /^Bearer\s+(.*)$/i.exec(authorization.trim());
-    return match ? match[1]!.trim() : authorization;
+    return match ? match[1]!.trim() : undefined;
   };
   const xApiKey = header(request, 'x-api-key');
   if (xApiKey !== undefined) return xApiKey.trim();

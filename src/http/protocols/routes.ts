@@ -4,6 +4,7 @@ import { generateContent } from '../../upstream/protocols/generate-content';
 import { messages } from '../../upstream/protocols/messages';
 import { responses } from '../../upstream/protocols/responses';
 import { GatewayError } from '../errors';
+import { redactUrl } from '../intake/redact';
 import { relayChat, type RelayDeps } from './relay';
 
 /** The chat endpoints, one per client protocol, all through the same relay. */
@@ -27,7 +28,7 @@ export function chatRoutes(deps: RelayDeps) {
     const callLog = { endpoint: generateContent.protocol, model: pathModel };
     app.post<{ Params: { '*': string } }>('/v1beta/models/*', { config: { auth: 'key', shape: 'generate', callLog } }, (request, reply) => {
       const match = /^(.+):(generateContent|streamGenerateContent)$/.exec(request.params['*']);
-      if (!match) throw new GatewayError('not_found', `no route for POST ${request.url.split('?')[0]}; use {model}:generateContent or {model}:streamGenerateContent`);
+      if (!match) throw new GatewayError('not_found', `no route for POST ${redactUrl(request.url).split('?')[0]}; use {model}:generateContent or {model}:streamGenerateContent`);
       return relayChat(deps, generateContent, request, reply, { model: decodeURIComponent(match[1]!), stream: match[2] === 'streamGenerateContent' });
     });
   };

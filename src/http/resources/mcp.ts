@@ -1,9 +1,11 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply } from 'fastify';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import type { ObjectStore } from '../../objects/store';
 import type { KnowledgeQueries, ReadableKb } from '../../projections/knowledge/queries';
+import { GatewayError } from '../errors';
+import { clientErrorOf, jsonRpcError } from '../intake/plugin';
 import { baseUrlOf, sourceLink, truncateBody } from './wiki';
 
 export const MCP_LIMITS = { searchDefault: 10, searchMax: 50, pageBody: 8000, batchIds: 25, batchBody: 1200 } as const;
@@ -22,6 +24,12 @@ const result = (value: unknown) => ({
 });
 const failure = (message: string) => ({ content: [{ type: 'text' as const, text: message }], isError: true });
 
+/** A tool's text argument: no text column can store a NUL character. */
+const Text = z
+  .string()
+  .min(1)
+  .refine((s) => !s.includes('\u0000'), 'must not contain NUL (U+0000) characters');
+
 interface McpSdk {
   readonly McpServer: typeof McpServer;
   readonly StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport;
@@ -35,9 +43,21 @@ const loadSdk = () =>
 
 /** One MCP server per request, bound to the caller's readable bases: the transport is
  * stateless (no session id) and answers in JSON, so any instance can take any request. */
-function serverFor(sdk: McpSdk, kbs: readonly ReadableKb[], baseUrl: string, options: McpOptions): McpServer {
+function serverFor(sdk: McpSdk, kbs: readonly ReadableKb[], baseUrl: string, options: McpOptions, log: FastifyBaseLogger, requestId: string): McpServer {
   const { queries, objects, now } = options;
   const server = new sdk.McpServer({ name: 'model-gateway-knowledge', version: options.version });
+  // A tool that throws would hand the client the error's own text (a database's message): the
+  // client gets a plain failure instead, and the log gets the error.
+  const guarded =
+    <A extends unknown[], R>(tool: string, handler: (...args: A) => Promise<R>) =>
+    async (...args: A) => {
+      try {
+        return await handler(...args);
+      } catch (error) {
+        log.error({ err: error, tool }, 'MCP tool failed');
+        return failure(`${tool} failed on the gateway's side; the request id is ${requestId}`);
+      }
+    };
   const notFound = (id: string) => failure(`page ${id} not found in the knowledge readable with this key`);
 
   server.registerTool(
@@ -45,35 +65,35 @@ function serverFor(sdk: McpSdk, kbs: readonly ReadableKb[], baseUrl: string, opt
     {
       description: 'Full-text search over every knowledge base this key can read (personal and shared). Returns light hits with snippets, no bodies.',
       inputSchema: {
-        q: z.string().min(1).describe('search text; supports "quoted phrases", OR and -exclusion'),
+        q: Text.describe('search text; supports "quoted phrases", OR and -exclusion'),
         limit: z.number().int().min(1).optional().describe(`results per page, default ${MCP_LIMITS.searchDefault}, at most ${MCP_LIMITS.searchMax}`),
         offset: z.number().int().min(0).optional().describe('results to skip, default 0'),
       },
     },
-    async ({ q, limit, offset }) => {
+    guarded('search_wiki', async ({ q, limit, offset }) => {
       const size = Math.min(limit ?? MCP_LIMITS.searchDefault, MCP_LIMITS.searchMax);
       const start = offset ?? 0;
       const { total, hits } = await queries.search(kbs, q, size, start);
       return result({ query: q, total_hits: total, offset: start, returned: hits.length, has_more: start + hits.length < total, results: hits });
-    },
+    }),
   );
 
   server.registerTool(
     'read_page',
-    { description: `Reads one page by id: all fields, body up to ${MCP_LIMITS.pageBody} characters.`, inputSchema: { id: z.string().min(1) } },
-    async ({ id }) => {
+    { description: `Reads one page by id: all fields, body up to ${MCP_LIMITS.pageBody} characters.`, inputSchema: { id: Text } },
+    guarded('read_page', async ({ id }) => {
       const found = await queries.findPage(kbs, id);
       return found ? result(truncateBody(found.page, MCP_LIMITS.pageBody)) : notFound(id);
-    },
+    }),
   );
 
   server.registerTool(
     'read_pages',
     {
       description: `Reads up to ${MCP_LIMITS.batchIds} pages at once, each body cut to a ${MCP_LIMITS.batchBody}-character excerpt.`,
-      inputSchema: { ids: z.array(z.string().min(1)).min(1).describe(`page ids; beyond ${MCP_LIMITS.batchIds} are dropped`) },
+      inputSchema: { ids: z.array(Text).min(1).describe(`page ids; beyond ${MCP_LIMITS.batchIds} are dropped`) },
     },
-    async ({ ids }) => {
+    guarded('read_pages', async ({ ids }) => {
       const wanted = [...new Set(ids)].slice(0, MCP_LIMITS.batchIds);
       const pages = [];
       const missing = [];
@@ -83,33 +103,33 @@ function serverFor(sdk: McpSdk, kbs: readonly ReadableKb[], baseUrl: string, opt
         else missing.push(id);
       }
       return result({ pages, missing });
-    },
+    }),
   );
 
   server.registerTool(
     'list_by_tag',
-    { description: 'Pages carrying a tag, across every readable knowledge base.', inputSchema: { tag: z.string().min(1) } },
-    async ({ tag }) => result({ tag, pages: await queries.pagesByTag(kbs, tag) }),
+    { description: 'Pages carrying a tag, across every readable knowledge base.', inputSchema: { tag: Text } },
+    guarded('list_by_tag', async ({ tag }) => result({ tag, pages: await queries.pagesByTag(kbs, tag) })),
   );
 
   server.registerTool(
     'backlinks',
-    { description: 'Pages that link to the given page.', inputSchema: { id: z.string().min(1) } },
-    async ({ id }) => {
+    { description: 'Pages that link to the given page.', inputSchema: { id: Text } },
+    guarded('backlinks', async ({ id }) => {
       const found = await queries.findPage(kbs, id);
       return found ? result({ id, kb_id: found.kb.kbId, backlinks: await queries.backlinks(found.kb, id) }) : notFound(id);
-    },
+    }),
   );
 
   server.registerTool(
     'get_source',
-    { description: 'The source file a page was compiled from, as a download link that expires in 1 hour.', inputSchema: { id: z.string().min(1) } },
-    async ({ id }) => {
+    { description: 'The source file a page was compiled from, as a download link that expires in 1 hour.', inputSchema: { id: Text } },
+    guarded('get_source', async ({ id }) => {
       const found = await queries.findPage(kbs, id);
       if (!found) return notFound(id);
       const link = await sourceLink(objects, found.page, baseUrl, now());
       return link ? result(link) : failure(`page ${id} has no source file`);
-    },
+    }),
   );
 
   return server;
@@ -125,10 +145,17 @@ function methodNotAllowed(reply: FastifyReply) {
 /** MCP over streamable HTTP at /mcp, authenticated by the API key like every endpoint. */
 export function mcpRoutes(options: McpOptions) {
   return async (app: FastifyInstance) => {
+    // The endpoint's errors, the body's included (too large, not JSON), in JSON-RPC's shape.
+    app.setErrorHandler((error, request, reply) => {
+      const refusal = clientErrorOf(error, request);
+      if (!refusal) request.log.error({ err: error }, 'MCP request failed');
+      const answer = refusal ?? new GatewayError('internal_error', 'internal error; the request id is ' + request.id);
+      return reply.code(answer.status).type('application/json').send(jsonRpcError(answer));
+    });
     app.post('/mcp', { config: { auth: 'key', free: true } }, async (request, reply) => {
       const kbs = await options.queries.readableKbs(request.caller!.accountId);
       const sdk = await loadSdk();
-      const server = serverFor(sdk, kbs, baseUrlOf(request, options.publicBaseUrl), options);
+      const server = serverFor(sdk, kbs, baseUrlOf(request, options.publicBaseUrl), options, request.log, request.id);
       const transport = new sdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       reply.hijack();
       reply.raw.on('close', () => {
@@ -138,7 +165,9 @@ export function mcpRoutes(options: McpOptions) {
       await server.connect(transport);
       await transport.handleRequest(request.raw, reply.raw, request.body);
     });
-    app.get('/mcp', { config: { auth: 'none' } }, async (_request, reply) => methodNotAllowed(reply));
-    app.delete('/mcp', { config: { auth: 'none' } }, async (_request, reply) => methodNotAllowed(reply));
+    // Answered before any body is read: these methods take none, whatever the client sends.
+    const refuse = { config: { auth: 'none' as const }, onRequest: async (_request: unknown, reply: FastifyReply) => methodNotAllowed(reply) };
+    app.get('/mcp', refuse, async (_request, reply) => methodNotAllowed(reply));
+    app.delete('/mcp', refuse, async (_request, reply) => methodNotAllowed(reply));
   };
 }

@@ -3,14 +3,9 @@ import { formatUsd } from '../../money/usd';
 import { DEFAULT_WINDOW_S, usageTotals, type UsageTotals } from '../../projections/call-log/queries';
 import type { SqlQuery } from '../../storage/sql';
 import { GatewayError } from '../errors';
+import { unixSecondsParam as seconds } from '../intake/numbers';
 
 const view = ({ cost, ...counts }: UsageTotals) => ({ ...counts, cost_usd: formatUsd(cost) });
-
-function seconds(value: string | undefined, name: string, fallback: number): number {
-  if (value === undefined || value === '') return fallback;
-  if (!/^\d+$/.test(value)) throw new GatewayError('invalid_request', `${name} must be Unix seconds`);
-  return Number(value);
-}
 
 /** `GET /api/v1/usage`: the account's call totals (every final outcome once, rejected
  * calls included, failover attempts not); `?scope=key` narrows to the calling key. */

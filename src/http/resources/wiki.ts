@@ -30,9 +30,14 @@ export function intParam(value: unknown, name: string, fallback: number, range: 
   return range.max !== undefined ? Math.min(n, range.max) : n;
 }
 
+/** `PUBLIC_BASE_URL`, else the address the request arrived on: never the client's `Host` header,
+ * which would make the gateway hand out links to wherever the client names. */
 export function baseUrlOf(request: FastifyRequest, configured: string | undefined): string {
   if (configured) return configured.replace(/\/+$/, '');
-  return `${request.protocol}://${request.host}`;
+  const socket = request.raw.socket as { localAddress?: string; localPort?: number } | undefined;
+  const address = (socket?.localAddress || '127.0.0.1').replace(/^::ffff:/, '');
+  const host = address.includes(':') ? `[${address}]` : address;
+  return `${request.protocol}://${host}${socket?.localPort ? `:${socket.localPort}` : ''}`;
 }
 
 export interface SourceLink {
@@ -147,6 +152,9 @@ export function wikiRoutes({ queries, objects, publicBaseUrl, now }: WikiOptions
             .header('content-type', object.contentType)
             .header('content-disposition', `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`)
             .header('cache-control', 'private, max-age=0')
+            // The stored content type is the uploader's word: a browser must not second-guess it
+            // into HTML or script.
+            .header('x-content-type-options', 'nosniff')
             .send(object.bytes);
         },
       );

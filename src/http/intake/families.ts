@@ -1,0 +1,50 @@
+import { IMAGE_BODY_LIMIT } from '../media/images';
+
+/**
+ * What each route family may send as a body: how many bytes, and how long the client has to send
+ * them. A route outside every family takes no body at all. One table, so that a new route is safe by
+ * default and every limit can be read in one place (docs/operations.md lists them).
+ */
+
+export type BodyFamily = 'chat' | 'images' | 'mcp' | 'admin' | 'admin-objects' | 'none';
+
+export interface BodyRule {
+  /** Bytes, as sent (before any parsing). 0: the route takes no body. */
+  readonly limit: number;
+  /** The time a JSON body has to arrive once the gateway starts reading it. Bodies read by other
+   * parsers (multipart image edits, admin objects' raw bytes) are bounded by the server's
+   * whole-request time instead (INTAKE_TIMINGS.requestMs, the same 300 s). */
+  readonly deadlineMs: number;
+  /** Refuse a NUL character anywhere in a JSON body: what the body holds is stored in text
+   * columns, which cannot hold one. Chat bodies keep theirs: they go to the upstream as sent. */
+  readonly refuseNul?: boolean;
+}
+
+const MiB = 1024 * 1024;
+
+export const BODY_RULES: Readonly<Record<BodyFamily, BodyRule>> = {
+  // Messages, tools and a few inline images; larger media go by URL.
+  chat: { limit: 8 * MiB, deadlineMs: 60_000 },
+  images: { limit: IMAGE_BODY_LIMIT, deadlineMs: 300_000 },
+  // JSON-RPC tool calls with a handful of ids or a search text.
+  mcp: { limit: 1 * MiB, deadlineMs: 30_000, refuseNul: true },
+  // The largest admin JSON is a knowledge page (a body of up to 2,000,000 characters).
+  admin: { limit: 8 * MiB, deadlineMs: 60_000, refuseNul: true },
+  // A knowledge page's source file.
+  'admin-objects': { limit: 100 * MiB, deadlineMs: 300_000 },
+  none: { limit: 0, deadlineMs: 0 },
+};
+
+const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/responses']);
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The family of a route, from its method and its full path pattern (`/v1beta/models/*`). */
+export function familyOf(method: string, url: string): BodyFamily {
+  if (READ_METHODS.has(method)) return 'none';
+  if (CHAT_PATHS.has(url) || url.startsWith('/v1beta/models/')) return method === 'POST' ? 'chat' : 'none';
+  if (url.startsWith('/v1/images/')) return method === 'POST' ? 'images' : 'none';
+  if (url === '/mcp') return method === 'POST' ? 'mcp' : 'none';
+  if (url.startsWith('/admin/v1/objects/')) return method === 'PUT' ? 'admin-objects' : 'none';
+  if (url.startsWith('/admin/v1/')) return 'admin';
+  return 'none';
+}
