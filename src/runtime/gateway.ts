@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { sweepExpiredHolds } from '../commands/hold-sweeper';
 import { IdempotencyStore } from '../idempotency/store';
 import { startChore } from './chore';
@@ -164,10 +164,21 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await idempotency.migrate();
   const adminToken = adminTokenOf(settings).value;
   // Built here (not in buildApp) so that close() ends its Redis connection after the app.
-  let reportLimiterError = (error: Error) => console.error('rate limiter:', error.message);
+  // Redis' state is logged once per outage (not per request), through the app's logger: what
+  // happens before that exists is told when it does (the latest word only).
+  let limiterLog: FastifyBaseLogger | null = null;
+  let untold: ((log: FastifyBaseLogger) => void) | null = null;
+  const tell = (say: (log: FastifyBaseLogger) => void) => (limiterLog ? say(limiterLog) : (untold = say));
   const ownLimiter = overrides.rateLimiter
     ? null
-    : await createRateLimiter({ redisUrl: settings.redisUrl, ...overrides.rateLimits }, (error) => reportLimiterError(error));
+    : await createRateLimiter(
+        { redisUrl: settings.redisUrl, ...overrides.rateLimits },
+        {
+          unavailable: (error) =>
+            tell((log) => log.warn({ err: error }, 'rate limiter: Redis unreachable; requests go through without rate limits until it is back')),
+          available: () => tell((log) => log.info('rate limiter: Redis reachable again; rate limits apply')),
+        },
+      );
   const rateLimiter = overrides.rateLimiter ?? ownLimiter!;
   const app = await buildApp({
     rateLimiter,
@@ -188,7 +199,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.chatTimeoutMs ? { chatTimeoutMs: overrides.chatTimeoutMs } : {}),
     ...(overrides.imageTimings ? { imageTimings: overrides.imageTimings } : {}),
   });
-  reportLimiterError = (error) => app.log.warn({ err: error }, 'rate limiter: redis connection error');
+  limiterLog = app.log;
+  (untold as ((log: FastifyBaseLogger) => void) | null)?.(app.log);
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
