@@ -122,6 +122,8 @@ export class StatementNames {
 const SERVER_STARTED = 'SELECT pg_postmaster_start_time()::text AS started';
 
 export function postgresSql(connectionString: string, options: PostgresOptions = {}): Sql {
+  const resets = new Resets();
+  let server: string | null = null;
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 10,
@@ -129,27 +131,26 @@ export function postgresSql(connectionString: string, options: PostgresOptions =
     keepAlive: true,
     ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMillis: options.idleTimeoutMs } : {}),
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    // Run on each new connection before the pool hands it out: a restarted server is known (and
+    // the caches dropped) before any of its answers is used.
+    verify: (client, done) => {
+      client.query<{ started: string }>(SERVER_STARTED).then(
+        ({ rows }) => {
+          const started = rows[0]!.started;
+          if (server !== null && server !== started) resets.fire();
+          server = started;
+          done();
+        },
+        (error: Error) => done(error),
+      );
+    },
   });
-  const resets = new Resets();
-  let server: string | null = null;
   // Every client, idle or checked out, gets a listener for its 'error' event: a server that goes
   // away (restart, crash, failover, a network cut) fails the client's queries, and the event
   // itself, unheard, would end the process. The pool drops the broken client; the next query
   // opens a new connection.
   pool.on('error', () => {});
-  pool.on('connect', (client) => {
-    client.on('error', () => resets.fire());
-    // Queued before anything the pool's user sends on this connection, so a restarted server is
-    // known (and the caches dropped) before any of its answers is used.
-    client.query<{ started: string }>(SERVER_STARTED).then(
-      ({ rows }) => {
-        const started = rows[0]!.started;
-        if (server !== null && server !== started) resets.fire();
-        server = started;
-      },
-      () => {},
-    );
-  });
+  pool.on('connect', (client) => client.on('error', () => resets.fire()));
   const statements = new StatementNames();
   return {
     kind: 'postgres',
