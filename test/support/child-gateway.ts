@@ -32,6 +32,7 @@ export interface CommandResult {
  */
 export class ChildGateway {
   private server: ChildProcess | null = null;
+  private log = '';
 
   private constructor(
     readonly env: NodeJS.ProcessEnv,
@@ -40,7 +41,8 @@ export class ChildGateway {
     private readonly database: string | null,
   ) {}
 
-  static async prepare(): Promise<ChildGateway> {
+  /** `databaseUrl`: a database the caller owns (not created or dropped here); `env`: more variables. */
+  static async prepare(options: { databaseUrl?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ChildGateway> {
     const dataDir = mkdtempSync(join(tmpdir(), 'gateway-e2e-'));
     const port = await freePort();
     // The demo config's simulator gets its own port, so parallel test files do not share one.
@@ -54,8 +56,10 @@ export class ChildGateway {
       SIMULATOR_URL: `http://127.0.0.1:${simulatorPort}`,
     };
     for (const name of ['ADMIN_TOKEN', 'EVENTSTORE_URL', 'GATEWAY_CONFIG', 'GATEWAY_URL', 'PUBLIC_BASE_URL', 'S3_BUCKET']) delete env[name];
+    Object.assign(env, options.env);
     let database: string | null = null;
-    if (process.env.DATABASE_URL) {
+    if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
+    else if (process.env.DATABASE_URL) {
       database = `gw_e2e_${randomBytes(4).toString('hex')}`;
       const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
       await client.connect();
@@ -70,6 +74,16 @@ export class ChildGateway {
 
   get running(): boolean {
     return this.server !== null;
+  }
+
+  /** The server was started and has not exited. */
+  get alive(): boolean {
+    return this.server !== null && this.server.exitCode === null && this.server.signalCode === null;
+  }
+
+  /** What the server wrote to stdout and stderr so far. */
+  get output(): string {
+    return this.log;
   }
 
   /** A CLI command against this gateway's environment. */
@@ -88,6 +102,9 @@ export class ChildGateway {
   start(): Promise<string> {
     const child = spawn(process.execPath, [BIN, 'serve'], { env: this.env });
     this.server = child;
+    this.log = '';
+    child.stdout!.on('data', (d: Buffer) => (this.log += d));
+    child.stderr!.on('data', (d: Buffer) => (this.log += d));
     let output = '';
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
@@ -106,6 +123,10 @@ export class ChildGateway {
 
   async stop(): Promise<void> {
     if (!this.server) return;
+    if (!this.alive) {
+      this.server = null;
+      return;
+    }
     const exited = new Promise((r) => this.server!.once('exit', r));
     this.server.kill('SIGTERM');
     await exited;
