@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatHarness } from '../chat/support';
 import { freePort } from '../support/child-gateway';
@@ -62,5 +63,46 @@ describe('rate limits while Redis is unreachable', () => {
     }
     expect(statuses).toContain(429);
     expect(lines(h, 'Redis reachable again')).toBe(1);
+  });
+});
+
+describe('rate limits while Redis accepts connections and never answers', () => {
+  let h: ChatHarness;
+  let silent: Server;
+  const sockets = new Set<Socket>();
+
+  beforeAll(async () => {
+    // A server that takes the connection and says nothing: every command waits for its timeout.
+    silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    h = await startLimitsHarness({ chatTimeoutMs: 10_000, rateLimits: { redisUrl: `redis://127.0.0.1:${port}`, keyPrefix: 'gw:test:silent:' } });
+  });
+  afterAll(async () => {
+    await h?.close();
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent?.close(resolve));
+  });
+
+  it('waits for one command timeout, then lets the requests through at once until Redis answers', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    await setLimits(h.t, accountId, 2, null);
+    const api = client(h.baseUrl, key);
+    const first = await api.chat();
+    expect(first.status).toBe(200);
+    await first.text();
+    const started = performance.now();
+    for (let i = 0; i < 5; i++) {
+      const response = await api.chat();
+      expect(response.status).toBe(200);
+      await response.text();
+    }
+    // Each used to wait out the 2 s command timeout: 10 s for the five.
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(lines(h, 'rate limiter unavailable; request let through')).toBe(0);
+    expect(lines(h, 'Redis unreachable')).toBe(1);
   });
 });
