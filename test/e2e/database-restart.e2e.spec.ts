@@ -17,12 +17,14 @@ import { startTestGateway, type TestGateway } from '../support/gateway';
 import { PrivatePostgres, postgresBinaries } from '../support/private-postgres';
 
 // Two gateway instances on one Postgres under mixed load (chat calls streamed and not, balance
-// reads, admin reads and top-ups) while the database is restarted (`pg_ctl restart -m fast`) and
-// then crashed (`-m immediate`, which loses the call metering that did not wait for the WAL flush,
-// LEDGER_CALL_COMMIT=async). One instance is `gateway serve` in a child process; the other runs in
-// this process, on a clock the test can move, so that its hold sweeper can be run past every
-// deadline. Afterwards: both alive and serving, no hold open past its deadline, each instance's
-// view of every wallet equal to the log, and `gateway ledger verify` clean.
+// reads, admin reads and top-ups) while the database is restarted (`pg_ctl restart -m fast`), crashed
+// and restarted (`-m immediate`), and finally crashed and replaced by a standby that had stopped
+// receiving 300 ms earlier (a failover that loses the last commits, as a crash loses the call
+// metering of LEDGER_CALL_COMMIT=async, only more of it). One instance is `gateway serve` in a child
+// process; the other runs in this process, on a clock the test can move, so that its hold sweeper can
+// be run past every deadline. Afterwards: both alive and serving, each instance's view of every wallet
+// equal to the log right after the failover and at the end, no hold open past its deadline, and
+// `gateway ledger verify` clean.
 //
 // It owns its Postgres cluster, so it runs once, with the Postgres suite (DATABASE_URL set).
 
@@ -38,7 +40,7 @@ interface Account {
   readonly key: string;
 }
 
-describe.skipIf(!postgresBinaries || !process.env.DATABASE_URL)('the gateway through two database restarts under load', () => {
+describe.skipIf(!postgresBinaries || !process.env.DATABASE_URL)('the gateway through database restarts and a failover under load', () => {
   let cluster: PrivatePostgres;
   let sim: Simulator;
   let sql: Sql;
