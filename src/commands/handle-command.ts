@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { parse as parseUuid, v5 as uuidv5 } from 'uuid';
 import { decodeRecorded, schemaVersion, type DomainEvent } from '../events/catalog';
-import { ConcurrencyError, type AppendResult, type EventStore, type NewEvent, type Position } from '../events/store/port';
+import { ConcurrencyError, type AppendResult, type EventStore, type NewEvent, type Position, type RecordedEvent } from '../events/store/port';
 import type { Decider, DomainError } from './decision';
 
 /** As bytes: `uuid` would parse the text form again for every id. */
@@ -15,6 +15,13 @@ export const eventIdFor = (commandId: string, index: number) => uuidv5(Buffer.fr
 export interface Loaded<S> {
   readonly revision: bigint; // -1n: no stream
   readonly state: S;
+}
+
+/** A cached state knows the id of the event it was folded up to: the revision alone does not
+ * tell the stream it was folded from, once a database crash has lost events and another
+ * writer has appended at their revisions. */
+interface Cached<S> extends Loaded<S> {
+  readonly lastId: string | null;
 }
 
 export type Handled<S> =
@@ -96,7 +103,7 @@ type Outcome<S> = { ok: true; state: S; revision: bigint; events: readonly Domai
  * most one WAL flush) then serves many calls of a busy wallet.
  */
 export class CommandHandler<C, S, E extends DomainEvent> {
-  private readonly cache = new Map<string, Loaded<S>>();
+  private readonly cache = new Map<string, Cached<S>>();
   /** When each cached state was last known to match the store (ms, performance.now()). */
   private readonly checkedAt = new Map<string, number>();
   private readonly lanes = new Map<string, Lane<C, S>>();
@@ -107,7 +114,26 @@ export class CommandHandler<C, S, E extends DomainEvent> {
   constructor(
     private readonly store: EventStore,
     private readonly decider: Decider<C, S, E>,
-  ) {}
+  ) {
+    // The database may have lost events this cache was folded from (see Sql.onReset).
+    store.onReset?.(() => this.forget());
+  }
+
+  /** Drops every cached state: each stream is read again from the log when next needed. */
+  forget(): void {
+    this.cache.clear();
+    this.checkedAt.clear();
+  }
+
+  /**
+   * The stream folded from the log alone, for a decision that must not rest on this process's
+   * cache (the hold sweeper's): reads the whole stream, neither reads nor changes the cache, and
+   * waits for no queued command (a command still decides on the state its lane sees).
+   */
+  async fromLog(streamId: string): Promise<Loaded<S>> {
+    const events = await this.store.readStream(streamId);
+    return this.fold({ revision: -1n, state: this.decider.initialState, lastId: null }, events);
+  }
 
   /** Current state, read forward from the cached revision after every command queued
    * before it: real time, never a projection. */
@@ -276,22 +302,21 @@ export class CommandHandler<C, S, E extends DomainEvent> {
         return { ok: true, state: loaded.state, revision: loaded.revision, position: null, events: [], duplicate: false };
       }
       const state = ahead ? ahead.state : decision.events.reduce((s, e) => this.decider.evolve(s, e as E), loaded.state);
+      const events = this.newEvents(job, decision.events);
       try {
-        const appending = this.store.append(
-          streamId,
-          this.newEvents(job, decision.events),
-          loaded.revision === -1n ? 'no_stream' : loaded.revision,
-          { durable: options.durable !== false },
-        );
+        const appending = this.store.append(streamId, events, loaded.revision === -1n ? 'no_stream' : loaded.revision, {
+          durable: options.durable !== false,
+          ...(loaded.lastId !== null ? { expectedEventId: loaded.lastId } : {}),
+        });
         this.tell(streamId, job, state);
         if (lane) this.lookAhead(streamId, lane, state);
         const result = await this.committed(appending, lane);
         if (result.duplicate) {
-          this.cache.delete(streamId);
+          this.drop(streamId);
           const reloaded = await this.refresh(streamId);
           return { ok: true, state: reloaded.state, revision: reloaded.revision, position: result.position, events: [], duplicate: true };
         }
-        this.remember(streamId, { revision: result.nextRevision, state });
+        this.remember(streamId, { revision: result.nextRevision, state, lastId: events[events.length - 1]!.id });
         return { ok: true, state, revision: result.nextRevision, position: result.position, events: decision.events, duplicate: false };
       } catch (error) {
         if (!(error instanceof ConcurrencyError) || attempt >= MAX_CONFLICT_RETRIES) throw error;
@@ -310,7 +335,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
    */
   private async runBatch(streamId: string, batch: readonly CommandJob<C, S>[], lane: Lane<C, S>): Promise<void> {
     const cached = this.cache.get(streamId);
-    let loaded: Loaded<S>;
+    let loaded: Cached<S>;
     try {
       loaded = cached ?? (await this.refresh(streamId));
     } catch (error) {
@@ -358,6 +383,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
         if (events.length > 0) {
           const appending = this.store.append(streamId, events, loaded.revision === -1n ? 'no_stream' : loaded.revision, {
             durable: batch.some((job) => job.options.durable !== false),
+            ...(loaded.lastId !== null ? { expectedEventId: loaded.lastId } : {}),
           });
           batch.forEach((job, i) => {
             const outcome = outcomes[i]!;
@@ -366,7 +392,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
           this.lookAhead(streamId, lane, state);
           const result = await this.committed(appending, lane);
           if (result.duplicate) return await this.oneByOne(streamId, batch);
-          this.remember(streamId, { revision: result.nextRevision, state });
+          this.remember(streamId, { revision: result.nextRevision, state, lastId: events[events.length - 1]!.id });
           position = result.position;
         }
         for (let i = 0; i < batch.length; i++) {
@@ -400,38 +426,65 @@ export class CommandHandler<C, S, E extends DomainEvent> {
   }
 
   private async oneByOne(streamId: string, batch: readonly CommandJob<C, S>[]) {
-    this.cache.delete(streamId);
+    this.drop(streamId);
     for (const job of batch) await this.run(streamId, job).then(job.resolve, job.reject);
   }
 
-  /** A conflict whose stream is behind the cache (the database lost its newest commits
-   * in a crash) must not be read forward from the cache: start again from the stream. */
-  private async afterConflict(streamId: string, error: ConcurrencyError): Promise<Loaded<S>> {
+  /** A conflict whose stream is behind the cache, or holds another event at the cached revision
+   * (the database lost its newest commits in a crash, and maybe someone appended at their
+   * revisions since), must not be read forward from the cache: start again from the stream. */
+  private async afterConflict(streamId: string, error: ConcurrencyError): Promise<Cached<S>> {
     this.sawForeignWrite(streamId);
     const cached = this.cache.get(streamId);
-    if (cached && (error.actual === 'no_stream' || error.actual < cached.revision)) this.cache.delete(streamId);
+    if (cached && (error.actual === 'no_stream' || error.actual <= cached.revision)) this.drop(streamId);
     return this.refresh(streamId);
   }
 
-  private async refresh(streamId: string): Promise<Loaded<S>> {
-    const cached = this.cache.get(streamId) ?? { revision: -1n, state: this.decider.initialState };
+  /**
+   * The cached state read forward to the end of the stream. The read starts at the cached
+   * revision itself (the same round trip, one event more): the event there must be the one the
+   * cache was folded up to. Another event there, or none, means the database lost events this
+   * process saw and the cache describes a stream that does not exist: it is dropped and the
+   * whole stream read again.
+   */
+  private async refresh(streamId: string): Promise<Cached<S>> {
     const checked = performance.now();
-    const newer = await this.store.readStream(streamId, { fromRevision: cached.revision + 1n });
-    if (newer.length === 0) {
-      if (this.cache.has(streamId)) this.checkedAt.set(streamId, checked);
-      return cached;
+    const cached = this.cache.get(streamId);
+    if (cached) {
+      const read = await this.store.readStream(streamId, { fromRevision: cached.revision });
+      const [at] = read;
+      if (at !== undefined && at.revision === cached.revision && at.id === cached.lastId) {
+        if (read.length === 1) {
+          this.checkedAt.set(streamId, checked);
+          return cached;
+        }
+        // Events this process did not append (its cache is kept in step with its own appends).
+        this.sawForeignWrite(streamId);
+        const loaded = this.fold(cached, read.slice(1));
+        this.remember(streamId, loaded, checked);
+        return loaded;
+      }
+      this.drop(streamId);
+      this.sawForeignWrite(streamId);
     }
-    // Events this process did not append (its cache is kept in step with its own appends).
-    if (this.cache.has(streamId)) this.sawForeignWrite(streamId);
-    let state = cached.state;
-    let revision = cached.revision;
-    for (const recorded of newer) {
+    const loaded = this.fold({ revision: -1n, state: this.decider.initialState, lastId: null }, await this.store.readStream(streamId));
+    if (loaded.revision >= 0n) this.remember(streamId, loaded, checked);
+    return loaded;
+  }
+
+  private fold(from: Cached<S>, events: readonly RecordedEvent[]): Cached<S> {
+    let { state, revision, lastId } = from;
+    for (const recorded of events) {
       state = this.decider.evolve(state, decodeRecorded(recorded) as E);
       revision = recorded.revision;
+      lastId = recorded.id;
     }
-    const loaded = { revision, state };
-    this.remember(streamId, loaded, checked);
-    return loaded;
+    return { revision, state, lastId };
+  }
+
+  private drop(streamId: string) {
+    this.cache.delete(streamId);
+    this.checkedAt.delete(streamId);
   }
 
   /** Early word of a decision (HandleOptions.onDecided), only on a stream this process alone writes lately. */
@@ -459,7 +512,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
     return tail.some((event) => event.id === firstId);
   }
 
-  private remember(streamId: string, loaded: Loaded<S>, checked = performance.now()) {
+  private remember(streamId: string, loaded: Cached<S>, checked = performance.now()) {
     this.cache.delete(streamId);
     this.cache.set(streamId, loaded);
     this.checkedAt.set(streamId, checked);

@@ -1,7 +1,8 @@
-import { UnreadableEventError } from '../events/catalog';
+import { UnreadableEventError, walletStream } from '../events/catalog';
 import type { Sql } from '../storage/sql';
 import type { Ledger } from './ledger';
 import { sweptCall } from './swept-hold';
+import type { WalletState } from './wallet/decider';
 
 /**
  * Every hold has a deadline. A request or task that died (crash, lost worker) never
@@ -16,19 +17,25 @@ export async function sweepExpiredHolds(sql: Sql, ledger: Ledger, now: number, l
     [now, limit],
   );
   let released = 0;
-  const unreadable = new Set<string>();
+  // Read once per account and sweep: releasing one hold does not change another. A wallet whose
+  // stream cannot be read (null) keeps its holds (its account answers 503) and holds back no other.
+  const wallets = new Map<string, Promise<WalletState | null>>();
   for (const hold of expired) {
-    // The projection may lag; the aggregate decides whether the hold is still open. A wallet whose
-    // stream cannot be read keeps its holds (its account answers 503) and holds back no other.
-    if (unreadable.has(hold.account_id)) continue;
-    const state = await ledger.wallet(hold.account_id).catch((error: unknown) => {
-      if (error instanceof UnreadableEventError) return null;
-      throw error;
-    });
-    if (state === null) {
-      unreadable.add(hold.account_id);
-      continue;
+    // The projection may lag, and this process's cached wallet may still show events that a
+    // database crash lost (a settlement of this very hold): the log decides whether it is open.
+    let reading = wallets.get(hold.account_id);
+    if (!reading) {
+      reading = ledger.wallets.fromLog(walletStream(hold.account_id)).then(
+        (loaded) => loaded.state,
+        (error: unknown) => {
+          if (error instanceof UnreadableEventError) return null;
+          throw error;
+        },
+      );
+      wallets.set(hold.account_id, reading);
     }
+    const state = await reading;
+    if (state === null) continue;
     const open = state.holds.get(hold.hold_id);
     if (!open || open.expiresAt > now) continue;
     const result = await ledger.release(hold.account_id, hold.hold_id, 'expired', sweptCall(open));

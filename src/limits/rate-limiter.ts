@@ -34,6 +34,22 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
+/** The shared limiter cannot be reached (Redis is down or not answering): refused at once, without
+ * a round trip, until the connection is back. Its caller lets the request through (fails open). */
+export class LimiterUnavailableError extends Error {
+  readonly code = 'limiter_unavailable' as const;
+  constructor(override readonly cause: Error) {
+    super(`rate limiter unavailable: ${cause.message}`);
+    this.name = 'LimiterUnavailableError';
+  }
+}
+
+/** How a shared limiter reports its connection: once when it is lost, once when it is back. */
+export interface LimiterHealth {
+  unavailable(error: Error): void;
+  available(): void;
+}
+
 export interface RateLimiterOptions {
   /** Redis for limits shared by every instance; unset: this process only. */
   readonly redisUrl?: string | undefined;

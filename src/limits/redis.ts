@@ -1,6 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { admissionOf, KEY_PREFIX, LEASE_TTL_MS, WINDOW_MS, type AccountLimits, type Admission, type RateLimiter } from './rate-limiter';
+import {
+  admissionOf,
+  KEY_PREFIX,
+  LEASE_TTL_MS,
+  LimiterUnavailableError,
+  WINDOW_MS,
+  type AccountLimits,
+  type Admission,
+  type LimiterHealth,
+  type RateLimiter,
+} from './rate-limiter';
 
 // Every script reads the clock with TIME, inside Redis: instances whose clocks disagree
 // still share one notion of "now". (Redis 5+ replicates a script's effects, not the script,
@@ -88,22 +98,59 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly windowMs: number;
   private readonly prefix: string;
   private readonly redis: Redis & Scripts;
+  /** Why Redis is unreachable, while it is: every call is refused at once until it is back. */
+  private outage: Error | null = null;
+  private closing = false;
 
   constructor(
     url: string,
     options: { keyPrefix?: string; leaseTtlMs?: number; windowMs?: number } = {},
-    onError: (error: Error) => void = () => {},
+    private readonly health: LimiterHealth = { unavailable: () => {}, available: () => {} },
   ) {
     this.leaseTtlMs = options.leaseTtlMs ?? LEASE_TTL_MS;
     this.windowMs = options.windowMs ?? WINDOW_MS;
     this.prefix = options.keyPrefix ?? KEY_PREFIX;
-    // A limiter that cannot reach Redis must answer quickly (the plugin then lets the
-    // request through) rather than queue requests behind a reconnecting client.
+    // Until the connection is first lost, a command waits for it (the first requests after a
+    // start); from then on until it is back, none waits: see `call`.
     const redis = new Redis(url, { commandTimeout: 2000, maxRetriesPerRequest: 1, enableOfflineQueue: true });
-    redis.on('error', onError);
+    redis.on('error', (error: Error) => this.lost(error));
+    redis.on('close', () => {
+      if (!this.closing) this.lost(new Error('connection to Redis closed'));
+    });
+    redis.on('ready', () => {
+      if (this.outage === null) return;
+      this.outage = null;
+      this.health.available();
+    });
     redis.defineCommand('gwRateAdmit', { numberOfKeys: 2, lua: ADMIT });
     redis.defineCommand('gwRateRenew', { numberOfKeys: 1, lua: RENEW });
     this.redis = redis as Redis & Scripts;
+  }
+
+  /** The first failure of an outage is reported; the client reconnects by itself (with back-off). */
+  private lost(error: Error) {
+    if (this.outage !== null || this.closing) return;
+    this.outage = error;
+    this.health.unavailable(error);
+  }
+
+  /**
+   * A command, or at once a LimiterUnavailableError while Redis is unreachable: requests must not
+   * each wait out the command timeout behind a dead connection. A command that times out on a
+   * connection that looks open (Redis stopped answering, the network dropped its packets) starts
+   * an outage too, and the connection is dropped so that the client dials again.
+   */
+  private async call<T>(run: () => Promise<T>): Promise<T> {
+    if (this.outage !== null) throw new LimiterUnavailableError(this.outage);
+    try {
+      return await run();
+    } catch (error) {
+      if (error instanceof Error && error.message === 'Command timed out' && !this.closing) {
+        this.lost(error);
+        this.redis.disconnect(true);
+      }
+      throw this.outage !== null ? new LimiterUnavailableError(this.outage) : error;
+    }
   }
 
   // The hash tag keeps an account's two keys in one slot, should this ever run on a cluster.
@@ -117,14 +164,8 @@ export class RedisRateLimiter implements RateLimiter {
 
   async admit(accountId: string, limits: AccountLimits): Promise<Admission> {
     const id = randomUUID();
-    const [admitted, used, oldest, inFlight, requestsFull, concurrencyFull, now] = await this.redis.gwRateAdmit(
-      this.windowKey(accountId),
-      this.leasesKey(accountId),
-      limits.rpm ?? 0,
-      limits.concurrency ?? 0,
-      this.windowMs,
-      this.leaseTtlMs,
-      id,
+    const [admitted, used, oldest, inFlight, requestsFull, concurrencyFull, now] = await this.call(() =>
+      this.redis.gwRateAdmit(this.windowKey(accountId), this.leasesKey(accountId), limits.rpm ?? 0, limits.concurrency ?? 0, this.windowMs, this.leaseTtlMs, id),
     );
     const raw = {
       admitted: admitted === 1,
@@ -139,14 +180,15 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async renew(accountId: string, leaseId: string): Promise<boolean> {
-    return (await this.redis.gwRateRenew(this.leasesKey(accountId), leaseId, this.leaseTtlMs)) === 1;
+    return (await this.call(() => this.redis.gwRateRenew(this.leasesKey(accountId), leaseId, this.leaseTtlMs))) === 1;
   }
 
   async release(accountId: string, leaseId: string): Promise<void> {
-    await this.redis.zrem(this.leasesKey(accountId), leaseId);
+    await this.call(() => this.redis.zrem(this.leasesKey(accountId), leaseId));
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { sweepExpiredHolds } from '../commands/hold-sweeper';
 import { IdempotencyStore } from '../idempotency/store';
 import { startChore } from './chore';
@@ -199,10 +199,21 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await idempotency.migrate();
   const adminToken = adminTokenOf(settings).value;
   // Built here (not in buildApp) so that close() ends its Redis connection after the app.
-  let reportLimiterError = (error: Error) => console.error('rate limiter:', error.message);
+  // Redis' state is logged once per outage (not per request), through the app's logger: what
+  // happens before that exists is told when it does (the latest word only).
+  let limiterLog: FastifyBaseLogger | null = null;
+  let untold: ((log: FastifyBaseLogger) => void) | null = null;
+  const tell = (say: (log: FastifyBaseLogger) => void) => (limiterLog ? say(limiterLog) : (untold = say));
   const ownLimiter = overrides.rateLimiter
     ? null
-    : await createRateLimiter({ redisUrl: settings.redisUrl, ...overrides.rateLimits }, (error) => reportLimiterError(error));
+    : await createRateLimiter(
+        { redisUrl: settings.redisUrl, ...overrides.rateLimits },
+        {
+          unavailable: (error) =>
+            tell((log) => log.warn({ err: error }, 'rate limiter: Redis unreachable; requests go through without rate limits until it is back')),
+          available: () => tell((log) => log.info('rate limiter: Redis reachable again; rate limits apply')),
+        },
+      );
   const rateLimiter = overrides.rateLimiter ?? ownLimiter!;
   const app = await buildApp({
     rateLimiter,
@@ -224,7 +235,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.imageTimings ? { imageTimings: overrides.imageTimings } : {}),
     ...(overrides.intakeTimings ? { intakeTimings: overrides.intakeTimings } : {}),
   });
-  reportLimiterError = (error) => app.log.warn({ err: error }, 'rate limiter: redis connection error');
+  limiterLog = app.log;
+  (untold as ((log: FastifyBaseLogger) => void) | null)?.(app.log);
   reportParked = (projection, parked) => {
     for (const { event, error } of parked)
       app.log.error(

@@ -18,12 +18,36 @@ export interface Sql extends SqlQuery {
   transaction<T>(fn: (tx: SqlQuery) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Runs several statements without parameters (schema changes). */
   exec(text: string): Promise<void>;
+  /**
+   * Calls `listener` whenever what this process read or wrote may no longer be what the database
+   * holds: a connection failed, or the server is not the one it was (a restart, a crash, a
+   * failover), which may have lost the commits that did not wait for the WAL flush. Whatever is
+   * cached from the database must then be dropped. The listener is called before any result from
+   * the new server is handed out. Returns the function that removes the listener.
+   */
+  onReset(listener: () => void): () => void;
   close(): Promise<void>;
+}
+
+/** Listeners of Sql.onReset. */
+class Resets {
+  private readonly listeners = new Set<() => void>();
+
+  add(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  fire() {
+    for (const listener of this.listeners) listener();
+  }
 }
 
 export function pgliteSql(db: PGlite): Sql {
   return {
     kind: 'pglite',
+    // In this process: a crash of the database is a crash of the process, caches and all.
+    onReset: () => () => {},
     async query<Row>(text: string, params: readonly unknown[] = []) {
       const result = await db.query<Row>(text, params as unknown[]);
       return result.rows;
@@ -56,7 +80,13 @@ export interface PostgresOptions {
   /** Every connection uses this schema; tests get one schema each. */
   readonly schema?: string;
   readonly max?: number;
+  /** How long an unused connection stays open (pg's default, 10 s, when unset). */
+  readonly idleTimeoutMs?: number;
 }
+
+/** A server that does not answer (a failover in progress, a network cut) fails a request after this
+ * long instead of holding it until the operating system gives up on the connection (minutes). */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /** Distinct statement texts given a name; texts built with varying literals beyond this run unnamed. */
 const MAX_NAMED_STATEMENTS = 500;
@@ -88,14 +118,39 @@ export class StatementNames {
   }
 }
 
+/** The server's identity: a restarted server, or another one after a failover, has another start time. */
+const SERVER_STARTED = 'SELECT pg_postmaster_start_time()::text AS started';
+
 export function postgresSql(connectionString: string, options: PostgresOptions = {}): Sql {
+  const resets = new Resets();
+  let server: string | null = null;
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 10,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMillis: options.idleTimeoutMs } : {}),
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    // Run on each new connection before the pool hands it out: a restarted server is known (and
+    // the caches dropped) before any of its answers is used.
+    verify: (client, done) => {
+      client.query<{ started: string }>(SERVER_STARTED).then(
+        ({ rows }) => {
+          const started = rows[0]!.started;
+          if (server !== null && server !== started) resets.fire();
+          server = started;
+          done();
+        },
+        (error: Error) => done(error),
+      );
+    },
   });
-  // An idle client that errors (server restart) must not crash the process; the next query reconnects.
+  // Every client, idle or checked out, gets a listener for its 'error' event: a server that goes
+  // away (restart, crash, failover, a network cut) fails the client's queries, and the event
+  // itself, unheard, would end the process. The pool drops the broken client; the next query
+  // opens a new connection.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => resets.fire()));
   const statements = new StatementNames();
   return {
     kind: 'postgres',
@@ -105,6 +160,8 @@ export function postgresSql(connectionString: string, options: PostgresOptions =
     },
     async transaction<T>(fn: (tx: SqlQuery) => Promise<T>, options: TransactionOptions = {}) {
       const client = await pool.connect();
+      // A client that failed (or whose transaction could not be ended) is not given back to the pool.
+      let broken: unknown = null;
       try {
         // One round trip either way (the simple protocol takes both statements at once).
         await client.query(options.durable === false ? 'BEGIN; SET LOCAL synchronous_commit TO off' : 'BEGIN');
@@ -116,15 +173,16 @@ export function postgresSql(connectionString: string, options: PostgresOptions =
         await client.query('COMMIT');
         return value;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
         throw error;
       } finally {
-        client.release();
+        client.release(broken ? (broken as Error) : undefined);
       }
     },
     async exec(text: string) {
       await pool.query(text);
     },
+    onReset: (listener) => resets.add(listener),
     close: () => pool.end(),
   };
 }

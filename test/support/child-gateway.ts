@@ -43,7 +43,8 @@ export class ChildGateway {
     private readonly database: string | null,
   ) {}
 
-  static async prepare(): Promise<ChildGateway> {
+  /** `databaseUrl`: a database the caller owns (not created or dropped here); `env`: more variables. */
+  static async prepare(options: { databaseUrl?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ChildGateway> {
     const dataDir = mkdtempSync(join(tmpdir(), 'gateway-e2e-'));
     const port = await freePort();
     // The demo config's simulator gets its own port, so parallel test files do not share one.
@@ -57,8 +58,10 @@ export class ChildGateway {
       SIMULATOR_URL: `http://127.0.0.1:${simulatorPort}`,
     };
     for (const name of ['ADMIN_TOKEN', 'EVENTSTORE_URL', 'GATEWAY_CONFIG', 'GATEWAY_URL', 'PUBLIC_BASE_URL', 'S3_BUCKET']) delete env[name];
+    Object.assign(env, options.env);
     let database: string | null = null;
-    if (process.env.DATABASE_URL) {
+    if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
+    else if (process.env.DATABASE_URL) {
       database = `gw_e2e_${randomBytes(4).toString('hex')}`;
       const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
       await client.connect();
@@ -79,6 +82,11 @@ export class ChildGateway {
 
   get running(): boolean {
     return this.server !== null;
+  }
+
+  /** The server was started and has not exited. */
+  get alive(): boolean {
+    return this.server !== null && this.server.exitCode === null && this.server.signalCode === null;
   }
 
   /** A CLI command against this gateway's environment (with `env` on top). */
@@ -126,6 +134,10 @@ export class ChildGateway {
 
   async stop(): Promise<void> {
     if (!this.server) return;
+    if (!this.alive) {
+      this.server = null;
+      return;
+    }
     const exited = new Promise((r) => this.server!.once('exit', r));
     this.server.kill('SIGTERM');
     await exited;

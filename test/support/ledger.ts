@@ -40,6 +40,7 @@ export function storeWith(store: EventStore, overrides: Partial<EventStore>): Ev
     readAll: (...args) => store.readAll(...args),
     headPosition: () => store.headPosition(),
     follow: (...args) => store.follow(...args),
+    ...(store.onReset ? { onReset: (listener: () => void) => store.onReset!(listener) } : {}),
     close: () => store.close(),
     ...overrides,
   };

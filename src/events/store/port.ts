@@ -97,6 +97,14 @@ export interface AppendOptions {
    * still atomic and ordered; a crash of the database server may lose it, together with
    * everything committed after it. Default true. */
   readonly durable?: boolean;
+  /**
+   * With an expected revision: the id of the event the caller saw at that revision. A store
+   * that can lose acknowledged appends (Postgres: a crash loses what did not wait for the flush)
+   * checks it too, so that a caller whose view of the stream holds lost events cannot append
+   * after events it never saw that another writer put at the same revisions. A mismatch is a
+   * ConcurrencyError whose `actual` equals the expected revision.
+   */
+  readonly expectedEventId?: string;
 }
 
 export interface EventStore {
@@ -111,5 +119,12 @@ export interface EventStore {
   headPosition(): Promise<Position>;
   /** Follows the global log: every event exactly once, in order, until the signal aborts. */
   follow(options?: FollowOptions): AsyncIterable<RecordedEvent>;
+  /**
+   * Calls `listener` whenever events this store acknowledged or handed out may have been lost
+   * (Postgres: a connection failed, or the server restarted or failed over): whatever is
+   * cached from its reads and appends must be dropped. Absent on a store that never loses an
+   * acknowledged append. Returns the function that removes the listener.
+   */
+  onReset?(listener: () => void): () => void;
   close(): Promise<void>;
 }

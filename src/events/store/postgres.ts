@@ -5,6 +5,7 @@ import {
   ConcurrencyError,
   DuplicateEventConflictError,
   START,
+  type AppendOptions,
   type AppendResult,
   type EventStore,
   type ExpectedRevision,
@@ -34,7 +35,9 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_log_order ON events (transaction_id, global_position);
 `;
 
-/** `$1` stream, `$2` 'any' or 'exact', `$3` expected revision, `$4` the events as a JSON array. */
+/** `$1` stream, `$2` 'any' or 'exact', `$3` expected revision, `$4` the events as a JSON array,
+ * `$5` the id of the event expected at revision `$3` or null (AppendOptions.expectedEventId: one
+ * probe of the (stream, revision) index, on the page the head was just read from). */
 const appendStatement = (durable: boolean) =>
   // set_config(..., true) lasts for this statement's own transaction: its commit alone
   // does not wait for the WAL flush. The head CTE is always evaluated, so the setting is too.
@@ -44,7 +47,8 @@ const appendStatement = (durable: boolean) =>
           INSERT INTO events (stream_id, stream_revision, event_id, type, data, metadata, transaction_id)
           SELECT $1, head.rev + fresh.ord, (fresh.e->>'id')::uuid, fresh.e->>'type', fresh.e->'data', fresh.e->'metadata', pg_current_xact_id()
             FROM head, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS fresh (e, ord)
-           WHERE $2 = 'any' OR head.rev = $3::bigint
+           WHERE $2 = 'any' OR (head.rev = $3::bigint AND ($5::uuid IS NULL OR EXISTS (
+                   SELECT 1 FROM events seen WHERE seen.stream_id = $1 AND seen.stream_revision = $3::bigint AND seen.event_id = $5::uuid)))
            ORDER BY fresh.ord
           RETURNING global_position, transaction_id, created_at)
    SELECT head.rev::text AS head, inserted.global_position::text AS global_position, inserted.transaction_id::text AS transaction_id,
@@ -111,6 +115,11 @@ class RecentAppends {
     return this.events.size;
   }
 
+  /** The database may have lost some of them (Sql.onReset): a reader gets what the table holds. */
+  clear() {
+    this.events.clear();
+  }
+
   keep(globalPosition: string, event: RecordedEvent) {
     this.events.set(globalPosition, event);
     if (this.events.size > RECENT_APPENDS) this.events.delete(this.events.keys().next().value as string);
@@ -136,6 +145,7 @@ class RecentAppends {
  */
 export function createPostgresEventStore(sql: Sql): EventStore {
   const recent = new RecentAppends();
+  sql.onReset(() => recent.clear());
   const appended = new Set<() => void>();
   const wake = () => {
     for (const fn of appended) fn();
@@ -176,7 +186,7 @@ export function createPostgresEventStore(sql: Sql): EventStore {
    * The events travel as one JSON array, so the text is the same for any number of them
    * and the server plans it once per connection (a named statement).
    */
-  async function tryAppend(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision, durable: boolean): Promise<AppendResult> {
+  async function tryAppend(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision, options: AppendOptions): Promise<AppendResult> {
     const plain = toJsonValue(events.map((event) => ({ id: event.id, type: event.type, data: event.data, metadata: event.metadata ?? {} }))) as Array<{
       id: string;
       type: string;
@@ -184,8 +194,14 @@ export function createPostgresEventStore(sql: Sql): EventStore {
       metadata: Record<string, unknown>;
     }>;
     const rows = await sql.query<{ head: string; global_position: string | null; transaction_id: string | null; created_ms: number | null }>(
-      durable ? APPEND : APPEND_WITHOUT_FLUSH,
-      [streamId, expected === 'any' ? 'any' : 'exact', expected === 'any' ? '-1' : String(expected === 'no_stream' ? -1n : expected), JSON.stringify(plain)],
+      options.durable !== false ? APPEND : APPEND_WITHOUT_FLUSH,
+      [
+        streamId,
+        expected === 'any' ? 'any' : 'exact',
+        expected === 'any' ? '-1' : String(expected === 'no_stream' ? -1n : expected),
+        JSON.stringify(plain),
+        typeof expected === 'bigint' && expected >= 0n ? (options.expectedEventId ?? null) : null,
+      ],
     );
     const current = BigInt(rows[0]!.head);
     const last = rows[rows.length - 1]!;
@@ -217,7 +233,7 @@ export function createPostgresEventStore(sql: Sql): EventStore {
       if (events.length === 0) throw new Error('append needs at least one event');
       for (let attempt = 0; ; attempt++) {
         try {
-          const result = await tryAppend(streamId, events, expected, options.durable !== false);
+          const result = await tryAppend(streamId, events, expected, options);
           wake();
           return result;
         } catch (error) {
@@ -306,6 +322,8 @@ export function createPostgresEventStore(sql: Sql): EventStore {
         });
       }
     },
+
+    onReset: (listener) => sql.onReset(listener),
 
     async close() {
       await sleep(0);

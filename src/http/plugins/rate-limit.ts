@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { ConcurrencySlot, type Admission, type LimitState, type RateLimiter } from '../../limits';
+import { ConcurrencySlot, LimiterUnavailableError, type Admission, type LimitState, type RateLimiter } from '../../limits';
 import { GatewayError, sendError } from '../errors';
 
 /** Per-route rate-limit setting, in the route's `config`. */
@@ -73,8 +73,9 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
       try {
         admission = await limiter.admit(caller.accountId, limits);
       } catch (error) {
-        // Fail open: an unreachable Redis must not take the whole API down with it.
-        request.log.error({ err: error }, 'rate limiter unavailable; request let through unlimited');
+        // Fail open: an unreachable Redis must not take the whole API down with it. A known outage
+        // was logged once by the limiter; anything else is logged here.
+        if (!(error instanceof LimiterUnavailableError)) request.log.error({ err: error }, 'rate limiter unavailable; request let through unlimited');
         return;
       }
       if (!admission.admitted) return sendError(request, reply, refusal(admission));
@@ -83,9 +84,10 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
       // Set before the handler: streaming replies are hijacked and write these in writeHead.
       reply.headers(rateLimitHeaders(admission.state));
       if (admission.leaseId !== null) {
-        const slot = new ConcurrencySlot(limiter, caller.accountId, admission.leaseId, (error) =>
-          request.log.warn({ err: error }, 'could not renew or release a concurrency lease'),
-        );
+        const slot = new ConcurrencySlot(limiter, caller.accountId, admission.leaseId, (error) => {
+          // A lease that cannot be released expires by itself; an outage was logged once already.
+          if (!(error instanceof LimiterUnavailableError)) request.log.warn({ err: error }, 'could not renew or release a concurrency lease');
+        });
         slots.set(request, slot);
         // 'close' fires on completion and on a client disconnect, hijacked streams included.
         reply.raw.once('close', () => slot.release());

@@ -90,6 +90,9 @@ export class ProjectionRunner {
     readonly projections: readonly Projection[],
     options: RunnerOptions = {},
   ) {
+    // Where each projection stood may have been lost with the database's last commits (a batch and its
+    // checkpoint commit without waiting for the flush): ask the checkpoints again before trusting it.
+    sql.onReset(() => this.positions.clear());
     this.pollMs = options.pollMs ?? 100;
     this.pendingAppends = options.pendingAppends ?? (async () => {});
     this.busy = options.busy ?? loopBusierThan(SLICES_BELOW_LOOP_UTILIZATION);
