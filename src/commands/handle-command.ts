@@ -114,6 +114,8 @@ export class CommandHandler<C, S, E extends DomainEvent> {
   constructor(
     private readonly store: EventStore,
     private readonly decider: Decider<C, S, E>,
+    /** Streams whose state is kept (least recently used forgotten first): fewer for large states. */
+    private readonly cacheLimit = CACHE_LIMIT,
   ) {
     // The database may have lost events this cache was folded from (see Sql.onReset).
     store.onReset?.(() => this.forget());
@@ -516,7 +518,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
     this.cache.delete(streamId);
     this.cache.set(streamId, loaded);
     this.checkedAt.set(streamId, checked);
-    if (this.cache.size > CACHE_LIMIT) {
+    if (this.cache.size > this.cacheLimit) {
       const oldest = this.cache.keys().next().value as string;
       this.cache.delete(oldest);
       this.checkedAt.delete(oldest);

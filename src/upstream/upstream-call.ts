@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { ERROR_BODY_BYTES, textWithin } from './bounded-body';
 import { Agent } from 'undici';
 
 /** Keep-alive connections to upstreams, shared by every request. */
@@ -85,9 +86,14 @@ export function classify(error: unknown, deadline: CallSignal): Failure {
   return { kind: 'unreachable', message: CONNECTION_ERRORS.has(code) ? `upstream connection failed (${code})` : `upstream connection failed: ${e.message ?? code}` };
 }
 
-/** The failure of an upstream answer with an error status: its body read whole, Retry-After kept. */
-export async function statusFailure(statusCode: number, headers: Record<string, string | string[] | undefined>, body: { text(): Promise<string> }): Promise<Failure> {
-  const text = await body.text().catch(() => '');
+/** The failure of an upstream answer with an error status: its body's first MiB (the message is
+ * all that is used), Retry-After kept. */
+export async function statusFailure(
+  statusCode: number,
+  headers: Record<string, string | string[] | undefined>,
+  body: AsyncIterable<unknown> & { destroy(error?: Error): unknown },
+): Promise<Failure> {
+  const text = await textWithin(body, ERROR_BODY_BYTES, { truncate: true }).catch(() => '');
   const kept: Record<string, string> = {};
   const retryAfter = headers['retry-after'];
   if (typeof retryAfter === 'string') kept['retry-after'] = retryAfter;

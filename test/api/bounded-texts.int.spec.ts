@@ -6,6 +6,7 @@ import type { GatewayConfig } from '../../src/config/schema';
 import { walletStream, type CallRecord } from '../../src/events/catalog';
 import { CALL_TEXT_LIMITS } from '../../src/projections/call-log/bounds';
 import { startTestGateway, type TestGateway } from '../support/gateway';
+import { rejectedCall } from '../support/call-record';
 
 // Issue 21, item 6: a client (or an upstream) decides texts that every call writes twice, into its
 // event and its call-log row. Each is bounded; names an operator chooses are refused past theirs.
@@ -129,27 +130,14 @@ describe('texts a call record keeps are bounded', () => {
 
   it('a record written unbounded (an older event) still makes a bounded row', async () => {
     const { accountId } = await t.accountWithKey();
-    const call: CallRecord = {
+    const call = rejectedCall({
       request_id: 'req_legacy',
-      key_id: null,
       model: `\u{1F600}${'y'.repeat(300_000)}`,
-      endpoint: 'chat-completions',
-      status: 'rejected',
       error_code: 'model_not_found',
       error_message: 'z'.repeat(300_000),
-      input_tokens: 0,
-      output_tokens: 0,
-      cached_tokens: 0,
-      unit_count: null,
-      unit_type: null,
-      latency_ms: 0,
-      attempts_count: 0,
-      channel_id: null,
-      task_id: null,
       submitted_at: Math.floor(Date.now() / 1000),
       result_urls: Array.from({ length: 100 }, (_, i) => `https://media.example/${i}/${'u'.repeat(10_000)}`),
-      result_expires_at: null,
-    };
+    });
     expect((await t.gateway.ledger.recordRejected(accountId, call)).ok).toBe(true);
     const [row] = await logRows(accountId);
     expect(row!.model.length).toBeLessThanOrEqual(CALL_TEXT_LIMITS.model);

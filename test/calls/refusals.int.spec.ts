@@ -5,6 +5,7 @@ import { KeyCipher } from '../../src/secrets/api-key';
 import { KeyVault } from '../../src/secrets/key-vault';
 import { limiterOptions, setLimits } from '../limits/support';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
+import { rejectedCall } from '../support/call-record';
 import { callLog, callsConfig, summary } from './support';
 
 // Issue 23, finding 3: every refusal of a known key at submission is a call-log row (`rejected`,
@@ -133,27 +134,7 @@ describe('the refusal budget', () => {
     const vault = new KeyVault(storage.sql, new KeyCipher('ab'.repeat(32)));
     const ledger = new Ledger(storage.store, vault, { refusalsPerMinute: 2, warn: (fields) => warnings.push(fields) });
     const { accountId } = await h.t.accountWithKey();
-    const call = (n: number) => ({
-      request_id: `req_budget_${accountId}_${n}`,
-      key_id: null,
-      model: 'chat-model',
-      endpoint: 'chat-completions',
-      status: 'rejected' as const,
-      error_code: 'rate_limit_exceeded',
-      error_message: 'x',
-      input_tokens: 0,
-      output_tokens: 0,
-      cached_tokens: 0,
-      unit_count: null,
-      unit_type: null,
-      latency_ms: 0,
-      attempts_count: 0,
-      channel_id: null,
-      task_id: null,
-      submitted_at: 1,
-      result_urls: [],
-      result_expires_at: null,
-    });
+    const call = (n: number) => rejectedCall({ request_id: `req_budget_${accountId}_${n}`, error_code: 'rate_limit_exceeded', error_message: 'x' });
     const recorded = [];
     for (let n = 0; n < 5; n++) recorded.push(await ledger.recordRejected(accountId, call(n)));
     expect(recorded.map((r) => r.ok && r.recorded)).toEqual([true, true, false, false, false]);

@@ -3,6 +3,9 @@ import type { EventStore } from '../../events/store/port';
 import type { Result } from '../ledger';
 import type { Ledger } from '../ledger';
 import { CommandHandler } from '../handle-command';
+
+/** Page states cached per process (each holds a page body). */
+export const PAGE_STATES_KEPT = 256;
 import { kbDecider, pageDecider, type KbCommand, type KbState, type PageCommand, type PageState } from './decider';
 
 const unixNow = () => Math.floor(Date.now() / 1000);
@@ -19,7 +22,8 @@ export class KnowledgeService {
     private readonly now: () => number = unixNow,
   ) {
     this.kbs = new CommandHandler(store, kbDecider);
-    this.pages = new CommandHandler(store, pageDecider);
+    // A page's state holds its body (up to 2,000,000 characters): a few hundred are kept, not 10,000.
+    this.pages = new CommandHandler(store, pageDecider, PAGE_STATES_KEPT);
   }
 
   private async accountExists(accountId: string) {

@@ -18,6 +18,7 @@ import {
   type UploadedImage,
 } from '../../upstream/protocols/images';
 import type { Route, Router } from '../../upstream/routing';
+import { BodyTooLargeError, IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { tryJson } from '../../upstream/json';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { spendCapRefusal } from '../../commands/wallet/decider';
@@ -364,8 +365,9 @@ async function send(deps: ImagesDeps, timings: ImageTimings, route: Route, image
       bodyTimeout: timings.hopMs,
     });
     if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body) };
-    return { response: { status: response.statusCode, text: await response.body.text() } };
+    return { response: { status: response.statusCode, text: await textWithin(response.body, IMAGE_ANSWER_BYTES) } };
   } catch (error) {
+    if (error instanceof BodyTooLargeError) return { failure: { kind: 'unreachable', message: error.message } };
     // Our own hop limit is a time-out like the ladder's.
     return { failure: hop.expired ? { kind: 'timeout', message: 'the upstream did not answer in time' } : classify(error, call) };
   } finally {

@@ -13,6 +13,7 @@ import { builtinToolsHold, chargeOf, holdAmount, pricingOf, receiptOf, tokensFro
 import { checkUsage, isInvalidUsage, usageBounds, usageInvalidNote, type UsageBounds } from '../../upstream/usage';
 import type { Route, Router } from '../../upstream/routing';
 import { tryJson } from '../../upstream/json';
+import { BodyTooLargeError, CHAT_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { readAhead } from '../../upstream/read-ahead';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
@@ -218,7 +219,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
     let text = '';
     if ('response' in outcome && !info.stream) {
       try {
-        text = await outcome.response.body.text();
+        text = await textWithin(outcome.response.body, CHAT_ANSWER_BYTES);
       } catch (error) {
         failed = brokenBody(error, signal);
       }
@@ -268,6 +269,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
 
 /** A body that failed after its 200 status, as the failure of its attempt. */
 function brokenBody(error: unknown, signal: CallSignal): Failure {
+  if (error instanceof BodyTooLargeError) return { kind: 'unreachable', message: error.message };
   const failure = classify(error, signal);
   return failure.kind === 'timeout' ? failure : { kind: 'unreachable', message: 'the upstream connection broke off during the response' };
 }
