@@ -102,7 +102,7 @@ export class ChildGateway {
   }
 
   /** Starts `serve`; resolves with the admin token (printed when this start generated it, else
-   * read from DATA_DIR like an operator would). */
+   * ADMIN_TOKEN or the one saved in DATA_DIR, like an operator would find it). */
   start(): Promise<string> {
     const child = spawn(process.execPath, [BIN, 'serve'], { env: this.env });
     this.server = child;
@@ -115,7 +115,8 @@ export class ChildGateway {
         if (line) {
           clearTimeout(timer);
           const printed = /^(adm_\S+)/.exec(line[1]!);
-          resolve(printed ? printed[1]! : readFileSync(join(this.dataDir, 'admin-token'), 'utf8').trim());
+          // Printed when generated; else from ADMIN_TOKEN, or saved in DATA_DIR, as an operator finds it.
+          resolve(printed ? printed[1]! : (this.env.ADMIN_TOKEN ?? readFileSync(join(this.dataDir, 'admin-token'), 'utf8').trim()));
         }
       });
       child.stderr!.on('data', (d) => (this.output += d));
