@@ -27,6 +27,7 @@ import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { clientErrorOf, INTAKE_TIMINGS, intakePlugin, notFound, sendByPath, serverOptions, type IntakeTimings } from './intake/plugin';
 import { redactUrl } from './intake/redact';
+import { tracingPlugin, type RequestTracer } from '../tracing/request';
 
 export { redactUrl };
 
@@ -55,6 +56,8 @@ export interface AppDeps {
   readonly intakeTimings?: Partial<IntakeTimings>;
   readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   readonly now?: () => number;
+  /** OpenTelemetry tracing (OTEL_EXPORTER_OTLP_ENDPOINT); absent or null: off. */
+  readonly tracer?: RequestTracer | null;
 }
 
 export const requestSerializers = {
@@ -93,6 +96,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.setNotFoundHandler((request, reply) => sendError(request, reply, notFound(request)));
 
+  // First: the request's span starts before any other hook runs (or refuses).
+  await app.register(tracingPlugin, { tracer: deps.tracer ?? null });
   // Media responses carry the request id on every answer, a refused key's included (so before
   // authentication). A callback hook: no promise per request for what is one header at most.
   app.addHook('onRequest', (request, reply, done) => {

@@ -2,6 +2,7 @@ import type { Ledger } from '../commands/ledger';
 import type { CallRecord } from '../events/catalog';
 import { callRecord, type CallFacts } from './billable-call';
 import { GatewayError } from './errors';
+import { traceSettlement } from '../tracing/spans';
 
 /**
  * The hold of a call that failed in the gateway itself (an exception after the reservation,
@@ -15,12 +16,8 @@ export async function releaseUnsettled(ledger: Ledger, facts: CallFacts, holdId:
   const request = facts.request;
   const error = failure instanceof GatewayError ? failure : new GatewayError('internal_error', `internal error; the request id is ${request.id}`);
   try {
-    const released = await ledger.release(
-      request.caller!.accountId,
-      holdId,
-      'gateway error',
-      callRecord(facts, { ...fields, status: 'error', error_code: error.code, error_message: error.message }),
-    );
+    const record = callRecord(facts, { ...fields, status: 'error', error_code: error.code, error_message: error.message });
+    const released = await traceSettlement(request, { holdId, record }, () => ledger.release(request.caller!.accountId, holdId, 'gateway error', record));
     if (!released.ok && released.error.code !== 'hold_not_open') request.log.error({ holdId, error: released.error }, 'could not release the hold of a failed call');
   } catch (releaseFailure) {
     request.log.error({ err: releaseFailure, holdId }, 'could not release the hold of a failed call; the hold sweeper will');

@@ -25,6 +25,7 @@ import { KeyCipher } from '../secrets/api-key';
 import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
 import { acquireDataDirLock } from '../storage/data-dir-lock';
 import { openPglite, postgresSql, type Sql } from '../storage/sql';
+import { tracingSettingsOf } from '../tracing/settings';
 
 export interface Settings {
   readonly port: number;
@@ -106,6 +107,15 @@ export function adminTokenOf(settings: Settings) {
   return persistentSecret(settings.dataDir, 'admin-token', settings.adminToken, () => `adm_${randomBytes(24).toString('hex')}`);
 }
 
+/** An endpoint as it may be logged: without credentials in its user-info. */
+function redactedEndpoint(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.username === '' && parsed.password === '') return url;
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.href;
+}
+
 export interface Storage {
   readonly sql: Sql;
   readonly store: EventStore;
@@ -173,8 +183,27 @@ export interface GatewayOverrides {
   readonly idempotencyMaxStoredBytes?: number;
 }
 
+const VERSION = '0.1.0';
+
 export async function createGateway(settings: Settings, overrides: GatewayOverrides = {}): Promise<Gateway> {
   const config = overrides.config ?? loadConfig(settings.configPath).config;
+  // The OTEL_* variables are read here, before anything is opened: only `serve` (and tests) trace.
+  const tracingSettings = tracingSettingsOf(settings.env);
+  if ('invalid' in tracingSettings) throw new SettingError(tracingSettings.invalid);
+  const tracing = tracingSettings.tracing;
+  // Export failures are told through the app's logger, which exists before any span does.
+  let tracingLog: FastifyBaseLogger | null = null;
+  // The SDK (about 20 MB of resident memory) is loaded only when tracing is on.
+  const tracer = tracing
+    ? new (await import('../tracing/tracer')).GatewayTracer(
+        tracing,
+        {
+          failing: (error) => tracingLog?.warn({ err: error, endpoint: redactedEndpoint(tracing.url) }, 'tracing: spans cannot be exported; they are dropped until the endpoint answers'),
+          recovered: () => tracingLog?.info('tracing: spans are exported again'),
+        },
+        VERSION,
+      )
+    : null;
   const registry = new ModelRegistry(config);
   const storage = await openStorage(settings, overrides.sql);
   const secret = persistentSecret(settings.dataDir, 'key-encryption-secret', settings.keyEncryptionSecret, () => randomBytes(32).toString('hex'));
@@ -228,7 +257,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     knowledgeQueries: new KnowledgeQueries(storage.sql),
     objects,
     publicBaseUrl: settings.publicBaseUrl,
-    version: '0.1.0',
+    version: VERSION,
+    tracer,
     ...(overrides.logger !== undefined ? { logger: overrides.logger } : {}),
     ...(overrides.now ? { now: overrides.now } : {}),
     ...(overrides.chatTimeoutMs ? { chatTimeoutMs: overrides.chatTimeoutMs } : {}),
@@ -236,6 +266,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.intakeTimings ? { intakeTimings: overrides.intakeTimings } : {}),
   });
   limiterLog = app.log;
+  tracingLog = app.log;
+  if (tracing) app.log.info({ endpoint: redactedEndpoint(tracing.url), sampler: tracing.sampler.name }, 'tracing: exporting spans (OTLP/HTTP JSON)');
   (untold as ((log: FastifyBaseLogger) => void) | null)?.(app.log);
   reportParked = (projection, parked) => {
     for (const { event, error } of parked)
@@ -266,6 +298,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       await ownLimiter?.close();
       await runner.stop();
       await storage.close();
+      // Last: what was buffered goes out, the settlements that ended during the close included.
+      await tracer?.close();
     },
   };
 }

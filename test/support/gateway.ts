@@ -32,6 +32,8 @@ export interface TestGatewayOptions {
   readonly imageTimings?: GatewayOverrides['imageTimings'];
   readonly intakeTimings?: GatewayOverrides['intakeTimings'];
   readonly idempotencyMaxStoredBytes?: number;
+  /** The gateway's environment (settings read from it: OTEL_*, METRICS_TOKEN, ...); default empty. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -46,7 +48,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   });
   const logger = pino({ level: 'debug', serializers: requestSerializers }, sink);
   const settings = {
-    ...settingsFromEnv({}),
+    ...settingsFromEnv(options.env ?? {}),
     dataDir,
     adminToken: 'test-admin-token',
     keyEncryptionSecret: 'ab'.repeat(32),

@@ -28,6 +28,7 @@ import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type
 import { errorBody, GatewayError, requestTooLarge as tooLarge, upstreamErrorBody, type ErrorCode } from '../errors';
 import { releaseUnsettled } from '../hold-release';
 import { completeHijacked, REFUSAL_MESSAGES } from '../plugins/idempotency';
+import { traceAttempt, traceReservation, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
 
 /** The spec's image timings: one upstream hop, the whole channel ladder, and when the
  * gateway commits to a 200 and keeps the connection alive. */
@@ -247,7 +248,9 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
   const idempotency = request.idempotency;
   if (idempotency) {
     const { key, fingerprint } = idempotency.claim;
-    const reserved = await deps.ledger.reserveIdempotent(caller.accountId, hold, { key, fingerprint, requestId: request.id, retentionSeconds: idempotency.retentionSeconds });
+    const reserved = await traceReservation(request, hold, () =>
+      deps.ledger.reserveIdempotent(caller.accountId, hold, { key, fingerprint, requestId: request.id, retentionSeconds: idempotency.retentionSeconds }),
+    );
     if (!reserved.ok) {
       const { error } = reserved;
       if (error.code === 'idempotency_key_reuse' || error.code === 'idempotency_in_flight' || error.code === 'idempotency_billed') {
@@ -258,7 +261,7 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
     }
     holdId = reserved.holdId;
   } else {
-    const reserved = await deps.ledger.reserve(caller.accountId, { ...hold, holdId });
+    const reserved = await traceReservation(request, { amount: hold.amount, holdId }, () => deps.ledger.reserve(caller.accountId, { ...hold, holdId }));
     if (!reserved.ok) return refuseHold(reserved.error, reject);
   }
 
@@ -273,37 +276,36 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
       if (answer.clientGone) break;
       facts.attempts += 1;
       facts.channelId = route.channel.id;
-      const attempt = await send(deps, timings, route, image, call);
+      const traced = traceAttempt(request, route, facts.attempts);
+      const attempt = await send(deps, timings, route, image, call, traced);
       if (attempt.response) {
         const result = imagesResult(tryJson(attempt.response.text));
         const billed = min(BigInt(result.count), BigInt(units));
         const expiresAt = result.expiresAt ?? (result.urls.length > 0 ? (result.created ?? deps.now()) + HOSTED_TTL_S : null);
-        await deps.ledger.settle(
-          caller.accountId,
-          holdId,
-          unitPrice * billed,
-          callRecord(facts, {
-            status: 'success',
-            unit_count: result.count,
-            unit_type: 'image',
-            input_tokens: result.inputTokens,
-            output_tokens: result.outputTokens,
-            result_urls: [...result.urls],
-            result_expires_at: expiresAt,
-          }),
-        );
+        const record = callRecord(facts, {
+          status: 'success',
+          unit_count: result.count,
+          unit_type: 'image',
+          input_tokens: result.inputTokens,
+          output_tokens: result.outputTokens,
+          result_urls: [...result.urls],
+          result_expires_at: expiresAt,
+        });
+        await traceSettlement(request, { holdId, amount: unitPrice * billed, record, attempt: traced }, () => deps.ledger.settle(caller.accountId, holdId, unitPrice * billed, record));
         closed = true;
         // Test seam (GATEWAY_FAULT): the process dies between the charge and the Idempotency-Key record.
         faultPoint('image-settled');
         return answer.send(200, withExpiry(attempt.response.text, result.expiresAt === null ? expiresAt : null));
       }
       failure = attempt.failure!;
+      traced?.failed(failure);
       // 4xx is the caller's problem: another channel would say the same.
       if ((failure.kind === 'status' && failure.status < 500) || call.expired) break;
     }
 
     const release = async (code: string, message: string) => {
-      await deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(facts, { status: 'error', error_code: code, error_message: message, unit_type: 'image' }));
+      const record = callRecord(facts, { status: 'error', error_code: code, error_message: message, unit_type: 'image' });
+      await traceSettlement(request, { holdId, record }, () => deps.ledger.release(caller.accountId, holdId, 'upstream failed', record));
       closed = true;
     };
     if (answer.clientGone) {
@@ -349,21 +351,24 @@ function withExpiry(text: string, expiresAt: number | null): string {
   return JSON.stringify(out);
 }
 
-async function send(deps: ImagesDeps, timings: ImageTimings, route: Route, image: ImageRequest, call: CallSignal): Promise<Attempt> {
+async function send(deps: ImagesDeps, timings: ImageTimings, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<Attempt> {
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
   const hop = new CallSignal(timings.hopMs, call);
   try {
     const target = upstreamTarget(route.channel.base_url, imagesPath(image.endpoint));
+    const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) };
+    traced?.propagate(headers);
     const response = await (deps.dispatcher ?? upstreamAgent).request({
       origin: target.origin,
       path: target.path,
       method: 'POST',
-      headers: { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) },
+      headers,
       body,
       signal: hop.signal,
       headersTimeout: timings.hopMs,
       bodyTimeout: timings.hopMs,
     });
+    traced?.answered(response.statusCode);
     if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body) };
     return { response: { status: response.statusCode, text: await textWithin(response.body, IMAGE_ANSWER_BYTES) } };
   } catch (error) {

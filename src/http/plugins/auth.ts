@@ -6,6 +6,7 @@ import type { WalletState } from '../../commands/wallet/decider';
 import { hashApiKey, isWellFormedApiKey } from '../../secrets/api-key';
 import type { Sql } from '../../storage/sql';
 import { GatewayError, sendError } from '../errors';
+import { traceAuthentication } from '../../tracing/spans';
 import { RecentMap } from './recent-map';
 
 /** Per-route authentication settings, in the route's `config`. */
@@ -156,9 +157,11 @@ export const authPlugin = fp<AuthOptions>(
     app.decorateRequest('caller', null);
     // A callback hook: the usual request (a known key, its key and wallet states fresh and
     // passing) is decided without a promise; anything else goes through `authenticate`.
-    app.addHook('onRequest', (request, reply, done) => {
+    app.addHook('onRequest', (request, reply, hookDone) => {
       const config = (request.routeOptions.config ?? {}) as AuthConfig;
-      if (config.auth !== 'key') return done();
+      if (config.auth !== 'key') return hookDone();
+      // The hook's own `done` unless the request is traced (its span ends with the hook).
+      const done = traceAuthentication(request, hookDone);
       const raw = presentedKey(request, config.headerKeyOnly === true);
       if (raw === undefined || !isWellFormedApiKey(raw)) {
         sendError(request, reply, new GatewayError('invalid_api_key', AUTH_MESSAGES.missing));

@@ -21,6 +21,7 @@ import { ClientStream } from './client-stream';
 import { callEstimate } from './estimate';
 import { streamUsage } from './stream-usage';
 import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type Translation } from './translated';
+import { traceAttempt, traceHold, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
 
 export interface RelayDeps {
   readonly ledger: Ledger;
@@ -102,17 +103,20 @@ export async function relayChat(
   const estimate = callEstimate(model, attempts.map((a) => a.translation?.asked ?? info));
   const pricing = pricingOf(model, deps.registry.config.discounts);
   const holdId = request.id;
+  const amount = holdAmount(pricing, estimate, ctx.submittedAt) + builtinToolsHold(pricing, info.builtinTools);
   // The upstream request may leave once the hold is decided; its commit is awaited before
   // anything reaches the client, before a settlement and before another channel is tried.
-  const hold = deps.ledger.reserveEarly(caller.accountId, {
-    holdId,
-    amount: holdAmount(pricing, estimate, ctx.submittedAt) + builtinToolsHold(pricing, info.builtinTools),
-    keyId: caller.keyId,
-    spendCap: caller.key.settings.spend_cap,
-    purpose: `chat ${model.id}`,
-    ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S,
-    origin: { model: model.id, endpoint: ctx.endpoint, requestId: request.id },
-  });
+  const hold = traceHold(request, { amount, holdId }, () =>
+    deps.ledger.reserveEarly(caller.accountId, {
+      holdId,
+      amount,
+      keyId: caller.keyId,
+      spendCap: caller.key.settings.spend_cap,
+      purpose: `chat ${model.id}`,
+      ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S,
+      origin: { model: model.id, endpoint: ctx.endpoint, requestId: request.id },
+    }),
+  );
   const decided = await hold.decided;
   if (!decided.ok) return refuseHold(decided.error, reject);
 
@@ -205,7 +209,8 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
     ctx.channelId = route.channel.id;
     const routeAdapter = translation?.adapter ?? adapter;
     if (translation) for (const [name, value] of Object.entries(translation.headers)) reply.header(name, value);
-    const outcome = await send(deps, routeAdapter, route, request, info, signal);
+    const traced = traceAttempt(request, route, ctx.attempts);
+    const outcome = await send(deps, routeAdapter, route, request, info, signal, traced);
     // A stream cut while the commit is awaited must not take the frames that came before the cut with it.
     const body = 'response' in outcome ? (info.stream && !commit.known ? readAhead(outcome.response.body) : outcome.response.body) : null;
     await commit.wait().catch((refusal: unknown) => {
@@ -225,6 +230,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
       }
     }
     if (failed) {
+      traced?.failed(failed);
       failure = failed;
       failedAdapter = routeAdapter;
       // 4xx is the caller's problem (or the key's): another channel would say the same.
@@ -244,8 +250,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
       const record = callRecord(ctx, { status, ...usageFields(usage), ...receiptOf(usage, charge), ...note });
       if (invalidUsage) request.log.warn({ holdId, channel: route.channel.id, model: ctx.model, reason: invalidUsage }, 'upstream usage invalid: the call is billed on the estimate');
       call.closed = true;
-      deps.ledger
-        .settle(caller.accountId, holdId, charge.amount, record, true)
+      traceSettlement(request, { holdId, amount: charge.amount, record, attempt: traced }, () => deps.ledger.settle(caller.accountId, holdId, charge.amount, record, true))
         .then((settled) => {
           if (!settled.ok) request.log.error({ holdId, error: settled.error }, 'settlement refused');
         })
@@ -259,7 +264,8 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
   const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
   const { status, code, message } = failureSummary(f, failedAdapter.errorMessage);
   call.closed = true;
-  await deps.ledger.release(caller.accountId, holdId, 'upstream failed', callRecord(ctx, { status: 'error', error_code: code, error_message: message }));
+  const record = callRecord(ctx, { status: 'error', error_code: code, error_message: message });
+  await traceSettlement(request, { holdId, record }, () => deps.ledger.release(caller.accountId, holdId, 'upstream failed', record));
   if (f.kind === 'status') {
     if (f.headers['retry-after']) reply.header('retry-after', f.headers['retry-after']);
     return reply.code(status).type('application/json').send(upstreamErrorBody(adapter.shape, status, message));
@@ -301,6 +307,7 @@ async function send(
   request: FastifyRequest,
   info: ChatRequestInfo,
   call: CallSignal,
+  traced: UpstreamAttempt | null,
 ): Promise<{ response: Dispatcher.ResponseData } | { failure: Failure }> {
   const { path, body } = adapter.upstream(request.body, info, route.upstreamModel);
   const headers: Record<string, string> = { 'content-type': 'application/json', ...adapter.authHeaders(route.channel.api_key) };
@@ -309,6 +316,7 @@ async function send(
     const value = request.headers[from];
     if (value !== undefined) headers[to] = Array.isArray(value) ? value.join(',') : value;
   }
+  traced?.propagate(headers);
   try {
     const target = upstreamTarget(route.channel.base_url, path);
     const response = await (deps.dispatcher ?? upstreamAgent).request({
@@ -321,6 +329,7 @@ async function send(
       headersTimeout: deps.timeoutMs,
       bodyTimeout: deps.timeoutMs,
     });
+    traced?.answered(response.statusCode);
     if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body) };
     return { response };
   } catch (error) {
