@@ -7,6 +7,8 @@ import type { RateLimiter } from '../limits';
 import type { ObjectStore } from '../objects/store';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { ProjectionRunner } from '../projections/runner/runner';
+import type { GatewayMetrics } from '../metrics/metrics';
+import { metricsPlugin } from '../metrics/http';
 import type { Sql } from '../storage/sql';
 import { adminRoutes } from './admin/routes';
 import { UnreadableEventError } from '../events/catalog';
@@ -45,6 +47,8 @@ export interface AppDeps {
   readonly rateLimiter: RateLimiter;
   /** Idempotency-Key claims and remembered answers (migrated by the caller). */
   readonly idempotency: IdempotencyStore;
+  /** The gateway's metrics: every route counted, billable calls metered (src/metrics). */
+  readonly metrics: GatewayMetrics;
   /** Base of links the gateway hands out (signed downloads); default: the request's own origin. */
   readonly publicBaseUrl?: string | undefined;
   readonly version?: string;
@@ -98,6 +102,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // First: the request's span starts before any other hook runs (or refuses).
   await app.register(tracingPlugin, { tracer: deps.tracer ?? null });
+  // Next: its hooks count every route registered after it, refusals of the plugins below included.
+  await app.register(metricsPlugin, { metrics: deps.metrics });
   // Media responses carry the request id on every answer, a refused key's included (so before
   // authentication). A callback hook: no promise per request for what is one header at most.
   app.addHook('onRequest', (request, reply, done) => {
@@ -106,7 +112,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(intakePlugin, { timings });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
-  await app.register(rateLimitPlugin, { limiter: deps.rateLimiter });
+  await app.register(rateLimitPlugin, { limiter: deps.rateLimiter, onRefused: (exceeded) => deps.metrics.rateLimited(exceeded) });
   await app.register(idempotencyPlugin, { store: deps.idempotency });
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
   await app.register(refusedCallsPlugin, { ledger: deps.ledger, now });

@@ -7,6 +7,7 @@ import type { CallRecord } from '../events/catalog';
 import { boundedCall, CALL_TEXT_LIMITS, clipText } from '../projections/call-log/bounds';
 import { tryJson } from '../upstream/json';
 import type { Failure } from '../upstream/upstream-call';
+import { countCall } from '../metrics/http';
 import { GatewayError, upstreamErrorCode, type ErrorCode } from './errors';
 import { AUTH_MESSAGES } from './plugins/auth';
 
@@ -31,7 +32,7 @@ export interface CallFacts {
 export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<CallRecord, 'status'>): CallRecord {
   // Every record built is written: the refused-calls plugin then adds no row of its own.
   facts.request.callRecorded = true;
-  return boundedCall({
+  const record = boundedCall({
     request_id: facts.request.id,
     key_id: facts.request.caller?.keyId ?? null,
     model: facts.model,
@@ -52,6 +53,9 @@ export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<
     result_expires_at: null,
     ...fields,
   });
+  // One record per call: the call's metrics are its record's.
+  countCall(facts.request, facts.startedAt, record);
+  return record;
 }
 
 /** A call refused before it could hold money still gets its call-log row (cost 0). The record is

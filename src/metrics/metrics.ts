@@ -1,34 +1,313 @@
-import { Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { CallRecord } from '../events/catalog';
+import type { OpenHolds } from '../projections/accounts/open-holds';
+import type { ProjectionLag } from '../projections/runner/lag';
+import { processRegistry } from './process';
+import { sampled } from './sampled';
 
-/** What the gateway's metrics are read from, asked at each scrape. */
+/** How one upstream attempt ended: `ok` (an answer began), or why it failed. */
+export type AttemptResult = 'ok' | 'timeout' | 'unreachable' | 'rate_limited' | 'client_error' | 'server_error';
+
+
+
+/** What the gateway's metrics read at each scrape. A gauge whose source is absent is not registered. */
 export interface MetricSources {
   /** Events parked per projection (see src/projections/runner/parked.ts), every projection named. */
-  parkedEvents(): Promise<ReadonlyMap<string, number>>;
+  parkedEvents?(): Promise<ReadonlyMap<string, number>>;
+  projectionLag?(): Promise<ReadonlyMap<string, ProjectionLag>>;
+  openHolds?(): Promise<OpenHolds>;
+}
+
+export interface MetricsOptions {
+  /** The catalogue id a call's model text names (an id or an alias), else undefined: model labels
+   * are catalogue ids only, never a client's free text. */
+  readonly catalogueId?: (model: string) => string | undefined;
+  /** The event store engine (a constant label of the append metrics). */
+  readonly engine?: string;
+  /** Told of a scrape-time read that failed (the gauges keep their last values). */
+  readonly onError?: (error: unknown) => void;
+  /** Scrape-time reads are reused for this long (default 1 s): a flood of scrapes costs the database
+   * at most one round of reads a second. */
+  readonly sampleMs?: number;
+}
+
+/** Seconds: a call may last the spec's 180 s. */
+const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180];
+/** Seconds: the gateway's own share of a call, and an append, are in the sub-millisecond range. */
+const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180];
+/** Commands per append (the command handler batches at most 256). */
+const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/** Label for a model text that names no catalogue model. */
+export const UNKNOWN_MODEL = 'unknown';
+/** Distinct error codes kept as labels; past them, `other` (every code is the gateway's own, so
+ * this is a backstop, not a limit met in practice). */
+const MAX_CODES = 64;
+
+type Observe = (value: number) => void;
+
+/** The histograms of one endpoint and model, bound once. */
+interface CallSeries {
+  readonly duration: Observe;
+  readonly firstByte: Observe;
+  readonly upstream: Observe;
+  readonly overhead: Observe;
+}
+
+/** What a finished call tells the metrics (see CallMeter). */
+export interface CallTimings {
+  /** From the request's arrival to its call record, seconds. */
+  readonly total: number;
+  /** To the first byte of the answer; null when no answer was relayed (a refusal, an error). */
+  readonly firstByte: number | null;
+  /** Time spent waiting on upstreams; null when no upstream was asked. */
+  readonly upstream: number | null;
+  /** The billed amount, nano-USD. */
+  readonly cost: bigint;
+}
+
+/** The counters of one route, per method and status, bound as they are first met. */
+export class RouteSeries {
+  private readonly byStatus = new Map<number, { inc: (value?: number) => void }>();
+  private readonly duration: Observe;
+
+  constructor(
+    private readonly metrics: GatewayMetrics,
+    private readonly method: string,
+    private readonly route: string,
+  ) {
+    this.duration = metrics.httpDuration.labels(method, route).observe;
+  }
+
+  /** A response ended (`status` 499: the client closed the connection before it ended). */
+  responded(status: number, seconds: number): void {
+    let counter = this.byStatus.get(status);
+    if (!counter) {
+      counter = this.metrics.httpRequests.labels(this.method, this.route, String(status));
+      this.byStatus.set(status, counter);
+    }
+    counter.inc();
+    this.duration(seconds);
+  }
+
+  replayed(): void {
+    this.metrics.idempotencyReplays.inc({ route: this.route });
+  }
 }
 
 /**
  * The metrics of one gateway instance, in a registry of its own (never prom-client's global
  * default: a process may hold several gateways, as the tests do). Every metric of the gateway is
- * registered here.
+ * registered here; the rest of the code calls the recorders below (or a CallMeter / RouteSeries
+ * they hand out), never prom-client itself. Node's process metrics are the process's, in one
+ * registry per process (src/metrics/process.ts), appended to every scrape.
+ *
+ * Media jobs (queue depth, failures by family and cause) belong here once the jobs runner exists;
+ * there are no jobs yet, so there is no metric for them.
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
 
-  constructor(sources: MetricSources, onError: (error: unknown) => void = () => {}) {
-    new Gauge({
-      name: 'gateway_projection_parked_events',
-      help: 'Events a projection could not apply and parked (their streams are left as they were before them); see `gateway ledger verify --parked`.',
-      labelNames: ['projection'],
-      registers: [this.registry],
-      async collect() {
-        // A failed read keeps the last values: the scrape still answers, with the other metrics.
+  readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  readonly httpDuration: Histogram<'method' | 'route'>;
+  readonly idempotencyReplays: Counter<'route'>;
+  private readonly calls: Counter<'endpoint' | 'model' | 'outcome' | 'code'>;
+  private readonly callDuration: Histogram<'endpoint' | 'model'>;
+  private readonly callFirstByte: Histogram<'endpoint' | 'model'>;
+  private readonly callUpstream: Histogram<'endpoint' | 'model'>;
+  private readonly callOverhead: Histogram<'endpoint' | 'model'>;
+  private readonly tokens: Counter<'model' | 'kind'>;
+  private readonly cost: Counter<'model'>;
+  private readonly attempts: Counter<'channel' | 'result'>;
+  private readonly failovers: Counter<'channel' | 'cause'>;
+  private readonly rateLimitRefusals: Counter<'limit'>;
+  private readonly appendDuration: Histogram<'engine'>;
+  private readonly appendCommands: Histogram<'engine'>;
+  private readonly appendFailures: Counter<'engine' | 'reason'>;
+
+  private readonly catalogueId: (model: string) => string | undefined;
+  private readonly engine: string;
+  private readonly series = new Map<string, Map<string, CallSeries>>();
+  private readonly codes = new Set<string>();
+  private readonly appendSeconds: Observe;
+  private readonly appendBatch: Observe;
+
+  constructor(sources: MetricSources = {}, options: MetricsOptions = {}) {
+    const registers = [this.registry];
+    const onError = options.onError ?? (() => {});
+    this.catalogueId = options.catalogueId ?? (() => undefined);
+    this.engine = options.engine ?? 'unknown';
+    const sampleMs = options.sampleMs ?? 1000;
+
+    this.httpRequests = new Counter({
+      name: 'gateway_http_requests_total',
+      help: 'HTTP requests by method, route pattern (`unmatched` when no route matched) and status; 499: a billable request whose client closed the connection before the response ended.',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: 'gateway_http_request_duration_seconds',
+      help: 'From the request to the end of its response (or the client closing it), by method and route pattern.',
+      labelNames: ['method', 'route'],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.calls = new Counter({
+      name: 'gateway_calls_total',
+      help: 'Billable calls by endpoint (the call log\'s: the client protocol, or images.*), catalogue model (`unknown`: the request named none), outcome (the call log\'s status) and error code (`none` on success).',
+      labelNames: ['endpoint', 'model', 'outcome', 'code'],
+      registers,
+    });
+    const callHistogram = (name: string, help: string, buckets = CALL_BUCKETS) =>
+      new Histogram({ name, help, labelNames: ['endpoint', 'model'], buckets, registers });
+    this.callDuration = callHistogram('gateway_call_duration_seconds', 'A billable call from its request to its outcome (a stream: to its end), every outcome.');
+    this.callFirstByte = callHistogram(
+      'gateway_call_first_byte_seconds',
+      'From the request to the first byte of the answer (a stream: its first event written to the client), calls that relayed an answer.',
+    );
+    this.callUpstream = callHistogram(
+      'gateway_call_upstream_seconds',
+      'Time a call spent on upstream requests (every attempt; a stream until its end was relayed), calls that reached an upstream.',
+    );
+    this.callOverhead = callHistogram(
+      'gateway_call_overhead_seconds',
+      "The gateway's own share of a call: total minus upstream time, calls that reached an upstream.",
+      FAST_BUCKETS,
+    );
+    this.tokens = new Counter({
+      name: 'gateway_tokens_total',
+      help: 'Tokens billed, by catalogue model and kind (input, output, cached; cached is part of input).',
+      labelNames: ['model', 'kind'],
+      registers,
+    });
+    this.cost = new Counter({
+      name: 'gateway_cost_usd_total',
+      help: 'Amount billed for calls, in USD, by catalogue model (a float: the ledger holds the exact amounts).',
+      labelNames: ['model'],
+      registers,
+    });
+    this.attempts = new Counter({
+      name: 'gateway_upstream_attempts_total',
+      help: 'Upstream requests by channel and result: ok (an answer began), timeout, unreachable, rate_limited (429), client_error (other 4xx), server_error (5xx).',
+      labelNames: ['channel', 'result'],
+      registers,
+    });
+    this.failovers = new Counter({
+      name: 'gateway_upstream_failovers_total',
+      help: 'A failed attempt followed by one on the next channel, by the channel that failed and why.',
+      labelNames: ['channel', 'cause'],
+      registers,
+    });
+    this.rateLimitRefusals = new Counter({
+      name: 'gateway_rate_limit_refusals_total',
+      help: 'Requests refused with 429 by an account\'s own limits, by the limit exceeded: requests (rpm), concurrency, or both.',
+      labelNames: ['limit'],
+      registers,
+    });
+    for (const limit of ['requests', 'concurrency', 'both']) this.rateLimitRefusals.inc({ limit }, 0);
+    this.idempotencyReplays = new Counter({
+      name: 'gateway_idempotency_replays_total',
+      help: 'Answers replayed for a repeated Idempotency-Key (Idempotency-Replayed: true), by route pattern.',
+      labelNames: ['route'],
+      registers,
+    });
+    this.appendDuration = new Histogram({
+      name: 'gateway_event_store_append_seconds',
+      help: 'Event store appends, from the call to its acknowledgement (a commit, durable or not).',
+      labelNames: ['engine'],
+      buckets: FAST_BUCKETS,
+      registers,
+    });
+    this.appendCommands = new Histogram({
+      name: 'gateway_event_store_append_commands',
+      help: 'Commands whose events one append carried: the group-commit batch size.',
+      labelNames: ['engine'],
+      buckets: BATCH_BUCKETS,
+      registers,
+    });
+    this.appendFailures = new Counter({
+      name: 'gateway_event_store_append_failures_total',
+      help: 'Appends that failed: conflict (another writer moved the stream; the command is decided again) or error.',
+      labelNames: ['engine', 'reason'],
+      registers,
+    });
+    for (const reason of ['conflict', 'error']) this.appendFailures.inc({ engine: this.engine, reason }, 0);
+    this.appendSeconds = this.appendDuration.labels(this.engine).observe;
+    this.appendBatch = this.appendCommands.labels(this.engine).observe;
+
+    this.scraped(sources, onError, sampleMs);
+  }
+
+  /** The gauges read at each scrape. */
+  private scraped(sources: MetricSources, onError: (error: unknown) => void, sampleMs: number) {
+    const registers = [this.registry];
+    // A failed read keeps the last values: the scrape still answers, with the other metrics.
+    const each = <T>(read: () => Promise<T>, apply: (value: T) => void) => {
+      const sample = sampled(read, sampleMs);
+      return async () => {
         try {
-          for (const [projection, count] of await sources.parkedEvents()) this.set({ projection }, count);
+          apply(await sample());
         } catch (error) {
           onError(error);
         }
-      },
-    });
+      };
+    };
+    const { parkedEvents, projectionLag, openHolds } = sources;
+    if (parkedEvents) {
+      const collect = each(parkedEvents.bind(sources), (counts) => {
+        for (const [projection, count] of counts) parked.set({ projection }, count);
+      });
+      const parked: Gauge<'projection'> = new Gauge({
+        name: 'gateway_projection_parked_events',
+        help: 'Events a projection could not apply and parked (their streams are left as they were before them); see `gateway ledger verify --parked`.',
+        labelNames: ['projection'],
+        registers,
+        collect,
+      });
+    }
+    if (projectionLag) {
+      const collect = each(projectionLag.bind(sources), (lags) => {
+        for (const [projection, lag] of lags) {
+          events.set({ projection }, lag.events);
+          seconds.set({ projection }, lag.seconds);
+        }
+      });
+      const events: Gauge<'projection'> = new Gauge({
+        name: 'gateway_projection_lag_events',
+        help: 'Events in the log after a projection\'s checkpoint (counted up to 100,000; EventStoreDB: 1,000).',
+        labelNames: ['projection'],
+        registers,
+        collect,
+      });
+      const seconds: Gauge<'projection'> = new Gauge({
+        name: 'gateway_projection_lag_seconds',
+        help: 'Age of the oldest event a projection has not applied; 0 at the head of the log.',
+        labelNames: ['projection'],
+        registers,
+        collect,
+      });
+    }
+    if (openHolds) {
+      const collect = each(openHolds.bind(sources), (holds) => {
+        open.set(holds.open);
+        oldest.set(holds.oldestAgeSeconds);
+        expired.set(holds.expired);
+      });
+      const open = new Gauge({ name: 'gateway_holds_open', help: 'Holds open (the holds read model).', registers, collect });
+      const oldest = new Gauge({
+        name: 'gateway_holds_open_oldest_age_seconds',
+        help: 'Age of the oldest open hold; 0 when none is open. A call holds for at most its time limit plus two minutes.',
+        registers,
+        collect,
+      });
+      const expired = new Gauge({
+        name: 'gateway_holds_open_expired',
+        help: 'Open holds past their deadline, which the hold sweeper releases (every 30 s).',
+        registers,
+        collect,
+      });
+    }
   }
 
   /** The text exposition format. */
@@ -36,7 +315,86 @@ export class GatewayMetrics {
     return this.registry.contentType;
   }
 
-  render(): Promise<string> {
-    return this.registry.metrics();
+  /** This gateway's metrics, then the process's. */
+  async render(): Promise<string> {
+    const [own, process] = await Promise.all([this.registry.metrics(), processRegistry().metrics()]);
+    return own + process;
+  }
+
+  /** The model label of a call's model text. */
+  modelLabel(model: string): string {
+    return this.catalogueId(model) ?? UNKNOWN_MODEL;
+  }
+
+  /** The counters of a route pattern (`unmatched` when none matched). */
+  route(method: string, route: string): RouteSeries {
+    return new RouteSeries(this, method, route);
+  }
+
+  /** A billable call's outcome: once per call, from its call record. */
+  call(record: CallRecord, timings: CallTimings): void {
+    const model = this.modelLabel(record.model);
+    this.calls.inc({ endpoint: record.endpoint, model, outcome: record.status, code: this.codeLabel(record.error_code) });
+    const series = this.seriesOf(record.endpoint, model);
+    series.duration(timings.total);
+    if (timings.firstByte !== null) series.firstByte(timings.firstByte);
+    if (timings.upstream !== null) {
+      series.upstream(timings.upstream);
+      series.overhead(Math.max(0, timings.total - timings.upstream));
+    }
+    if (record.input_tokens > 0) this.tokens.inc({ model, kind: 'input' }, record.input_tokens);
+    if (record.output_tokens > 0) this.tokens.inc({ model, kind: 'output' }, record.output_tokens);
+    if (record.cached_tokens > 0) this.tokens.inc({ model, kind: 'cached' }, record.cached_tokens);
+    if (timings.cost > 0n) this.cost.inc({ model }, Number(timings.cost) / 1e9);
+  }
+
+  upstreamAttempt(channel: string, result: AttemptResult): void {
+    this.attempts.inc({ channel, result });
+  }
+
+  failover(channel: string, cause: AttemptResult): void {
+    this.failovers.inc({ channel, cause });
+  }
+
+  /** A 429 of the account's own limits. */
+  rateLimited(exceeded: readonly string[]): void {
+    this.rateLimitRefusals.inc({ limit: exceeded.length > 1 ? 'both' : (exceeded[0] ?? 'requests') });
+  }
+
+  /** An append acknowledged after `seconds`, carrying the events of `commands` commands. */
+  appended(seconds: number, commands: number): void {
+    this.appendSeconds(seconds);
+    this.appendBatch(commands);
+  }
+
+  appendFailed(conflict: boolean): void {
+    this.appendFailures.inc({ engine: this.engine, reason: conflict ? 'conflict' : 'error' });
+  }
+
+  private seriesOf(endpoint: string, model: string): CallSeries {
+    let byModel = this.series.get(endpoint);
+    if (!byModel) {
+      byModel = new Map();
+      this.series.set(endpoint, byModel);
+    }
+    let series = byModel.get(model);
+    if (!series) {
+      series = {
+        duration: this.callDuration.labels(endpoint, model).observe,
+        firstByte: this.callFirstByte.labels(endpoint, model).observe,
+        upstream: this.callUpstream.labels(endpoint, model).observe,
+        overhead: this.callOverhead.labels(endpoint, model).observe,
+      };
+      byModel.set(model, series);
+    }
+    return series;
+  }
+
+  private codeLabel(code: string | null): string {
+    if (code === null) return 'none';
+    if (this.codes.has(code)) return code;
+    if (this.codes.size >= MAX_CODES) return 'other';
+    this.codes.add(code);
+    return code;
   }
 }

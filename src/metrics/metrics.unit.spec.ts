@@ -5,7 +5,7 @@ import { metricsRoute, metricsTokenOf } from './route';
 
 async function app(counts: () => Promise<ReadonlyMap<string, number>>, token?: string) {
   const errors: unknown[] = [];
-  const metrics = new GatewayMetrics({ parkedEvents: counts }, (error) => errors.push(error));
+  const metrics = new GatewayMetrics({ parkedEvents: counts }, { onError: (error) => errors.push(error), sampleMs: 0 });
   const server = Fastify();
   await server.register(metricsRoute({ metrics, token }));
   return { server, errors };

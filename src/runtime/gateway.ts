@@ -17,7 +17,9 @@ import { buildApp, type AppDeps } from '../http/app';
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from '../limits';
 import { objectStoreFromEnv } from '../objects/store';
 import { allProjections } from '../projections';
+import { openHolds } from '../projections/accounts/open-holds';
 import { KnowledgeQueries } from '../projections/knowledge/queries';
+import { meteredStore } from '../metrics/event-store';
 import { GatewayMetrics } from '../metrics/metrics';
 import { metricsRoute, metricsTokenOf } from '../metrics/route';
 import { ProjectionRunner, type Parking } from '../projections/runner/runner';
@@ -206,16 +208,25 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     : null;
   const registry = new ModelRegistry(config);
   const storage = await openStorage(settings, overrides.sql);
+  const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
+  // Made first: the store's appends are timed, and the app counts every route. Its scrape-time
+  // reads are of parts made below (they run once the gateway serves).
+  let reportMetricsError: (error: unknown) => void = () => {};
+  const metrics = new GatewayMetrics(
+    { parkedEvents: () => runner.parkedCounts(), projectionLag: () => runner.lag(), openHolds: () => openHolds(storage.sql, clock()) },
+    { catalogueId: (model) => registry.resolve(model)?.id, engine: storage.store.engine, onError: (error) => reportMetricsError(error) },
+  );
+  const store = meteredStore(storage.store, metrics);
   const secret = persistentSecret(settings.dataDir, 'key-encryption-secret', settings.keyEncryptionSecret, () => randomBytes(32).toString('hex'));
   const vault = new KeyVault(storage.sql, new KeyCipher(secret.value));
-  const ledger = new Ledger(storage.store, vault, { callCommit: settings.callCommit, ...(overrides.now ? { now: overrides.now } : {}) });
-  const knowledge = new KnowledgeService(storage.store, ledger, overrides.now);
+  const ledger = new Ledger(store, vault, { callCommit: settings.callCommit, ...(overrides.now ? { now: overrides.now } : {}) });
+  const knowledge = new KnowledgeService(store, ledger, overrides.now);
   // Download links are signed with a key derived from the key-encryption secret, never the secret itself.
   const linkSecret = createHmac('sha256', secret.value).update('object-download-links').digest('hex');
   const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
   // Told of parked events once the app (and its logger) exists.
   let reportParked: (projection: string, parked: readonly Parking[]) => void = () => {};
-  const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, {
+  const runner = new ProjectionRunner(storage.sql, store, allProjections, {
     pendingAppends: () => ledger.idle(),
     onParked: (projection, parked) => reportParked(projection, parked),
   });
@@ -250,8 +261,9 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ledger,
     runner,
     sql: storage.sql,
-    store: storage.store,
+    store,
     registry,
+    metrics,
     adminToken,
     knowledge,
     knowledgeQueries: new KnowledgeQueries(storage.sql),
@@ -276,10 +288,9 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         'projection parked an event it cannot apply; the rest of its stream is parked too (gateway ledger verify --parked)',
       );
   };
-  const metrics = new GatewayMetrics({ parkedEvents: () => runner.parkedCounts() }, (error) => app.log.warn({ err: error }, 'metrics: a value could not be read'));
+  reportMetricsError = (error) => app.log.warn({ err: error }, 'metrics: a value could not be read');
   await app.register(metricsRoute({ metrics, token: metricsTokenOf(settings.env) }));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
-  const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
   return {

@@ -24,6 +24,9 @@ export function checkedStore(store: EventStore): EventStore {
     readAll: (options) => store.readAll(options),
     headPosition: () => store.headPosition(),
     follow: (options) => store.follow(options),
+    // The command handler's caches listen here: a wrapper without it would leave them folded from
+    // events a database crash lost.
+    ...(store.onReset ? { onReset: (listener: () => void) => store.onReset!(listener) } : {}),
     close: () => store.close(),
   };
 }

@@ -55,4 +55,16 @@ describe('checkedStore', () => {
     }
     expect(appended).toEqual([]);
   });
+
+  it("tells the caches above it of the engine's resets (the command handler drops its folded states on them)", () => {
+    const { store } = engine();
+    const listeners: Array<() => void> = [];
+    const resettable: EventStore = { ...store, onReset: (listener) => (listeners.push(listener), () => {}) };
+    let told = 0;
+    checkedStore(resettable).onReset?.(() => told++);
+    listeners.forEach((listener) => listener());
+    expect(told).toBe(1);
+    // An engine that never loses an acknowledged append has no onReset, and neither has its checked store.
+    expect(checkedStore(store).onReset).toBeUndefined();
+  });
 });

@@ -276,11 +276,14 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
       if (answer.clientGone) break;
       facts.attempts += 1;
       facts.channelId = route.channel.id;
+      request.callMeter?.attempt();
       const traced = traceAttempt(request, route, facts.attempts);
       const attempt = await send(deps, timings, route, image, call, traced);
+      request.callMeter?.answered(route.channel.id, attempt.failure ?? null);
       if (attempt.response) {
         const result = imagesResult(tryJson(attempt.response.text));
         const billed = min(BigInt(result.count), BigInt(units));
+        request.callMeter?.charge(unitPrice * billed);
         const expiresAt = result.expiresAt ?? (result.urls.length > 0 ? (result.created ?? deps.now()) + HOSTED_TTL_S : null);
         const record = callRecord(facts, {
           status: 'success',

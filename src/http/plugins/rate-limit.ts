@@ -54,6 +54,8 @@ function refusal(admission: Extract<Admission, { admitted: false }>): GatewayErr
 
 export interface RateLimitOptions {
   readonly limiter: RateLimiter;
+  /** Told of each 429 of the account's own limits, with the dimensions exceeded (metrics). */
+  readonly onRefused?: (exceeded: Extract<Admission, { admitted: false }>['exceeded']) => void;
 }
 
 /**
@@ -61,7 +63,7 @@ export interface RateLimitOptions {
  * route (registered after auth: a request that fails authentication is not counted).
  */
 export const rateLimitPlugin = fp<RateLimitOptions>(
-  async (app: FastifyInstance, { limiter }) => {
+  async (app: FastifyInstance, { limiter, onRefused }) => {
     // Requests admitted under a limit: their non-2xx answers lose the x-ratelimit-* headers,
     // so an upstream 429 passed through is not mistaken for the account's own limit.
     const admitted = new WeakSet<FastifyRequest>();
@@ -78,7 +80,10 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
         if (!(error instanceof LimiterUnavailableError)) request.log.error({ err: error }, 'rate limiter unavailable; request let through unlimited');
         return;
       }
-      if (!admission.admitted) return sendError(request, reply, refusal(admission));
+      if (!admission.admitted) {
+        onRefused?.(admission.exceeded);
+        return sendError(request, reply, refusal(admission));
+      }
 
       admitted.add(request);
       // Set before the handler: streaming replies are hijacked and write these in writeHead.

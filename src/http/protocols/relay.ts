@@ -209,6 +209,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
     ctx.channelId = route.channel.id;
     const routeAdapter = translation?.adapter ?? adapter;
     if (translation) for (const [name, value] of Object.entries(translation.headers)) reply.header(name, value);
+    request.callMeter?.attempt();
     const traced = traceAttempt(request, route, ctx.attempts);
     const outcome = await send(deps, routeAdapter, route, request, info, signal, traced);
     // A stream cut while the commit is awaited must not take the frames that came before the cut with it.
@@ -229,6 +230,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
         failed = brokenBody(error, signal);
       }
     }
+    request.callMeter?.answered(route.channel.id, failed);
     if (failed) {
       traced?.failed(failed);
       failure = failed;
@@ -246,6 +248,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
     const settle: Settle = (usage, status, error, invalidUsage) => {
       // Priced first: a usage that cannot be priced leaves the call open for relayChat's release.
       const charge = chargeOf(pricing, usage, ctx.submittedAt);
+      request.callMeter?.charge(charge.amount);
       const note = invalidUsage ? usageInvalidNote(invalidUsage, error) : error ? { error_code: error.code, error_message: error.message } : {};
       const record = callRecord(ctx, { status, ...usageFields(usage), ...receiptOf(usage, charge), ...note });
       if (invalidUsage) request.log.warn({ holdId, channel: route.channel.id, model: ctx.model, reason: invalidUsage }, 'upstream usage invalid: the call is billed on the estimate');
@@ -396,7 +399,11 @@ async function relayStream(
   let strayForwarded = false;
   let oversized = false;
   const element = (data: string) => `${elements++ === 0 ? '[' : ',\r\n'}${data}`;
-  const write = (event: StreamEvent) => client.write(framing === 'sse' ? sse(event) : element(event.data));
+  const meter = request.callMeter;
+  const write = (event: StreamEvent) => {
+    meter?.firstByte();
+    client.write(framing === 'sse' ? sse(event) : element(event.data));
+  };
   const flushStray = () => {
     if (stray === '') return;
     const text = stray;
@@ -449,6 +456,7 @@ async function relayStream(
     broken = client.gone ? null : call.expired ? 'upstream_timeout' : 'upstream_error';
     void error;
   }
+  meter?.streamEnded();
   // The client protocol's terminator, written only when the channel's stream finished.
   if (bridge && !client.gone && broken === null) {
     try {

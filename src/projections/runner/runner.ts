@@ -4,6 +4,7 @@ import type { Sql, SqlQuery } from '../../storage/sql';
 import { IN_SLICES, WHOLE, type BatchWrites, type ProjectedEvent, type Projection } from '../projection';
 import { PARKED_SCHEMA, afterParked, deterministic, parkedCounts, parkedEvents, recordParked, type ParkedEvent, type Parking } from './parked';
 import { checkRevisions } from './revisions';
+import { projectionLag, type ProjectionLag } from './lag';
 
 export const RUNNER_SCHEMA = `
 CREATE TABLE IF NOT EXISTS projection_checkpoints (
@@ -282,6 +283,11 @@ export class ProjectionRunner {
   /** Parked events per projection, every projection named (0 when it has none). */
   parkedCounts(): Promise<Map<string, number>> {
     return parkedCounts(this.sql, this.projections.map((p) => p.name));
+  }
+
+  /** How far each projection is behind the log, from the checkpoints (src/projections/runner/lag.ts). */
+  lag(): Promise<Map<string, ProjectionLag>> {
+    return projectionLag(this.sql, this.store, this.projections.map((p) => p.name));
   }
 
   /** Every parked event, in log order. */
