@@ -57,6 +57,9 @@ describe('an event in the log that cannot be decoded', () => {
       expect(reserved.ok).toBe(true);
     }
     await t.gateway.runner.catchUpToHead();
+    const requestsBefore = sim.requests.length;
+    // Planted while no gateway runs, so the restarted one parks (and logs) all of them.
+    await t.close();
     // The settlement of the issue (usage.prompt_tokens 1e20 in its call record), and an event of a type no one knows.
     const call = {
       request_id: 'req_bad', key_id: bad.keyId, model: 'chat-model', endpoint: '/v1/chat/completions', status: 'success',
@@ -65,9 +68,6 @@ describe('an event in the log that cannot be decoded', () => {
     };
     await plant(bad.accountId, 'HoldSettled', `{"hold_id":"h-bad","hold_amount":"100000000","captured":"5","released":"99999995","at":1700000001,"call":${JSON.stringify(call).replace('100000000000000000000', '1e20')}}`);
     await plant(legacy.accountId, 'WalletMigrated', '{"from":"v0"}');
-    const requestsBefore = sim.requests.length;
-
-    await t.close();
     await start();
     await t.gateway.runner.catchUpToHead();
 
