@@ -27,6 +27,8 @@ import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { clientErrorOf, INTAKE_TIMINGS, intakePlugin, notFound, sendByPath, serverOptions, type IntakeTimings } from './intake/plugin';
 import { redactUrl } from './intake/redact';
+import type { Drain } from '../lifecycle/drain';
+import { drainPlugin } from '../lifecycle/http';
 
 export { redactUrl };
 
@@ -55,6 +57,8 @@ export interface AppDeps {
   readonly intakeTimings?: Partial<IntakeTimings>;
   readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   readonly now?: () => number;
+  /** The gateway's shutdown: requests refused while it drains, calls it may end (src/lifecycle). */
+  readonly drain?: Drain;
 }
 
 export const requestSerializers = {
@@ -75,6 +79,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 600 },
     genReqId: () => `req_${crypto.randomUUID().replaceAll('-', '')}`,
     requestIdHeader: false,
+    // While closing, the drain plugin refuses requests in their endpoint's shape (fastify's own 503 has none).
+    return503OnClosing: deps.drain === undefined,
     // A URL the router cannot take (a malformed percent-encoding) has no route: answered in the
     // shape of the API its path belongs to, without echoing it.
     frameworkErrors: (error, request, reply) => sendByPath(request, reply, clientErrorOf(error, request) ?? new GatewayError('invalid_request', 'invalid request')),
@@ -92,6 +98,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return sendError(request, reply, new GatewayError('internal_error', 'internal error; the request id is ' + request.id));
   });
   app.setNotFoundHandler((request, reply) => sendError(request, reply, notFound(request)));
+  // First: a request refused because the gateway drains goes through no other hook.
+  if (deps.drain) await app.register(drainPlugin, { drain: deps.drain });
 
   // Media responses carry the request id on every answer, a refused key's included (so before
   // authentication). A callback hook: no promise per request for what is one header at most.
