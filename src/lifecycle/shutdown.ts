@@ -55,7 +55,7 @@ export async function closeHttp(app: FastifyInstance, drain: Drain, options: Htt
   try {
     if (!(await within(finished, options.graceMs, options.hurry))) {
       ended = drain.endCalls();
-      log.warn({ ended }, 'shutdown grace over: the calls still in flight are ended (streams get their error frame, holds are settled on what was delivered)');
+      if (ended > 0) log.warn({ ended }, 'shutdown grace over: the calls still in flight are ended (streams get their error frame, holds are settled on what was delivered)');
       if (!(await within(finished, options.endWaitMs ?? END_WAIT_MS))) {
         log.warn({ inFlight: drain.inFlight }, 'shutdown: connections still open after the calls were ended are cut');
         app.server.closeAllConnections?.();
