@@ -88,13 +88,34 @@ async function serve(settings: Settings) {
       '',
     ].join('\n'),
   );
-  const shutdown = async () => {
-    await gateway.close();
-    await simulator.close();
-    process.exit(0);
+  // SIGTERM or SIGINT: a graceful shutdown (Gateway.close), then exit 0. A second signal ends the
+  // grace at once (the calls in flight are ended and settled); a third exits without waiting.
+  let signals = 0;
+  const shutdown = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals >= 3) {
+      logger.warn({ signal }, 'third signal: exiting without finishing the shutdown');
+      process.exit(1);
+    }
+    if (signals === 2) {
+      logger.warn({ signal }, 'second signal: the calls in flight are ended now');
+      void gateway.close();
+      return;
+    }
+    logger.info({ signal }, 'signal received: shutting down');
+    gateway
+      .close()
+      .then(() => simulator.close())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
 }
 
 async function withRunner<T>(settings: Settings, fn: (runner: ProjectionRunner, storage: Awaited<ReturnType<typeof openStorage>>) => Promise<T>) {

@@ -30,6 +30,8 @@ import { imageRoutes, type ImageTimings } from './media/images';
 import { clientErrorOf, INTAKE_TIMINGS, intakePlugin, notFound, sendByPath, serverOptions, type IntakeTimings } from './intake/plugin';
 import { redactUrl } from './intake/redact';
 import { tracingPlugin, type RequestTracer } from '../tracing/request';
+import type { Drain } from '../lifecycle/drain';
+import { drainPlugin } from '../lifecycle/http';
 
 export { redactUrl };
 
@@ -62,6 +64,8 @@ export interface AppDeps {
   readonly now?: () => number;
   /** OpenTelemetry tracing (OTEL_EXPORTER_OTLP_ENDPOINT); absent or null: off. */
   readonly tracer?: RequestTracer | null;
+  /** The gateway's shutdown: requests refused while it drains, calls it may end (src/lifecycle). */
+  readonly drain?: Drain;
 }
 
 export const requestSerializers = {
@@ -82,6 +86,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 600 },
     genReqId: () => `req_${crypto.randomUUID().replaceAll('-', '')}`,
     requestIdHeader: false,
+    // While closing, the drain plugin refuses requests in their endpoint's shape (fastify's own 503 has none).
+    return503OnClosing: deps.drain === undefined,
     // A URL the router cannot take (a malformed percent-encoding) has no route: answered in the
     // shape of the API its path belongs to, without echoing it.
     frameworkErrors: (error, request, reply) => sendByPath(request, reply, clientErrorOf(error, request) ?? new GatewayError('invalid_request', 'invalid request')),
@@ -99,6 +105,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return sendError(request, reply, new GatewayError('internal_error', 'internal error; the request id is ' + request.id));
   });
   app.setNotFoundHandler((request, reply) => sendError(request, reply, notFound(request)));
+  // First: a request refused because the gateway drains goes through no other hook.
+  if (deps.drain) await app.register(drainPlugin, { drain: deps.drain });
 
   // First: the request's span starts before any other hook runs (or refuses).
   await app.register(tracingPlugin, { tracer: deps.tracer ?? null });

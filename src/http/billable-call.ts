@@ -85,10 +85,12 @@ export function refuseHold(error: DomainError, reject: (code: ErrorCode, message
 }
 
 /** What the client is told when every channel failed before an answer: an upstream status keeps
- * its status and message (Errors rule 5), a time-out is 504, a failed connection 502 (rule 6). */
+ * its status and message (Errors rule 5), a time-out is 504, a failed connection 502 (rule 6), a
+ * call the gateway ended at its shutdown 503. */
 export function failureSummary(failure: Failure, errorMessage: (body: unknown) => string | null): { status: number; code: string; message: string } {
   if (failure.kind === 'timeout') return { status: 504, code: 'upstream_timeout', message: failure.message };
   if (failure.kind === 'unreachable') return { status: 502, code: 'upstream_unreachable', message: failure.message };
+  if (failure.kind === 'shutdown') return { status: 503, code: 'gateway_shutting_down', message: failure.message };
   const message = errorMessage(tryJson(failure.body)) ?? (failure.body.slice(0, 2000) || `upstream answered ${failure.status}`);
   return { status: failure.status, code: upstreamErrorCode(failure.status), message };
 }

@@ -43,6 +43,10 @@ export const ERROR_CODES = {
   no_channel_available: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
   // Not in the spec's table (docs/operations.md): this account's ledger holds an event the gateway cannot read.
   account_unavailable: { status: 503, chat: 'server_error', messages: 'api_error', generate: 'UNAVAILABLE' },
+  // Not in the spec's table (docs/operations.md): the gateway is shutting down (a new request on a
+  // kept-alive connection, or a call that outlasted SHUTDOWN_GRACE_S); retried elsewhere. The messages
+  // type is the one its SDK retries.
+  gateway_shutting_down: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
   upstream_timeout: { status: 504, chat: 'api_error', messages: 'api_error', generate: 'DEADLINE_EXCEEDED' },
 } as const satisfies Record<string, CodeInfo>;
 

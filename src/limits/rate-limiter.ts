@@ -31,6 +31,9 @@ export interface RateLimiter {
   renew(accountId: string, leaseId: string): Promise<boolean>;
   /** Frees a concurrency slot; releasing twice (or an expired lease) is harmless. */
   release(accountId: string, leaseId: string): Promise<void>;
+  /** A shared limiter's round trip to its store (Redis), for readiness: throws while it cannot
+   * be reached. Absent on a limiter that needs nothing outside the process. */
+  ping?(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -187,6 +187,10 @@ export class RedisRateLimiter implements RateLimiter {
     await this.call(() => this.redis.zrem(this.leasesKey(accountId), leaseId));
   }
 
+  async ping(): Promise<void> {
+    await this.call(() => this.redis.ping());
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     await this.redis.quit().catch(() => this.redis.disconnect());

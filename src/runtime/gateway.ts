@@ -28,6 +28,11 @@ import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
 import { acquireDataDirLock } from '../storage/data-dir-lock';
 import { openPglite, postgresSql, type Sql } from '../storage/sql';
 import { tracingSettingsOf } from '../tracing/settings';
+import { gatewayChecks } from '../lifecycle/checks';
+import { Drain } from '../lifecycle/drain';
+import { readyzRoute } from '../lifecycle/http';
+import { Readiness, type ReadinessOptions } from '../lifecycle/readiness';
+import { closeHttp, flushLedger } from '../lifecycle/shutdown';
 
 export interface Settings {
   readonly port: number;
@@ -43,6 +48,11 @@ export interface Settings {
   readonly publicBaseUrl: string | undefined;
   /** How call metering commits (LEDGER_CALL_COMMIT): see CallCommit. */
   readonly callCommit: CallCommit;
+  /** SHUTDOWN_GRACE_S: how long calls in flight may go on after SIGTERM/SIGINT (default 30). */
+  readonly shutdownGraceS: number;
+  /** READY_MAX_PROJECTION_LAG_S: the most a projection may be behind the log for `/readyz` to
+   * answer 200 (default 60); null (`off`): not checked. */
+  readonly readyMaxProjectionLagS: number | null;
   /** The environment the settings came from (object store settings are read from it). */
   readonly env: NodeJS.ProcessEnv;
 }
@@ -84,6 +94,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     logLevel: logLevelOf(blank(env.LOG_LEVEL)),
     publicBaseUrl: blank(env.PUBLIC_BASE_URL),
     callCommit: callCommitOf(blank(env.LEDGER_CALL_COMMIT)),
+    shutdownGraceS: secondsOf('SHUTDOWN_GRACE_S', blank(env.SHUTDOWN_GRACE_S), 30),
+    readyMaxProjectionLagS: projectionLagOf(blank(env.READY_MAX_PROJECTION_LAG_S)),
     env,
   };
 }
@@ -92,6 +104,21 @@ function callCommitOf(value: string | undefined): CallCommit {
   if (value === undefined) return 'async';
   if (value === 'sync' || value === 'async') return value;
   throw new SettingError(`LEDGER_CALL_COMMIT must be "sync" or "async", not "${value}"`);
+}
+
+/** A duration in seconds (decimals allowed), 0 or more. */
+function secondsOf(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+  if (!Number.isFinite(seconds)) throw new SettingError(`${name} must be a number of seconds (0 or more), not "${value}"`);
+  return seconds;
+}
+
+function projectionLagOf(value: string | undefined): number | null {
+  if (value?.toLowerCase() === 'off') return null;
+  if (value !== undefined && !/^\d+(\.\d+)?$/.test(value))
+    throw new SettingError(`READY_MAX_PROJECTION_LAG_S must be a number of seconds or "off", not "${value}"`);
+  return secondsOf('READY_MAX_PROJECTION_LAG_S', value, 60);
 }
 
 /** A secret from the environment, else the one generated into DATA_DIR on first start. */
@@ -165,6 +192,14 @@ export interface Gateway {
   readonly adminToken: string;
   /** This instance's metrics registry (`GET /metrics`). */
   readonly metrics: GatewayMetrics;
+  /** What `GET /readyz` answers. */
+  readonly readiness: Readiness;
+  /**
+   * A graceful shutdown: no new requests (`/readyz` 503 at once), the calls in flight get
+   * SHUTDOWN_GRACE_S to finish, then the rest are ended in their protocol's way and settled; the
+   * ledger's queued commands are appended and the projections catch up; storage closes. Called
+   * again while it runs, it ends the grace at once (a second signal).
+   */
   close(): Promise<void>;
 }
 
@@ -183,6 +218,8 @@ export interface GatewayOverrides {
   readonly intakeTimings?: AppDeps['intakeTimings'];
   /** Largest 2xx answer kept for an Idempotency-Key replay (default 4 MiB). */
   readonly idempotencyMaxStoredBytes?: number;
+  /** `/readyz`'s check time limit and verdict cache (tests shorten them). */
+  readonly readiness?: Pick<ReadinessOptions, 'timeoutMs' | 'cacheMs'>;
 }
 
 const VERSION = '0.1.0';
@@ -255,7 +292,9 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         },
       );
   const rateLimiter = overrides.rateLimiter ?? ownLimiter!;
+  const drain = new Drain();
   const app = await buildApp({
+    drain,
     rateLimiter,
     idempotency,
     ledger,
@@ -290,9 +329,29 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   };
   reportMetricsError = (error) => app.log.warn({ err: error }, 'metrics: a value could not be read');
   await app.register(metricsRoute({ metrics, token: metricsTokenOf(settings.env) }));
+  const readiness = new Readiness(
+    gatewayChecks({
+      store: storage.store,
+      sql: storage.sql,
+      limiter: rateLimiter,
+      projections: runner.projections.map((p) => p.name),
+      maxProjectionLagS: settings.readyMaxProjectionLagS,
+    }),
+    {
+      ...overrides.readiness,
+      draining: () => drain.draining,
+      onChange: (part, error) =>
+        error === null ? app.log.info({ part }, 'readiness: the part answers again') : app.log.warn({ part, err: error }, 'readiness: a part is failing; /readyz answers 503'),
+    },
+  );
+  await app.register(readyzRoute(readiness));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
+  // The shutdown under way, and what ends its grace early (close() called again: a second signal).
+  let closing: Promise<void> | null = null;
+  let hurry = () => {};
+  const hurried = new Promise<void>((resolve) => (hurry = resolve));
   return {
     app,
     ledger,
@@ -302,15 +361,24 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     knowledge,
     adminToken,
     metrics,
-    async close() {
-      stopSweeper();
-      stopIdempotencyPurge();
-      await app.close();
-      await ownLimiter?.close();
-      await runner.stop();
-      await storage.close();
-      // Last: what was buffered goes out, the settlements that ended during the close included.
-      await tracer?.close();
+    readiness,
+    close() {
+      if (closing) {
+        hurry();
+        return closing;
+      }
+      closing = (async () => {
+        stopSweeper();
+        stopIdempotencyPurge();
+        await closeHttp(app, drain, { graceMs: settings.shutdownGraceS * 1000, hurry: hurried, log: app.log });
+        await flushLedger(ledger, runner, app.log);
+        await ownLimiter?.close();
+        await storage.close();
+        app.log.info('shutdown complete');
+        // Last: what was buffered goes out, the settlements that ended during the close included.
+        await tracer?.close();
+      })();
+      return closing;
     },
   };
 }

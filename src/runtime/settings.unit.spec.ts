@@ -17,4 +17,13 @@ describe('settingsFromEnv', () => {
       expect(() => settingsFromEnv({ PORT: port })).toThrow(new SettingError(`PORT must be a port number from 1 to 65535, not "${port}"`));
     expect(() => settingsFromEnv({ LOG_LEVEL: 'verbose' })).toThrow(/LOG_LEVEL must be one of/);
   });
+
+  it('reads SHUTDOWN_GRACE_S (default 30) and READY_MAX_PROJECTION_LAG_S (default 60, or off), refusing anything else', () => {
+    expect(settingsFromEnv({})).toMatchObject({ shutdownGraceS: 30, readyMaxProjectionLagS: 60 });
+    expect(settingsFromEnv({ SHUTDOWN_GRACE_S: '2.5', READY_MAX_PROJECTION_LAG_S: '0' })).toMatchObject({ shutdownGraceS: 2.5, readyMaxProjectionLagS: 0 });
+    expect(settingsFromEnv({ SHUTDOWN_GRACE_S: '', READY_MAX_PROJECTION_LAG_S: 'OFF' })).toMatchObject({ shutdownGraceS: 30, readyMaxProjectionLagS: null });
+    for (const value of ['-1', 'soon', '1e3', '30s'])
+      expect(() => settingsFromEnv({ SHUTDOWN_GRACE_S: value })).toThrow(new SettingError(`SHUTDOWN_GRACE_S must be a number of seconds (0 or more), not "${value}"`));
+    expect(() => settingsFromEnv({ READY_MAX_PROJECTION_LAG_S: 'never' })).toThrow(/READY_MAX_PROJECTION_LAG_S must be a number of seconds or "off"/);
+  });
 });

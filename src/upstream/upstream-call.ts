@@ -26,21 +26,25 @@ export function upstreamTarget(baseUrl: string, path: string): { origin: string;
 export type Failure =
   | { kind: 'status'; status: number; body: string; headers: Record<string, string> }
   | { kind: 'unreachable'; message: string }
-  | { kind: 'timeout'; message: string };
+  | { kind: 'timeout'; message: string }
+  /** The gateway ended the call: it is shutting down and the call outlasted SHUTDOWN_GRACE_S. */
+  | { kind: 'shutdown'; message: string };
 
 const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'ERR_TLS_CERT_ALTNAME_INVALID']);
 
 /**
- * The whole-request budget and the client's disconnect, as one signal for undici. One
- * timer per call, cleared when the call ends. undici takes an EventEmitter with `aborted`
- * and `reason` as a request's signal: far cheaper per call than an AbortController (an
- * EventTarget). A signal with a parent (an image call's single hop within its ladder)
+ * The whole-request budget, the client's disconnect and the gateway's shutdown, as one
+ * signal for undici. One timer per call, cleared when the call ends. undici takes an
+ * EventEmitter with `aborted` and `reason` as a request's signal: far cheaper per call than
+ * an AbortController (an EventTarget). A signal with a parent (an image call's single hop within its ladder)
  * also aborts when the parent does.
  */
 export class CallSignal extends EventEmitter {
   aborted = false;
   reason: unknown = undefined;
   expired = false;
+  /** Ended by the gateway's shutdown (src/lifecycle), not by the call's budget or its client. */
+  shuttingDown = false;
   private readonly timer: NodeJS.Timeout;
   private readonly detach: (() => void) | null = null;
 
@@ -71,14 +75,24 @@ export class CallSignal extends EventEmitter {
     this.emit('abort');
   }
 
+  /** The gateway is shutting down and the call outlasted its grace: it ends now, in its protocol's way. */
+  endForShutdown() {
+    if (this.aborted) return;
+    this.shuttingDown = true;
+    this.abort(new DOMException('the gateway is shutting down', 'AbortError'));
+  }
+
   clear() {
     clearTimeout(this.timer);
     this.detach?.();
   }
 }
 
+export const SHUTDOWN_MESSAGE = 'the gateway is shutting down; retry the request';
+
 /** A thrown request error as a failure: time-outs (ours or undici's) apart from connection failures. */
 export function classify(error: unknown, deadline: CallSignal): Failure {
+  if (deadline.shuttingDown) return { kind: 'shutdown', message: SHUTDOWN_MESSAGE };
   const e = error as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   if (deadline.expired || e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT')
     return { kind: 'timeout', message: 'the upstream did not answer in time' };

@@ -133,6 +133,17 @@ export class ChildGateway {
     return signal;
   }
 
+  /** Sends `signal` to the running server; resolves with how it exited (its code, or the signal that ended it). */
+  async terminate(signal: NodeJS.Signals = 'SIGTERM'): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    const server = this.server;
+    if (!server) throw new Error('the server is not running');
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => server.once('exit', (code, sig) => resolve({ code, signal: sig })));
+    server.kill(signal);
+    const outcome = await exited;
+    this.server = null;
+    return outcome;
+  }
+
   async stop(): Promise<void> {
     if (!this.server) return;
     if (!this.alive) {

@@ -34,6 +34,12 @@ export interface TestGatewayOptions {
   readonly idempotencyMaxStoredBytes?: number;
   /** The gateway's environment (settings read from it: OTEL_*, METRICS_TOKEN, ...); default empty. */
   readonly env?: NodeJS.ProcessEnv;
+  /** SHUTDOWN_GRACE_S of `gateway.close()` (default 30). */
+  readonly shutdownGraceS?: number;
+  /** READY_MAX_PROJECTION_LAG_S (default 60; null: not checked). */
+  readonly readyMaxProjectionLagS?: number | null;
+  /** `/readyz`'s check time limit and verdict cache. */
+  readonly readiness?: GatewayOverrides['readiness'];
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -54,6 +60,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     keyEncryptionSecret: 'ab'.repeat(32),
     eventStoreUrl: undefined,
     databaseUrl: undefined,
+    ...(options.shutdownGraceS !== undefined ? { shutdownGraceS: options.shutdownGraceS } : {}),
+    ...(options.readyMaxProjectionLagS !== undefined ? { readyMaxProjectionLagS: options.readyMaxProjectionLagS } : {}),
   };
   const gateway = await createGateway(settings, {
     sql: db.sql,
@@ -65,6 +73,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.imageTimings ? { imageTimings: options.imageTimings } : {}),
     ...(options.intakeTimings ? { intakeTimings: options.intakeTimings } : {}),
     ...(options.idempotencyMaxStoredBytes ? { idempotencyMaxStoredBytes: options.idempotencyMaxStoredBytes } : {}),
+    ...(options.readiness ? { readiness: options.readiness } : {}),
   });
 
   const admin: TestGateway['admin'] = (method, path, body) =>

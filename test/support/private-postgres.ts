@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -107,6 +107,34 @@ export class PrivatePostgres {
     this.dataDir = this.standbyDir;
     this.standbyDir = null;
     await this.start();
+  }
+
+  /** The server's processes: the postmaster and its children (one per connection, and its workers). */
+  private processes(): number[] {
+    const postmaster = Number(readFileSync(join(this.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const children = readdirSync('/proc')
+      .filter((entry) => /^\d+$/.test(entry))
+      .filter((pid) => {
+        try {
+          const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+          // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+          return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+    return [postmaster, ...children];
+  }
+
+  /** A hung server: every process of it is paused, its connections stay open and nothing answers. */
+  freeze(): void {
+    for (const pid of this.processes()) process.kill(pid, 'SIGSTOP');
+  }
+
+  /** Undoes `freeze`. */
+  thaw(): void {
+    for (const pid of this.processes()) process.kill(pid, 'SIGCONT');
   }
 
   async destroy(): Promise<void> {

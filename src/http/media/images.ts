@@ -21,6 +21,7 @@ import type { Route, Router } from '../../upstream/routing';
 import { BodyTooLargeError, IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { tryJson } from '../../upstream/json';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
+import { trackCall } from '../../lifecycle/http';
 import { spendCapRefusal } from '../../commands/wallet/decider';
 import type { IdempotentRefusal } from '../../commands/ledger';
 import { faultPoint } from '../../runtime/fault';
@@ -266,6 +267,8 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
   }
 
   const call = new CallSignal(timings.ladderMs);
+  // Known to the shutdown, which ends it if it outlasts the grace.
+  const untrack = trackCall(request, call);
   const answer = new KeptAlive(request, reply, timings);
   // Set once the hold's settlement or release has been written: any failure before that (a
   // body or an answer the gateway cannot handle, a failed write) releases it, with its row.
@@ -303,7 +306,7 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
       failure = attempt.failure!;
       traced?.failed(failure);
       // 4xx is the caller's problem: another channel would say the same.
-      if ((failure.kind === 'status' && failure.status < 500) || call.expired) break;
+      if ((failure.kind === 'status' && failure.status < 500) || call.expired || call.shuttingDown) break;
     }
 
     const release = async (code: string, message: string) => {
@@ -337,6 +340,7 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
   } finally {
     call.clear();
     answer.stop();
+    untrack();
   }
 }
 

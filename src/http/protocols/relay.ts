@@ -20,6 +20,8 @@ import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { ClientStream } from './client-stream';
 import { callEstimate } from './estimate';
 import { streamUsage } from './stream-usage';
+import { writeShutdownFrame } from './shutdown-frame';
+import { trackCall } from '../../lifecycle/http';
 import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type Translation } from './translated';
 import { traceAttempt, traceHold, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
 
@@ -121,6 +123,8 @@ export async function relayChat(
   if (!decided.ok) return refuseHold(decided.error, reject);
 
   const signal = new CallSignal(deps.timeoutMs);
+  // Known to the shutdown, which ends it if it outlasts the grace.
+  const untrack = trackCall(request, signal);
   const call: Call = {
     ctx,
     info,
@@ -145,6 +149,7 @@ export async function relayChat(
     throw error;
   } finally {
     signal.clear();
+    untrack();
   }
 }
 
@@ -237,7 +242,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
       failedAdapter = routeAdapter;
       // 4xx is the caller's problem (or the key's): another channel would say the same.
       if (failed.kind === 'status' && failed.status < 500) break;
-      if (signal.expired) break;
+      if (signal.expired || signal.shuttingDown) break;
       continue;
     }
     const { response } = outcome as { response: Dispatcher.ResponseData };
@@ -280,7 +285,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
 function brokenBody(error: unknown, signal: CallSignal): Failure {
   if (error instanceof BodyTooLargeError) return { kind: 'unreachable', message: error.message };
   const failure = classify(error, signal);
-  return failure.kind === 'timeout' ? failure : { kind: 'unreachable', message: 'the upstream connection broke off during the response' };
+  return failure.kind === 'timeout' || failure.kind === 'shutdown' ? failure : { kind: 'unreachable', message: 'the upstream connection broke off during the response' };
 }
 
 function routesFor(
@@ -453,7 +458,7 @@ async function relayStream(
       flushStray();
     }
   } catch (error) {
-    broken = client.gone ? null : call.expired ? 'upstream_timeout' : 'upstream_error';
+    broken = client.gone ? null : call.expired ? 'upstream_timeout' : call.shuttingDown ? 'gateway_shutting_down' : 'upstream_error';
     void error;
   }
   meter?.streamEnded();
@@ -467,14 +472,15 @@ async function relayStream(
     }
   }
   const finished = observer.completed() && broken === null && !client.gone;
-  if (!finished && framing === 'sse') for (const event of adapter.failureTail?.(info) ?? []) client.write(sse(event));
+  if (broken === 'gateway_shutting_down') await writeShutdownFrame(client, adapter, framing, elements);
+  else if (!finished && framing === 'sse') for (const event of adapter.failureTail?.(info) ?? []) client.write(sse(event));
   // A JSON array is closed only when the stream really ended: a cut stays visibly cut.
   // An in-protocol error element ends the array as the upstream ended it, cleanly.
   const errorEnded = broken === null && (strayForwarded || (bridge?.canonical.some((e) => e.type === 'error') ?? false));
   if (framing === 'json-array' && (finished || errorEnded)) client.write(elements === 0 ? '[]' : ']');
   // Billed once the socket took the end (at once, normally) or the client is gone.
   const delivered = await client.end();
-  if (!delivered) broken ??= client.stalled ? 'client_timeout' : 'client_disconnected';
+  if (!delivered) broken ??= call.shuttingDown ? 'gateway_shutting_down' : client.stalled ? 'client_timeout' : 'client_disconnected';
   const report = checkUsage(observer.usage(), bounds);
   const invalid = isInvalidUsage(report) ? report.invalid : null;
   const usage = streamUsage({
@@ -498,4 +504,5 @@ const STREAM_ENDS: Readonly<Record<string, string>> = {
   client_disconnected: 'the client disconnected',
   client_timeout: 'the client did not read the stream within the request budget',
   internal_error: 'the gateway could not convert the end of the stream',
+  gateway_shutting_down: 'the gateway shut down before the stream finished (SHUTDOWN_GRACE_S ran out)',
 };
