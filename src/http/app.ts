@@ -27,6 +27,7 @@ import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { clientErrorOf, INTAKE_TIMINGS, intakePlugin, notFound, sendByPath, serverOptions, type IntakeTimings } from './intake/plugin';
 import { redactUrl } from './intake/redact';
+import { openApiPlugin } from './openapi/plugin';
 
 export { redactUrl };
 
@@ -79,6 +80,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // shape of the API its path belongs to, without echoing it.
     frameworkErrors: (error, request, reply) => sendByPath(request, reply, clientErrorOf(error, request) ?? new GatewayError('invalid_request', 'invalid request')),
   });
+  // First: it records every route registered after it (GET /openapi.json describes them all).
+  await app.register(openApiPlugin, { version: deps.version ?? '0.0.0' });
 
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof UnreadableEventError) {
