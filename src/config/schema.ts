@@ -2,9 +2,11 @@ import { z } from 'zod';
 
 /** An exact decimal USD amount written as a string, e.g. "0.15". Floats are refused:
  * a price must survive the trip into integer units without rounding. */
+// `abort`: a refinement added to it (an upper bound) parses the amount, which a text that is no
+// decimal would make throw (a 500 where the client deserves this 400).
 export const UsdString = z
   .string()
-  .regex(/^\d+(\.\d{1,9})?$/, 'a decimal string with at most 9 fractional digits, e.g. "0.15"');
+  .regex(/^\d+(\.\d{1,9})?$/, { message: 'a decimal string with at most 9 fractional digits, e.g. "0.15"', abort: true });
 
 export const CHAT_PROTOCOLS = ['chat-completions', 'messages', 'responses', 'generate-content'] as const;
 export type ChatProtocol = (typeof CHAT_PROTOCOLS)[number];

@@ -32,6 +32,7 @@ import { redactUrl } from './intake/redact';
 import { tracingPlugin, type RequestTracer } from '../tracing/request';
 import type { Drain } from '../lifecycle/drain';
 import { drainPlugin } from '../lifecycle/http';
+import { openApiPlugin } from './openapi/plugin';
 
 export { redactUrl };
 
@@ -92,6 +93,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // shape of the API its path belongs to, without echoing it.
     frameworkErrors: (error, request, reply) => sendByPath(request, reply, clientErrorOf(error, request) ?? new GatewayError('invalid_request', 'invalid request')),
   });
+  // First: it records every route registered after it (GET /openapi.json describes them all).
+  await app.register(openApiPlugin, { version: deps.version ?? '0.0.0' });
 
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof UnreadableEventError) {

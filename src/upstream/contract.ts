@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { ChatProtocol, FeeTool } from '../config/schema';
 import type { ErrorShape } from '../http/errors';
 import type { UsageReport } from './usage';
@@ -61,6 +62,8 @@ export interface StreamObserver {
 export interface ProtocolAdapter {
   readonly protocol: ChatProtocol;
   readonly shape: ErrorShape;
+  /** The body's schema: what `inspect` validates with, and what /openapi.json describes. */
+  readonly requestSchema: z.ZodType;
   /** Validates the body; returns an error message for a 400, or the request's facts. */
   inspect(body: unknown, params: { model?: string; stream?: boolean }): ChatRequestInfo | { invalid: string };
   /** Upstream path (after base_url) and the body to send, model id mapped to the channel's. */

@@ -138,7 +138,8 @@ describe('an event in the log that cannot be decoded', () => {
     const { accountId } = await t.accountWithKey();
     const limits = await t.admin('PUT', `/accounts/${accountId}/limits`, { rpm: 2 ** 31, concurrency: null });
     expect(limits.statusCode).toBe(400);
-    expect(limits.json()).toMatchObject({ error: { code: 'invalid_limits' } });
+    expect(limits.json()).toMatchObject({ error: { code: 'invalid_request' } });
+    expect(limits.json().error.message).toContain('2147483647');
     expect((await t.admin('PUT', `/accounts/${accountId}/limits`, { rpm: 2 ** 31 - 1, concurrency: null })).statusCode).toBe(200);
     expect((await t.admin('POST', '/accounts', { name: 'next' })).statusCode).toBe(201);
   });

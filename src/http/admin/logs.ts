@@ -2,22 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
 import { CSV_COLUMNS, CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, type LogFilter } from '../../projections/call-log/queries';
 import type { SqlQuery } from '../../storage/sql';
-import { unixSecondsParam as seconds } from '../intake/numbers';
-import { AdminError } from './admin-error';
-
-interface LogQuery {
-  from?: string;
-  to?: string;
-  model?: string;
-  status?: string;
-  key_id?: string;
-  request_id?: string;
-  task_id?: string;
-  cursor?: string;
-  limit?: string;
-}
-
-const STATUSES = new Set(['success', 'error', 'interrupted', 'rejected']);
+import { z } from 'zod';
+import { pageSizeQuery, UnixSecondsQuery } from '../intake/numbers';
+import type { RouteDoc } from '../openapi/route-doc';
 
 /** Rows of a JSON page at most (`limit`, default 100). */
 export const LOG_PAGE_ROWS = 1000;
@@ -26,6 +13,48 @@ export const LOG_PAGE_ROWS = 1000;
 export const LOG_PAGE_BYTES = 4 * 1024 * 1024;
 /** The same for the CSV export, which then sets `x-truncated` like the 10,000-row cap. */
 export const CSV_EXPORT_BYTES = 64 * 1024 * 1024;
+
+const STATUSES = new Set(['success', 'error', 'interrupted', 'rejected']);
+
+/** The next_cursor of a page: `{created_at}:{id}` of its last row (the id a UUID: the column's type). */
+const Cursor = z
+  .string()
+  .regex(/^(\d{1,30}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})?$/, 'is not a cursor this API returned')
+  .transform((text) => (text === '' ? undefined : { createdAt: Number(text.split(':')[0]), id: text.slice(text.indexOf(':') + 1) }))
+  .refine((cursor) => cursor === undefined || Number.isSafeInteger(cursor.createdAt), 'is not a cursor this API returned')
+  .optional();
+
+const LogQuery = z.looseObject({
+  from: UnixSecondsQuery.describe('Start of the window, Unix seconds (default: `to` minus 30 days).'),
+  to: UnixSecondsQuery.describe('End of the window (exclusive), Unix seconds (default: now).'),
+  model: z.string().optional(),
+  status: z
+    .string()
+    .refine((text) => text.split(',').every((s) => s === '' || STATUSES.has(s.trim())), `must be one of ${[...STATUSES].join(', ')}`)
+    .optional()
+    .describe(`Comma-separated: ${[...STATUSES].join(', ')}.`),
+  key_id: z.string().optional(),
+  request_id: z.string().optional(),
+  task_id: z.string().optional(),
+  cursor: Cursor.describe('The `next_cursor` of the previous page.'),
+});
+const LogPageQuery = LogQuery.extend({ limit: pageSizeQuery(100, LOG_PAGE_ROWS) });
+type LogQuery = z.output<typeof LogQuery>;
+
+const LOGS_DOC: RouteDoc = {
+  operationId: 'listAccountLogs',
+  summary: "An account's call log, newest first",
+  tags: ['admin-accounts'],
+  query: LogPageQuery,
+  responses: { 200: { description: '`{data: [row], next_cursor}`: a page ends early (with a cursor) once its rows reach 4 MB.' } },
+};
+const CSV_DOC: RouteDoc = {
+  operationId: 'exportAccountLogs',
+  summary: "An account's call log as CSV (10,000 rows at most)",
+  tags: ['admin-accounts'],
+  query: LogQuery,
+  responses: { 200: { description: 'The rows; `x-truncated: true` when the cap cut them.', mediaTypes: ['text/csv'] } },
+};
 
 /** The longest prefix of `items` whose sizes add up to at most `budget`, and at least one item. */
 export function withinBytes<T>(items: readonly T[], budget: number, size: (item: T) => number): T[] {
@@ -54,24 +83,16 @@ export function inertCell(value: unknown): unknown {
 }
 
 function filterOf(accountId: string, q: LogQuery, now: number): LogFilter {
-  const to = seconds(q.to, 'to', now + 1);
-  const from = seconds(q.from, 'from', to - DEFAULT_WINDOW_S);
-  for (const s of (q.status ?? '').split(',').filter(Boolean))
-    if (!STATUSES.has(s.trim())) throw new AdminError(400, 'invalid_request', `status must be one of ${[...STATUSES].join(', ')}`);
-  let cursor: LogFilter['cursor'];
-  if (q.cursor) {
-    const match = /^(\d+):([0-9a-f-]{36})$/.exec(q.cursor);
-    if (!match) throw new AdminError(400, 'invalid_request', 'cursor is not one this API returned');
-    cursor = { createdAt: seconds(match[1], 'cursor', 0), id: match[2]! };
-  }
-  return { accountId, from, to, model: q.model, status: q.status, keyId: q.key_id, requestId: q.request_id, taskId: q.task_id, cursor };
+  const to = q.to ?? now + 1;
+  const from = q.from ?? to - DEFAULT_WINDOW_S;
+  return { accountId, from, to, model: q.model, status: q.status, keyId: q.key_id, requestId: q.request_id, taskId: q.task_id, cursor: q.cursor };
 }
 
 /** The call log of an account: JSON pages, and the CSV export (10,000 rows at most). */
 export function logRoutes(sql: SqlQuery, now: () => number) {
   return async (app: FastifyInstance) => {
-    app.get<{ Params: { id: string }; Querystring: LogQuery }>('/accounts/:id/logs', async (request) => {
-      const limit = Math.min(Math.max(Number(request.query.limit ?? 100) || 100, 1), LOG_PAGE_ROWS);
+    app.get<{ Params: { id: string }; Querystring: z.output<typeof LogPageQuery> }>('/accounts/:id/logs', { config: { openapi: LOGS_DOC } }, async (request) => {
+      const { limit } = request.query;
       const rows = await queryLogs(sql, filterOf(request.params.id, request.query, now()), limit);
       const data = rows.slice(0, limit).map(({ key_id: _keyId, ...row }) => row);
       const page = withinBytes(data, LOG_PAGE_BYTES, jsonBytes);
@@ -80,7 +101,7 @@ export function logRoutes(sql: SqlQuery, now: () => number) {
       return { data: page, next_cursor: more && last ? `${last.created_at}:${last.id}` : null };
     });
 
-    app.get<{ Params: { id: string }; Querystring: LogQuery }>('/accounts/:id/logs.csv', async (request, reply) => {
+    app.get<{ Params: { id: string }; Querystring: LogQuery }>('/accounts/:id/logs.csv', { config: { openapi: CSV_DOC } }, async (request, reply) => {
       const rows = await queryLogs(sql, filterOf(request.params.id, request.query, now()), CSV_ROW_CAP);
       const all = rows.slice(0, CSV_ROW_CAP).map((row) => CSV_COLUMNS.map((column) => inertCell(column === 'result_urls' ? row.result_urls.join('|') : row[column])));
       // A record's JSON is about the size of its CSV line.

@@ -8,7 +8,9 @@ import { formatUsd } from '../../money/usd';
 import { billedCalls } from '../../projections/call-log/queries';
 import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { SqlQuery } from '../../storage/sql';
+import type { RouteDoc } from '../openapi/route-doc';
 import { AdminError, fromDomain, parse } from './admin-error';
+import { operatorText } from './operator-text';
 
 /** More calls than this in one window: narrow it (a re-rate holds its plan in memory). */
 export const RERATE_MAX_CALLS = 200_000;
@@ -28,21 +30,32 @@ const Instant = z.union([
       }
       return Math.floor(ms / 1000);
     }),
-]);
+]).describe('Unix seconds (a number or digits), RFC 3339, or YYYY-MM-DD (UTC midnight).');
 
 const Rerate = z
   .object({
-    model: z.string().trim().min(1).max(200),
+    model: operatorText(200),
     from: Instant,
     to: Instant,
     price: PriceSchema,
     apply: z.boolean().default(false),
-    reference: z.string().trim().min(1).max(200).optional(),
+    reference: operatorText(200).optional(),
     reason: z.string().trim().max(500).optional(),
   })
   .strict()
   .refine((r) => r.from < r.to, { message: 'from must be before to', path: ['from'] })
   .refine((r) => !r.apply || r.reference !== undefined, { message: 'apply needs a reference (it makes the re-rate idempotent)', path: ['reference'] });
+
+const RERATE_DOC: RouteDoc = {
+  operationId: 'rerate',
+  summary: 'Re-rate past calls of a model at another price (a dry run unless `apply: true`)',
+  description:
+    'Every affected call with its old cost, new cost and difference, and per-account totals; with `apply: true` one adjustment per account, idempotent on `reference`. Differences are new − old: positive charges more, negative refunds.',
+  tags: ['admin-billing'],
+  body: { json: Rerate },
+  responses: { 200: { description: '`{object: rerate, model, from, to, price, applied, reference, unchanged_calls, calls[], accounts[], total}`.' } },
+  errors: { 404: 'The model is not in the catalogue: `model_not_found`.' },
+};
 
 export interface RerateOptions {
   readonly ledger: Ledger;
@@ -60,7 +73,7 @@ const usd = (units: bigint) => formatUsd(units);
  */
 export function rerateRoutes({ ledger, runner, sql, registry }: RerateOptions) {
   return async (app: FastifyInstance) => {
-    app.post('/rerates', async (request) => {
+    app.post('/rerates', { config: { openapi: RERATE_DOC } }, async (request) => {
       const body = parse(Rerate, request.body);
       const model = registry.resolve(body.model);
       if (!model) throw new AdminError(404, 'model_not_found', `model ${body.model} is not in the catalogue`);

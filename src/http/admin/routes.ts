@@ -3,18 +3,21 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Ledger } from '../../commands/ledger';
 import type { KeyState } from '../../commands/key/decider';
-import { available, type WalletState } from '../../commands/wallet/decider';
+import { available, MINIMUM_TOPUP, type WalletState } from '../../commands/wallet/decider';
 import type { ModelRegistry } from '../../config/registry';
 import { UsdString } from '../../config/schema';
 import { UnreadableEventError, decodeRecorded, walletStream } from '../../events/catalog';
+import { INT32_MAX } from '../../events/catalog/codec';
 import type { EventStore, Position } from '../../events/store/port';
 import { formatUsd, parseUsd } from '../../money/usd';
 import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { Sql } from '../../storage/sql';
 import type { IdempotencyStore } from '../../idempotency/store';
-import { revisionParam } from '../intake/numbers';
+import { pageSizeQuery as pageLimit, RevisionQuery } from '../intake/numbers';
+import type { RouteDoc } from '../openapi/route-doc';
 import { clientErrorOf } from '../intake/plugin';
 import { AdminError, fromDomain, parse } from './admin-error';
+import { operatorText } from './operator-text';
 import { adminIdempotency, type AdminReplay } from './idempotency';
 import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
 import { LOG_PAGE_BYTES, logRoutes, withinBytes } from './logs';
@@ -43,7 +46,7 @@ const NAME_MAX = 200;
 export const MAX_ADMIN_AMOUNT_USD = '1000000000';
 const AdminAmount = UsdString.refine((v) => parseUsd(v) <= parseUsd(MAX_ADMIN_AMOUNT_USD), { message: `at most ${MAX_ADMIN_AMOUNT_USD} USD` });
 const KeyFields = z.object({
-  name: z.string().trim().min(1).max(NAME_MAX),
+  name: operatorText(NAME_MAX),
   // Model ids of the catalogue (each is checked): a few hundred at most.
   allowed_models: z.array(z.string().min(1).max(200)).max(1000).nullable().optional(),
   expires_at: Timestamp.nullable().optional(),
@@ -52,11 +55,16 @@ const KeyFields = z.object({
 });
 const CreateKey = KeyFields.strict();
 const PatchKey = KeyFields.partial().strict();
-const CreateAccount = z.object({ name: z.string().trim().min(1).max(NAME_MAX) }).strict();
-const TopUp = z.object({ amount_usd: AdminAmount, reference: z.string().trim().min(1).max(200) }).strict();
-const Limits = z
-  .object({ rpm: z.number().int().positive().nullable(), concurrency: z.number().int().positive().nullable() })
+const CreateAccount = z.object({ name: operatorText(NAME_MAX) }).strict();
+const TopUp = z
+  .object({
+    amount_usd: AdminAmount.describe(`USD, a decimal string: at least the minimum top-up (${formatUsd(MINIMUM_TOPUP)}), at most ${MAX_ADMIN_AMOUNT_USD}.`),
+    reference: operatorText(200).describe('Your reference (an invoice number): the same reference and amount again is the same top-up.'),
+  })
   .strict();
+/** What the accounts table holds (a larger limit is refused before it reaches the log). */
+const Limit = z.number().int().positive().max(INT32_MAX).nullable().describe('null: unlimited');
+const Limits = z.object({ rpm: Limit, concurrency: Limit }).strict();
 const Deactivate = z.object({ reason: z.string().max(500).optional() }).strict().optional();
 
 function accountView(accountId: string, state: WalletState) {
@@ -95,8 +103,75 @@ const unreadable = (error: UnreadableEventError) => ({
   code: 'account_unavailable',
   message: `${error.message}; see gateway ledger verify --parked`,
 });
-/** A list's `limit`: `fallback` when absent or not a number, within 1..max. */
-const pageLimit = (value: string | undefined, fallback: number, max: number) => Math.min(Math.max(Number(value ?? fallback) || fallback, 1), max);
+const AccountsQuery = z.looseObject({ limit: pageLimit(100, 1000), after: z.string().optional().describe('The `next_cursor` of the previous page.') });
+/** `{created_at}:{key_id}` of the last key of the previous page. */
+const KeysQuery = z.looseObject({
+  limit: pageLimit(100, 1000),
+  after: z
+    .string()
+    .regex(/^(\d{1,15}:key_\w{1,64})?$/, 'is not a cursor this API returned')
+    .transform((text) => (text === '' ? undefined : { createdAt: text.split(':')[0]!, keyId: text.slice(text.indexOf(':') + 1) }))
+    .optional()
+    .describe('The `next_cursor` of the previous page.'),
+});
+const LedgerQuery = z.looseObject({
+  from_revision: RevisionQuery.describe('The first event (its revision in the wallet stream; default 0).'),
+  limit: pageLimit(1000, 10_000),
+});
+
+const ACCOUNT = 'The account: `{id, name, status, balance_usd, held_usd, available_usd, limits, created_at}`.';
+const KEY = 'The key: `{id, account_id, name, prefix, allowed_models, expires_at, enabled, spend_cap_usd, status, revealable, created_at, last_used_at, used_usd}`.';
+const NO_ACCOUNT = { 404: 'No such account: `account_not_found`.' };
+const NO_KEY = { 404: 'No such key: `key_not_found`.' };
+
+const adminDoc = (tag: 'admin-accounts' | 'admin-keys', operationId: string, summary: string, responses: RouteDoc['responses'], extra: Partial<RouteDoc> = {}): RouteDoc => ({
+  operationId,
+  summary,
+  tags: [tag],
+  responses,
+  ...extra,
+});
+
+const DOCS = {
+  createAccount: adminDoc('admin-accounts', 'createAccount', 'Open an account', { 201: { description: ACCOUNT } }, { body: { json: CreateAccount } }),
+  listAccounts: adminDoc('admin-accounts', 'listAccounts', 'List accounts, by id', { 200: { description: '`{data: [account], next_cursor}`; an account whose log cannot be read is listed as `unavailable`.' } }, { query: AccountsQuery }),
+  getAccount: adminDoc('admin-accounts', 'getAccount', 'One account', { 200: { description: ACCOUNT } }, { errors: NO_ACCOUNT }),
+  topUp: adminDoc('admin-accounts', 'topUpAccount', 'Top up an account (idempotent on `reference`)', { 201: { description: '`{topup_id, amount_usd, account}`.' } }, {
+    body: { json: TopUp },
+    errors: {
+      400: `Below the minimum top-up of ${formatUsd(MINIMUM_TOPUP)} USD: \`topup_below_minimum\`.`,
+      ...NO_ACCOUNT,
+      409: 'The reference was used for another amount (`topup_reference_conflict`), or the account is inactive.',
+    },
+  }),
+  setLimits: adminDoc('admin-accounts', 'setAccountLimits', "Set an account's requests per minute and concurrency (null: unlimited)", { 200: { description: ACCOUNT } }, {
+    body: { json: Limits },
+    errors: NO_ACCOUNT,
+  }),
+  deactivate: adminDoc('admin-accounts', 'deactivateAccount', 'Deactivate an account (its keys stop working)', { 200: { description: ACCOUNT } }, {
+    body: { json: Deactivate, required: false },
+    errors: NO_ACCOUNT,
+  }),
+  reactivate: adminDoc('admin-accounts', 'reactivateAccount', 'Reactivate an account', { 200: { description: ACCOUNT } }, { errors: NO_ACCOUNT }),
+  createKey: adminDoc('admin-keys', 'createKey', 'Issue an API key (the raw key is in the answer)', { 201: { description: `${KEY} Plus \`key\`: the raw key.` } }, {
+    body: { json: CreateKey },
+    errors: NO_ACCOUNT,
+  }),
+  listKeys: adminDoc('admin-keys', 'listKeys', "An account's keys, oldest first", { 200: { description: '`{data: [key], next_cursor}`.' } }, { query: KeysQuery, errors: NO_ACCOUNT }),
+  patchKey: adminDoc('admin-keys', 'updateKey', "Change a key's settings", { 200: { description: KEY } }, {
+    body: { json: PatchKey },
+    errors: { ...NO_KEY, 409: 'The key is revoked: `key_revoked`.' },
+  }),
+  revokeKey: adminDoc('admin-keys', 'revokeKey', 'Revoke a key', { 200: { description: KEY } }, { errors: NO_KEY }),
+  deleteKey: adminDoc('admin-keys', 'deleteKey', 'Delete a key', { 200: { description: '`{id, deleted: true}`.' } }, { errors: NO_KEY }),
+  revealKey: adminDoc('admin-keys', 'revealKey', 'The raw key again, from the vault', { 200: { description: '`{id, key}`.' } }, {
+    errors: { ...NO_KEY, 409: 'The key cannot be revealed (`key_not_revealable`) or is revoked.' },
+  }),
+  ledger: adminDoc('admin-accounts', 'getAccountLedger', "An account's ledger: the wallet's events", { 200: { description: '`{account_id, data: [{revision, event_id, type, data, created_at}], next_cursor}`.' } }, {
+    query: LedgerQuery,
+    errors: NO_ACCOUNT,
+  }),
+};
 
 function tokenMatches(presented: string, expected: string): boolean {
   const a = createHash('sha256').update(presented).digest();
@@ -165,7 +240,7 @@ export function adminRoutes(options: AdminOptions) {
       );
     }
 
-    app.post('/accounts', async (request, reply) => {
+    app.post('/accounts', { config: { openapi: DOCS.createAccount } }, async (request, reply) => {
       const body = parse(CreateAccount, request.body);
       const result = await ledger.openAccount(body.name);
       if (!result.ok) throw fromDomain(result.error);
@@ -173,8 +248,8 @@ export function adminRoutes(options: AdminOptions) {
       return reply.code(201).send(accountView(result.accountId, result.state));
     });
 
-    app.get<{ Querystring: { limit?: string; after?: string } }>('/accounts', async (request) => {
-      const limit = pageLimit(request.query.limit, 100, 1000);
+    app.get<{ Querystring: z.output<typeof AccountsQuery> }>('/accounts', { config: { openapi: DOCS.listAccounts } }, async (request) => {
+      const { limit } = request.query;
       const rows = await sql.query<{ account_id: string }>(
         `SELECT account_id FROM accounts WHERE account_id > $1 ORDER BY account_id LIMIT $2`,
         [request.query.after ?? '', limit + 1],
@@ -194,11 +269,11 @@ export function adminRoutes(options: AdminOptions) {
       return { data, next_cursor: rows.length > limit ? page[page.length - 1]!.account_id : null };
     });
 
-    app.get<{ Params: { id: string } }>('/accounts/:id', async (request) => {
+    app.get<{ Params: { id: string } }>('/accounts/:id', { config: { openapi: DOCS.getAccount } }, async (request) => {
       return accountView(request.params.id, await existingAccount(request.params.id));
     });
 
-    app.post<{ Params: { id: string } }>('/accounts/:id/topups', async (request, reply) => {
+    app.post<{ Params: { id: string } }>('/accounts/:id/topups', { config: { openapi: DOCS.topUp } }, async (request, reply) => {
       const body = parse(TopUp, request.body);
       const result = await ledger.topUp(request.params.id, parseUsd(body.amount_usd), body.reference);
       if (!result.ok) throw fromDomain(result.error);
@@ -206,7 +281,7 @@ export function adminRoutes(options: AdminOptions) {
       return reply.code(201).send({ topup_id: result.topupId, amount_usd: formatUsd(parseUsd(body.amount_usd)), account: accountView(request.params.id, result.state) });
     });
 
-    app.put<{ Params: { id: string } }>('/accounts/:id/limits', async (request) => {
+    app.put<{ Params: { id: string } }>('/accounts/:id/limits', { config: { openapi: DOCS.setLimits } }, async (request) => {
       const body = parse(Limits, request.body);
       const result = await ledger.setLimits(request.params.id, body.rpm, body.concurrency);
       if (!result.ok) throw fromDomain(result.error);
@@ -214,7 +289,7 @@ export function adminRoutes(options: AdminOptions) {
       return accountView(request.params.id, result.state);
     });
 
-    app.post<{ Params: { id: string } }>('/accounts/:id/deactivate', async (request) => {
+    app.post<{ Params: { id: string } }>('/accounts/:id/deactivate', { config: { openapi: DOCS.deactivate } }, async (request) => {
       const body = parse(Deactivate, request.body ?? undefined);
       const result = await ledger.deactivate(request.params.id, body?.reason ?? 'deactivated by operator');
       if (!result.ok) throw fromDomain(result.error);
@@ -222,7 +297,7 @@ export function adminRoutes(options: AdminOptions) {
       return accountView(request.params.id, result.state);
     });
 
-    app.post<{ Params: { id: string } }>('/accounts/:id/reactivate', async (request) => {
+    app.post<{ Params: { id: string } }>('/accounts/:id/reactivate', { config: { openapi: DOCS.reactivate } }, async (request) => {
       const result = await ledger.reactivate(request.params.id);
       if (!result.ok) throw fromDomain(result.error);
       await settled(result.position);
@@ -240,7 +315,7 @@ export function adminRoutes(options: AdminOptions) {
       },
     };
 
-    app.post<{ Params: { id: string } }>('/accounts/:id/keys', { config: { adminReplay: newKeyReplay } }, async (request, reply) => {
+    app.post<{ Params: { id: string } }>('/accounts/:id/keys', { config: { adminReplay: newKeyReplay, openapi: DOCS.createKey } }, async (request, reply) => {
       const body = parse(CreateKey, request.body);
       checkModels(body.allowed_models);
       await existingAccount(request.params.id);
@@ -256,17 +331,14 @@ export function adminRoutes(options: AdminOptions) {
       return reply.code(201).send({ ...keyView(result.state), key: result.raw });
     });
 
-    app.get<{ Params: { id: string }; Querystring: { limit?: string; after?: string } }>('/accounts/:id/keys', async (request) => {
+    app.get<{ Params: { id: string }; Querystring: z.output<typeof KeysQuery> }>('/accounts/:id/keys', { config: { openapi: DOCS.listKeys } }, async (request) => {
       await existingAccount(request.params.id);
-      const limit = pageLimit(request.query.limit, 100, 1000);
-      // `after`: the next_cursor of the previous page, `{created_at}:{key_id}` of its last key.
-      const after = /^(\d{1,15}):(key_\w{1,64})$/.exec(request.query.after ?? '');
-      if (request.query.after && !after) throw new AdminError(400, 'invalid_request', 'after is not a cursor this API returned');
+      const { limit, after } = request.query;
       const rows = await sql.query<{ key_id: string; created_at: string }>(
         `SELECT key_id, created_at::text AS created_at FROM api_keys
           WHERE account_id = $1 AND status <> 'deleted' AND (created_at, key_id) > ($2::bigint, $3::text)
           ORDER BY created_at, key_id LIMIT $4`,
-        [request.params.id, after ? after[1] : '-1', after ? after[2] : '', limit + 1],
+        [request.params.id, after?.createdAt ?? '-1', after?.keyId ?? '', limit + 1],
       );
       const page = rows.slice(0, limit);
       const extras = await keyExtras(page.map((r) => r.key_id));
@@ -275,7 +347,7 @@ export function adminRoutes(options: AdminOptions) {
       return { data, next_cursor: rows.length > limit && last ? `${last.created_at}:${last.key_id}` : null };
     });
 
-    app.patch<{ Params: { id: string } }>('/keys/:id', async (request) => {
+    app.patch<{ Params: { id: string } }>('/keys/:id', { config: { openapi: DOCS.patchKey } }, async (request) => {
       const body = parse(PatchKey, request.body);
       checkModels(body.allowed_models);
       const result = await ledger.updateKey(request.params.id, {
@@ -291,31 +363,31 @@ export function adminRoutes(options: AdminOptions) {
       return keyView(result.state, extras.get(request.params.id));
     });
 
-    app.post<{ Params: { id: string } }>('/keys/:id/revoke', async (request) => {
+    app.post<{ Params: { id: string } }>('/keys/:id/revoke', { config: { openapi: DOCS.revokeKey } }, async (request) => {
       const result = await ledger.revokeKey(request.params.id, 'revoked by operator');
       if (!result.ok) throw fromDomain(result.error);
       await settled(result.position);
       return keyView(result.state);
     });
 
-    app.delete<{ Params: { id: string } }>('/keys/:id', async (request) => {
+    app.delete<{ Params: { id: string } }>('/keys/:id', { config: { openapi: DOCS.deleteKey } }, async (request) => {
       const result = await ledger.deleteKey(request.params.id);
       if (!result.ok) throw fromDomain(result.error);
       await settled(result.position);
       return { id: request.params.id, deleted: true };
     });
 
-    app.get<{ Params: { id: string } }>('/keys/:id/reveal', async (request) => {
+    app.get<{ Params: { id: string } }>('/keys/:id/reveal', { config: { openapi: DOCS.revealKey } }, async (request) => {
       const result = await ledger.revealKey(request.params.id);
       if (!result.ok) throw fromDomain(result.error);
       await settled(result.position);
       return { id: request.params.id, key: result.raw };
     });
 
-    app.get<{ Params: { id: string }; Querystring: { from_revision?: string; limit?: string } }>('/accounts/:id/ledger', async (request) => {
+    app.get<{ Params: { id: string }; Querystring: z.output<typeof LedgerQuery> }>('/accounts/:id/ledger', { config: { openapi: DOCS.ledger } }, async (request) => {
       await existingAccount(request.params.id);
-      const limit = pageLimit(request.query.limit, 1000, 10_000);
-      const from = revisionParam(request.query.from_revision, 'from_revision', 0n);
+      const { limit } = request.query;
+      const from = request.query.from_revision ?? 0n;
       const events = await store.readStream(walletStream(request.params.id), { fromRevision: from, maxCount: limit + 1 });
       const entries = events.slice(0, limit).map((e) => ({
         revision: Number(e.revision),

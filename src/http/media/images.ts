@@ -28,6 +28,7 @@ import { faultPoint } from '../../runtime/fault';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import { errorBody, GatewayError, requestTooLarge as tooLarge, upstreamErrorBody, type ErrorCode } from '../errors';
 import { releaseUnsettled } from '../hold-release';
+import type { RouteDoc } from '../openapi/route-doc';
 import { completeHijacked, REFUSAL_MESSAGES } from '../plugins/idempotency';
 import { traceAttempt, traceReservation, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
 
@@ -69,6 +70,26 @@ const ImageBody = z.looseObject({
   image_urls: z.array(z.string().min(1)).optional(),
   response_format: z.enum(['url', 'b64_json']).optional(),
   async: z.boolean().optional(),
+});
+
+const imageDoc = (endpoint: ImageEndpoint): RouteDoc => ({
+  operationId: endpoint === 'generations' ? 'createImage' : 'editImage',
+  summary: endpoint === 'generations' ? 'Generate images' : 'Edit images (a reference image is required)',
+  description:
+    'Billed per image returned (reserved for n, or the fixed grid). After 90 s the gateway commits to a 200 and keeps the connection alive: a failure after that arrives as a 200 with an `error` body.',
+  tags: ['media'],
+  body: {
+    json: ImageBody,
+    ...(endpoint === 'edits'
+      ? { multipart: { fields: ImageBody, files: { image: 'A reference image file (several: `image[]`).', mask: 'A mask, passed through.' } } }
+      : {}),
+  },
+  responses: { 200: { description: 'The images: `created`, `data[]` of `{url | b64_json}`, `usage`; `expires_at` for hosted links.' } },
+  errors: {
+    502: 'No channel could be reached: `upstream_unreachable`.',
+    503: 'The model has no image channel, or every channel failed: `no_channel_available`.',
+    504: 'The call ran past its time limit: `upstream_timeout`.',
+  },
 });
 
 /** Files of a multipart request, parsed before the idempotency hook fingerprints the request. */
@@ -140,6 +161,7 @@ export function imageRoutes(deps: ImagesDeps) {
             idempotent: true,
             mayReplay: (request: FastifyRequest) => replayRefusal(deps, endpoint, request),
             callLog: { endpoint: `images.${endpoint}`, unitType: 'image' },
+            openapi: imageDoc(endpoint),
           },
           preValidation: async (request) => {
             if (!request.isMultipart()) return;

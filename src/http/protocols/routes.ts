@@ -1,23 +1,71 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import { chatCompletions } from '../../upstream/protocols/chat-completions';
 import { generateContent } from '../../upstream/protocols/generate-content';
 import { messages } from '../../upstream/protocols/messages';
 import { responses } from '../../upstream/protocols/responses';
 import { GatewayError } from '../errors';
 import { redactUrl } from '../intake/redact';
+import type { RouteDoc } from '../openapi/route-doc';
 import { relayChat, type RelayDeps } from './relay';
+
+/** What a chat call may end in besides its answer (the relay's own refusals are 400s). */
+const CHAT_ERRORS = {
+  403: 'The upstream refused the call (its status and message are passed through).',
+  502: 'No channel could be reached: `upstream_unreachable`.',
+  503: 'The model has no channel on this endpoint, or every channel failed: `no_channel_available`.',
+  504: 'The call ran past its time limit: `upstream_timeout`.',
+};
+const ANSWER = (what: string) => ({ description: what, mediaTypes: ['application/json', 'text/event-stream'] });
+
+const chatDoc = (operationId: string, summary: string, body: z.ZodType, answer: string, extra: Partial<RouteDoc> = {}): RouteDoc => ({
+  operationId,
+  summary,
+  tags: ['chat'],
+  body: { json: body },
+  responses: { 200: ANSWER(answer) },
+  errors: CHAT_ERRORS,
+  ...extra,
+});
+
+const MessagesHeaders = {
+  'anthropic-version': z.string().optional().describe('Passed to the upstream; 2023-06-01 when absent.'),
+  'vendor-version': z.string().optional().describe('The neutral name of anthropic-version (an anthropic-version header wins).'),
+  'anthropic-beta': z.string().optional().describe('Passed to the upstream.'),
+};
+
+/** `alt=sse`: the stream as server-sent events; otherwise one JSON array written element by element. */
+const GenerateQuery = z.looseObject({ alt: z.string().optional().describe('`sse`: server-sent events; otherwise a stream is one JSON array, written element by element.') });
+const GenerateParams = { model: z.string().min(1).describe('The model id (a `models/` prefix is dropped).') };
 
 /** The chat endpoints, one per client protocol, all through the same relay. */
 export function chatRoutes(deps: RelayDeps) {
   return async (app: FastifyInstance) => {
+    const openapi = {
+      chat: chatDoc('createChatCompletion', 'Chat completion (chat-completions protocol)', chatCompletions.requestSchema, 'The completion; with `stream: true`, server-sent chunks ending with `data: [DONE]`.'),
+      messages: chatDoc('createMessage', 'Message (messages protocol)', messages.requestSchema, 'The message; with `stream: true`, server-sent events ending with `message_stop`.', { headers: MessagesHeaders }),
+      responses: chatDoc('createResponse', 'Response (responses protocol)', responses.requestSchema, 'The response object; with `stream: true`, server-sent events ending with `response.completed`.'),
+      generate: [
+        chatDoc('generateContent', 'Generate content (generate-content protocol)', generateContent.requestSchema, 'The answer.', {
+          path: '/v1beta/models/{model}:generateContent',
+          params: GenerateParams,
+          query: GenerateQuery,
+        }),
+        chatDoc('streamGenerateContent', 'Generate content, streamed (generate-content protocol)', generateContent.requestSchema, 'The answer, streamed: server-sent events with `alt=sse`, else one JSON array.', {
+          path: '/v1beta/models/{model}:streamGenerateContent',
+          params: GenerateParams,
+          query: GenerateQuery,
+        }),
+      ],
+    };
     // `callLog`: a refusal before the relay (402, 429, an unreadable body) still gets its row.
-    app.post('/v1/chat/completions', { config: { auth: 'key', shape: 'chat', callLog: { endpoint: chatCompletions.protocol } } }, (request, reply) =>
+    app.post('/v1/chat/completions', { config: { auth: 'key', shape: 'chat', callLog: { endpoint: chatCompletions.protocol }, openapi: openapi.chat } }, (request, reply) =>
       relayChat(deps, chatCompletions, request, reply),
     );
-    app.post('/v1/messages', { config: { auth: 'key', shape: 'messages', callLog: { endpoint: messages.protocol } } }, (request, reply) =>
+    app.post('/v1/messages', { config: { auth: 'key', shape: 'messages', callLog: { endpoint: messages.protocol }, openapi: openapi.messages } }, (request, reply) =>
       relayChat(deps, messages, request, reply),
     );
-    app.post('/v1/responses', { config: { auth: 'key', shape: 'chat', callLog: { endpoint: responses.protocol } } }, (request, reply) =>
+    app.post('/v1/responses', { config: { auth: 'key', shape: 'chat', callLog: { endpoint: responses.protocol }, openapi: openapi.responses } }, (request, reply) =>
       relayChat(deps, responses, request, reply),
     );
     // `{model}:generateContent` / `{model}:streamGenerateContent`: the model is part of the path.
@@ -26,7 +74,7 @@ export function chatRoutes(deps: RelayDeps) {
       return match ? safeDecode(match[1]!) : undefined;
     };
     const callLog = { endpoint: generateContent.protocol, model: pathModel };
-    app.post<{ Params: { '*': string } }>('/v1beta/models/*', { config: { auth: 'key', shape: 'generate', callLog } }, (request, reply) => {
+    app.post<{ Params: { '*': string } }>('/v1beta/models/*', { config: { auth: 'key', shape: 'generate', callLog, openapi: openapi.generate } }, (request, reply) => {
       const match = /^(.+):(generateContent|streamGenerateContent)$/.exec(request.params['*']);
       if (!match) throw new GatewayError('not_found', `no route for POST ${redactUrl(request.url).split('?')[0]}; use {model}:generateContent or {model}:streamGenerateContent`);
       return relayChat(deps, generateContent, request, reply, { model: decodeURIComponent(match[1]!), stream: match[2] === 'streamGenerateContent' });

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import { available } from '../../commands/wallet/decider';
 import { formatUsd, max, min, usdNumber } from '../../money/usd';
+import type { RouteDoc } from '../openapi/route-doc';
 import type { Caller } from '../plugins/auth';
 
 /** What a key can still spend now, what it has spent, and their sum, in units. */
@@ -16,10 +18,44 @@ export function keyBalance(caller: Caller) {
 // Not rate limited either (spec: key balance and the billing views are exempt).
 const FREE = { auth: 'key', free: true, touchesLastUsed: false, liveWallet: true, rateLimited: false } as const;
 
+const BALANCE_DOC: RouteDoc = {
+  operationId: 'getKeyBalance',
+  summary: 'What this key can still spend, what it has spent, and their sum',
+  description: 'Free, answers at a zero balance, and does not count as using the key. Amounts are USD decimal strings.',
+  tags: ['account'],
+  responses: { 200: { description: '`{object: key.balance, remaining_usd, used_usd, total_usd, expires_at}`.' } },
+};
+
+/** Accepted and ignored: `total_usage` is cumulative. */
+const BillingUsageQuery = z.looseObject({
+  start_date: z.string().optional().describe('Accepted and ignored.'),
+  end_date: z.string().optional().describe('Accepted and ignored.'),
+});
+
+/** `/v1/dashboard/...` and `/dashboard/...`: two paths, two operation ids. */
+const billingDocs = (prefix: string): { subscription: RouteDoc; usage: RouteDoc } => {
+  const suffix = prefix === '' ? 'Unprefixed' : '';
+  return {
+    subscription: {
+      operationId: `getBillingSubscription${suffix}`,
+      summary: 'Billing view for third-party clients: the limits (USD numbers)',
+      tags: ['account'],
+      responses: { 200: { description: '`{object: billing_subscription, has_payment_method, soft_limit_usd, hard_limit_usd, system_hard_limit_usd, access_until}`.' } },
+    },
+    usage: {
+      operationId: `getBillingUsage${suffix}`,
+      summary: 'Billing view for third-party clients: cumulative usage in cents',
+      tags: ['account'],
+      query: BillingUsageQuery,
+      responses: { 200: { description: '`{object: list, total_usage, daily_costs: []}`.' } },
+    },
+  };
+};
+
 /** `GET /v1/key/balance` and the billing-compatible views: free, usable at a zero
  * balance, and they do not count as using the key. */
 export async function balanceRoutes(app: FastifyInstance) {
-  app.get('/v1/key/balance', { config: FREE }, async (request) => {
+  app.get('/v1/key/balance', { config: { ...FREE, openapi: BALANCE_DOC } }, async (request) => {
     const b = keyBalance(request.caller!);
     return {
       object: 'key.balance',
@@ -31,7 +67,8 @@ export async function balanceRoutes(app: FastifyInstance) {
   });
 
   for (const prefix of ['/v1', '']) {
-    app.get(`${prefix}/dashboard/billing/subscription`, { config: FREE }, async (request) => {
+    const docs = billingDocs(prefix);
+    app.get(`${prefix}/dashboard/billing/subscription`, { config: { ...FREE, openapi: docs.subscription } }, async (request) => {
       const b = keyBalance(request.caller!);
       const total = usdNumber(b.total);
       return {
@@ -44,7 +81,7 @@ export async function balanceRoutes(app: FastifyInstance) {
         access_until: b.expiresAt ?? 0,
       };
     });
-    app.get(`${prefix}/dashboard/billing/usage`, { config: FREE }, async (request) => {
+    app.get(`${prefix}/dashboard/billing/usage`, { config: { ...FREE, openapi: docs.usage } }, async (request) => {
       const b = keyBalance(request.caller!);
       // Cumulative, in cents; start_date and end_date are accepted and ignored.
       return { object: 'list', total_usage: usdNumber(b.used * 100n), daily_costs: [] };

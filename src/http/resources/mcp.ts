@@ -4,8 +4,10 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
 import { z } from 'zod';
 import type { ObjectStore } from '../../objects/store';
 import type { KnowledgeQueries, ReadableKb } from '../../projections/knowledge/queries';
+import { zodMessage } from '../../upstream/protocols/chat-completions';
 import { GatewayError } from '../errors';
 import { clientErrorOf, jsonRpcError } from '../intake/plugin';
+import type { RouteDoc } from '../openapi/route-doc';
 import { baseUrlOf, sourceLink, truncateBody } from './wiki';
 
 export const MCP_LIMITS = { searchDefault: 10, searchMax: 50, pageBody: 8000, batchIds: 25, batchBody: 1200 } as const;
@@ -135,6 +137,41 @@ function serverFor(sdk: McpSdk, kbs: readonly ReadableKb[], baseUrl: string, opt
   return server;
 }
 
+/**
+ * What the MCP SDK's transport takes: a JSON-RPC 2.0 message or a batch of them (it validates each
+ * against the protocol's own schemas); the tools and their arguments are listed by `tools/list`.
+ */
+const JsonRpcMessage = z.looseObject({
+  jsonrpc: z.literal('2.0'),
+  method: z.string().optional().describe('`initialize`, `tools/list`, `tools/call`, ... (absent in a response).'),
+  id: z.union([z.string(), z.number()]).optional().describe('Absent in a notification.'),
+  params: z.looseObject({}).optional(),
+});
+const McpBody = z.union([JsonRpcMessage, z.array(JsonRpcMessage).min(1)]);
+
+const MCP_DOC: RouteDoc = {
+  operationId: 'mcp',
+  summary: 'MCP server (streamable HTTP, stateless, JSON responses): knowledge tools',
+  description:
+    'Tools: search_wiki, read_page, read_pages, list_by_tag, backlinks, get_source, over every knowledge base the key can read. Send `Accept: application/json, text/event-stream`.',
+  tags: ['knowledge'],
+  body: { json: McpBody },
+  responses: {
+    200: { description: 'The JSON-RPC response (or batch of responses).' },
+    202: { description: 'Accepted: the body held only notifications or responses.', mediaTypes: [] },
+  },
+  errors: { 406: 'The Accept header does not include application/json and text/event-stream.' },
+};
+
+const refusedDoc = (method: 'get' | 'delete'): RouteDoc => ({
+  operationId: `mcp${method === 'get' ? 'Get' : 'Delete'}`,
+  summary: `Not allowed: this MCP server is stateless (no ${method === 'get' ? 'server-initiated stream' : 'session to end'})`,
+  tags: ['knowledge'],
+  security: [],
+  responses: {},
+  errors: { 405: 'Always: `Allow: POST`.' },
+});
+
 function methodNotAllowed(reply: FastifyReply) {
   return reply
     .code(405)
@@ -152,7 +189,10 @@ export function mcpRoutes(options: McpOptions) {
       const answer = refusal ?? new GatewayError('internal_error', 'internal error; the request id is ' + request.id);
       return reply.code(answer.status).type('application/json').send(jsonRpcError(answer));
     });
-    app.post('/mcp', { config: { auth: 'key', free: true } }, async (request, reply) => {
+    app.post('/mcp', { config: { auth: 'key', free: true, openapi: MCP_DOC } }, async (request, reply) => {
+      // The SDK checks each message against MCP's own schemas; this is the envelope /openapi.json describes.
+      const envelope = McpBody.safeParse(request.body);
+      if (!envelope.success) throw new GatewayError('invalid_request', `not a JSON-RPC 2.0 message: ${zodMessage(envelope.error)}`);
       const kbs = await options.queries.readableKbs(request.caller!.accountId);
       const sdk = await loadSdk();
       const server = serverFor(sdk, kbs, baseUrlOf(request, options.publicBaseUrl), options, request.log, request.id);
@@ -166,8 +206,11 @@ export function mcpRoutes(options: McpOptions) {
       await transport.handleRequest(request.raw, reply.raw, request.body);
     });
     // Answered before any body is read: these methods take none, whatever the client sends.
-    const refuse = { config: { auth: 'none' as const }, onRequest: async (_request: unknown, reply: FastifyReply) => methodNotAllowed(reply) };
-    app.get('/mcp', refuse, async (_request, reply) => methodNotAllowed(reply));
-    app.delete('/mcp', refuse, async (_request, reply) => methodNotAllowed(reply));
+    const refuse = (method: 'get' | 'delete') => ({
+      config: { auth: 'none' as const, openapi: refusedDoc(method) },
+      onRequest: async (_request: unknown, reply: FastifyReply) => methodNotAllowed(reply),
+    });
+    app.get('/mcp', refuse('get'), async (_request, reply) => methodNotAllowed(reply));
+    app.delete('/mcp', refuse('delete'), async (_request, reply) => methodNotAllowed(reply));
   };
 }

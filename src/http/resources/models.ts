@@ -1,7 +1,27 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import { discountsOf } from '../../upstream/pricing';
+import type { RouteDoc } from '../openapi/route-doc';
+
+const MODELS_DOC: RouteDoc = {
+  operationId: 'listModels',
+  summary: 'The models this key may call',
+  description: 'Takes the key only as `x-api-key` or `Authorization: Bearer` (`?key=` gives 401). Free; does not check the balance.',
+  tags: ['models'],
+  responses: { 200: { description: '`{object: list, data: [{id, object: model, created, owned_by}]}`.' } },
+};
+
+const PublicQuery = z.looseObject({ id: z.string().optional().describe('One model by id or alias (its canonical entry); unknown gives an empty list.') });
+
+const PUBLIC_DOC: RouteDoc = {
+  operationId: 'listPublicModels',
+  summary: 'The public catalogue with prices and capabilities (no authentication)',
+  tags: ['models'],
+  query: PublicQuery,
+  responses: { 200: { description: '`{models: [...]}`: prices as USD decimal strings, `callable`, `endpoint_type`, `supported_protocols`.' } },
+};
 
 function discountField(registry: ModelRegistry, model: ModelConfig) {
   const discounts = discountsOf(model, registry.config.discounts);
@@ -33,7 +53,7 @@ function publicEntry(registry: ModelRegistry, model: ModelConfig) {
 
 export function modelRoutes(registry: ModelRegistry) {
   return async (app: FastifyInstance) => {
-    app.get('/v1/models', { config: { auth: 'key', free: true, headerKeyOnly: true } }, async (request) => {
+    app.get('/v1/models', { config: { auth: 'key', free: true, headerKeyOnly: true, openapi: MODELS_DOC } }, async (request) => {
       const allowList = request.caller!.key.settings.allowed_models;
       return {
         object: 'list',
@@ -43,7 +63,7 @@ export function modelRoutes(registry: ModelRegistry) {
       };
     });
 
-    app.get<{ Querystring: { id?: string } }>('/api/v1/models/public', { config: { auth: 'none' } }, async (request) => {
+    app.get<{ Querystring: z.output<typeof PublicQuery> }>('/api/v1/models/public', { config: { auth: 'none', openapi: PUBLIC_DOC } }, async (request) => {
       const wanted = request.query.id;
       if (wanted !== undefined) {
         // An alias resolves to its canonical entry.

@@ -56,6 +56,7 @@ export const openAiErrorMessage = (body: unknown): string | null => {
 
 /** OpenAI Chat Completions, native. */
 export const chatCompletions: ProtocolAdapter = {
+  requestSchema: Body,
   protocol: 'chat-completions',
   shape: 'chat',
   forwardedHeaders: [],

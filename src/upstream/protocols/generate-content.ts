@@ -82,6 +82,7 @@ const stripModelsPrefix = (model: string) => model.replace(/^models\//, '');
 
 /** Google Gemini generateContent / streamGenerateContent, native. */
 export const generateContent: ProtocolAdapter = {
+  requestSchema: Body,
   protocol: 'generate-content',
   shape: 'generate',
   forwardedHeaders: [],

@@ -74,6 +74,7 @@ type StreamPayload = {
 
 /** Anthropic Messages, native. */
 export const messages: ProtocolAdapter = {
+  requestSchema: Body,
   protocol: 'messages',
   shape: 'messages',
   // The neutral `vendor-version` first, so a real `anthropic-version` wins when both are sent.

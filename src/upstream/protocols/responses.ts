@@ -110,6 +110,7 @@ const OUTPUT_DELTAS = new Set([
 
 /** OpenAI Responses, native. */
 export const responses: ProtocolAdapter = {
+  requestSchema: Body,
   protocol: 'responses',
   shape: 'chat',
   forwardedHeaders: [],
