@@ -26,10 +26,23 @@ export type FeeTool = (typeof FEE_TOOLS)[number];
 /** USD per built-in tool call, by tool (`{web_search: "0.01"}`), charged on the upstream's count. */
 const ToolCallFees = z.object({ web_search: UsdString.optional(), image_generation: UsdString.optional() } satisfies Record<FeeTool, unknown>).strict();
 
-/** A moment in a config file: Unix seconds, or an ISO 8601 date-time with its offset (`2026-01-01T00:00:00Z`). */
-const Instant = z
-  .union([z.number().int().nonnegative(), z.iso.datetime({ offset: true })])
-  .transform((v) => (typeof v === 'number' ? v : Math.floor(Date.parse(v) / 1000)));
+/** A moment as an operator writes it (config files, admin bodies), as Unix seconds: a number or digits
+ * of Unix seconds, a date `YYYY-MM-DD` (its UTC midnight), or an RFC 3339 date-time with its offset
+ * (`2026-01-01T00:00:00Z`). */
+export const Instant = z
+  .union([
+    z.number().int().nonnegative(),
+    z.string().regex(/^(\d+|\d{4}-\d{2}-\d{2}|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))$/, 'Unix seconds, YYYY-MM-DD or an RFC 3339 date-time with its offset'),
+  ])
+  .transform((v, ctx) => {
+    if (typeof v === 'number' || /^\d+$/.test(v)) return Number(v);
+    const ms = Date.parse(v.length === 10 ? `${v}T00:00:00Z` : v);
+    if (Number.isNaN(ms)) {
+      ctx.addIssue({ code: 'custom', message: `${v} is not a date` });
+      return z.NEVER;
+    }
+    return Math.floor(ms / 1000);
+  });
 
 /** A promotional price: every token price of the model times `multiplier` (at most 1), for calls
  * submitted in [from, until) (either end open when absent). */

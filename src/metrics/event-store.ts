@@ -1,4 +1,4 @@
-import { ConcurrencyError, type EventStore, type NewEvent } from '../events/store/port';
+import { ConcurrencyError, storeWith, type EventStore, type NewEvent } from '../events/store/port';
 import type { GatewayMetrics } from './metrics';
 
 /** Commands whose events an append carries: the command handler writes each command's events
@@ -17,8 +17,7 @@ export function commandsIn(events: readonly NewEvent[]): number {
 /** The store with its appends timed and their group-commit batch sizes counted; everything else
  * passes through unchanged (a reset listener included). */
 export function meteredStore(store: EventStore, metrics: GatewayMetrics): EventStore {
-  return {
-    engine: store.engine,
+  return storeWith(store, {
     append(streamId, events, expected, options) {
       const started = performance.now();
       return store.append(streamId, events, expected, options).then(
@@ -32,11 +31,5 @@ export function meteredStore(store: EventStore, metrics: GatewayMetrics): EventS
         },
       );
     },
-    readStream: (streamId, options) => store.readStream(streamId, options),
-    readAll: (options) => store.readAll(options),
-    headPosition: () => store.headPosition(),
-    follow: (options) => store.follow(options),
-    ...(store.onReset ? { onReset: (listener: () => void) => store.onReset!(listener) } : {}),
-    close: () => store.close(),
-  };
+  });
 }

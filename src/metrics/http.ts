@@ -99,10 +99,7 @@ export const metricsPlugin = fp<{ metrics: GatewayMetrics }>(
 /** A billable call's outcome, once per call: what its CallMeter measured, or (refused before it
  * had one) its record's own latency. Called where the record is built (src/http/billable-call.ts). */
 export function countCall(request: FastifyRequest, startedAt: number, record: CallRecord): void {
-  // A record built outside a served request (a unit test's stand-in request) has nothing to count.
-  const metrics = (request.server as FastifyRequest['server'] | undefined)?.gatewayMetrics;
-  if (!request.callMeter && !metrics) return;
-  const meter = request.callMeter ?? new CallMeter(metrics!, startedAt);
+  const meter = request.callMeter ?? new CallMeter(request.server.gatewayMetrics, startedAt);
   request.callMeter = meter;
   meter.finish(record);
 }

@@ -19,6 +19,7 @@ import { chatCompletions } from './protocols/chat-completions';
 import { generateContent } from './protocols/generate-content';
 import { messages } from './protocols/messages';
 import { responses } from './protocols/responses';
+import { GatewayMetrics } from '../metrics/metrics';
 import { checkUsage, isInvalidUsage, MAX_REPORTED_TOKENS, usageBounds, usageInvalidNote, type UsageReport } from './usage';
 
 const RUNS = Number(process.env.FC_RUNS ?? 10_000);
@@ -106,7 +107,8 @@ const WIRES: Record<string, Wire> = {
 };
 
 const INFO: ChatRequestInfo = { model: 'm', stream: true, maxTokens: 1000, choices: 1, promptDocument: [{ role: 'user', content: 'hello' }], builtinTools: [] };
-const request = { id: 'req-1', caller: { keyId: 'key-1' } } as unknown as FastifyRequest;
+// The relay's own record builder runs on a request of a served app: its metrics are the app's.
+const request = { id: 'req-1', caller: { keyId: 'key-1' }, server: { gatewayMetrics: new GatewayMetrics() } } as unknown as FastifyRequest;
 
 function expectBillable(report: UsageReport) {
   if (report === null || isInvalidUsage(report)) return;

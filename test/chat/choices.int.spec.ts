@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
 import { promptTokens, type Simulator } from '../../src/upstream/simulator';
+import { simulatorChannel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 import { chatConfig, expectedCost } from './support';
 
@@ -15,18 +16,8 @@ import { chatConfig, expectedCost } from './support';
 function config(sim: Simulator): GatewayConfig {
   const base = chatConfig(sim);
   const model = (id: string) => ({ ...base.models[0]!, id, aliases: [] });
-  const channel = (id: string, protocol: 'chat-completions' | 'generate-content', modelId: string) => ({
-    id,
-    protocol,
-    base_url: `${sim.url}/${id}`,
-    api_key: `key-${id}`,
-    group: 'default',
-    priority: 0,
-    weight: 1,
-    models: { [modelId]: `${modelId}-upstream` },
-    tools: [],
-    translation: true,
-  });
+  const channel = (id: string, protocol: 'chat-completions' | 'generate-content', modelId: string) =>
+    simulatorChannel(sim, id, protocol, [modelId], { translation: true });
   return {
     models: [...base.models, model('cc-via-gem'), model('gem-via-cc')],
     channels: [...base.channels, channel('gem-t', 'generate-content', 'cc-via-gem'), channel('cc-t', 'chat-completions', 'gem-via-cc')],

@@ -4,7 +4,7 @@ import type { Ledger } from '../../src/commands/ledger';
 import { evolve, initialWalletState, type WalletState } from '../../src/commands/wallet/decider';
 import { decodeRecorded, walletStream, type WalletEvent } from '../../src/events/catalog';
 import type { AppendOptions, EventStore } from '../../src/events/store/port';
-import { ledgerTestbed, storeWith, type LedgerTestbed } from '../support/ledger';
+import { ledgerTestbed, storeWith, type LedgerTestbed, openAccount } from '../support/ledger';
 
 /** The event store with every append counted: how many round trips the commands took. */
 function counted(store: EventStore) {
@@ -23,12 +23,6 @@ beforeAll(async () => {
   t = await ledgerTestbed();
 });
 afterAll(() => t.db.drop());
-
-async function openAccount(ledger: Ledger, name: string): Promise<string> {
-  const opened = await ledger.openAccount(name);
-  if (!opened.ok) throw new Error(opened.error.message);
-  return opened.accountId;
-}
 
 /** The wallet folded from its whole stream, with nothing cached. */
 async function replayed(accountId: string): Promise<{ state: WalletState; events: WalletEvent[] }> {

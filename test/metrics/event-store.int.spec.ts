@@ -3,7 +3,7 @@ import type { Ledger } from '../../src/commands/ledger';
 import type { AppendOptions } from '../../src/events/store/port';
 import { commandsIn, meteredStore } from '../../src/metrics/event-store';
 import { GatewayMetrics } from '../../src/metrics/metrics';
-import { ledgerTestbed, storeWith, type LedgerTestbed } from '../support/ledger';
+import { ledgerTestbed, storeWith, type LedgerTestbed, openAccount } from '../support/ledger';
 import { Scrape } from '../support/prometheus';
 
 let t: LedgerTestbed;
@@ -11,12 +11,6 @@ beforeAll(async () => {
   t = await ledgerTestbed();
 });
 afterAll(() => t.db.drop());
-
-async function openAccount(ledger: Ledger, name: string): Promise<string> {
-  const opened = await ledger.openAccount(name);
-  if (!opened.ok) throw new Error(opened.error.message);
-  return opened.accountId;
-}
 
 const reserve = (ledger: Ledger, accountId: string, name: string) =>
   ledger.reserve(accountId, { holdId: `${accountId}/${name}`, amount: 1_000n, keyId: 'key_a', spendCap: null, purpose: 'test', ttlSeconds: 60 });

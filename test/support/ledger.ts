@@ -31,17 +31,12 @@ export async function ledgerTestbed(): Promise<LedgerTestbed> {
   };
 }
 
-/** A store that does what `store` does, but for the methods given (a counter, a gate). */
-export function storeWith(store: EventStore, overrides: Partial<EventStore>): EventStore {
-  return {
-    engine: store.engine,
-    append: (...args) => store.append(...args),
-    readStream: (...args) => store.readStream(...args),
-    readAll: (...args) => store.readAll(...args),
-    headPosition: () => store.headPosition(),
-    follow: (...args) => store.follow(...args),
-    ...(store.onReset ? { onReset: (listener: () => void) => store.onReset!(listener) } : {}),
-    close: () => store.close(),
-    ...overrides,
-  };
+/** A new account (with its grant) through `ledger`; its id. */
+export async function openAccount(ledger: Ledger, name: string): Promise<string> {
+  const opened = await ledger.openAccount(name);
+  if (!opened.ok) throw new Error(opened.error.message);
+  return opened.accountId;
 }
+
+/** A store that does what `store` does, but for the methods given (a counter, a gate). */
+export { storeWith } from '../../src/events/store/port';

@@ -7,11 +7,12 @@
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GatewayConfig } from '../../src/config/schema';
+import type { ChannelConfig, GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
 import type { Simulator } from '../../src/upstream/simulator';
 import { PNG_BASE64 } from '../../src/upstream/simulator/protocols/images';
 import { countTokens, promptTokens } from '../../src/upstream/simulator/tokens';
+import { simulatorChannel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
 const PRICE = { input: '1.00', cached_input: '0.50', output: '2.00', per_image: '0.04' };
@@ -19,18 +20,8 @@ const PER_IMAGE = parseUsd(PRICE.per_image);
 
 function config(sim: Simulator): GatewayConfig {
   const model = (id: string) => ({ id, owned_by: 'test', kind: 'text' as const, aliases: [], callable: true, endpoint_type: null, default_max_tokens: 1000, capabilities: [], price: PRICE });
-  const channel = (id: string, protocol: 'chat-completions' | 'responses', models: string[], extra: object = {}) => ({
-    id,
-    protocol,
-    base_url: `${sim.url}/${id}`,
-    api_key: `key-${id}`,
-    group: 'default',
-    priority: 0,
-    weight: 1,
-    models: Object.fromEntries(models.map((m) => [m, `${m}-upstream`])),
-    tools: ['web_search'],
-    ...extra,
-  });
+  const channel = (id: string, protocol: 'chat-completions' | 'responses', models: string[], extra: Partial<ChannelConfig> = {}) =>
+    simulatorChannel(sim, id, protocol, models, { tools: ['web_search'], ...extra });
   return {
     models: ['newest', 'older', 'chat-only'].map(model),
     channels: [

@@ -7,8 +7,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI, type Content } from '@google/genai';
 import OpenAI from 'openai';
 import { expect } from 'vitest';
-import type { ChatProtocol, GatewayConfig } from '../../src/config/schema';
+import type { ChannelConfig, ChatProtocol, GatewayConfig } from '../../src/config/schema';
 import type { Simulator } from '../../src/upstream/simulator';
+import { simulatorChannel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
 export const MODEL_OF: Record<ChatProtocol, string> = {
@@ -30,19 +31,8 @@ export function translationConfig(sim: Simulator): GatewayConfig {
     capabilities: [],
     price: { input: '1.00', cached_input: '0.50', output: '2.00' },
   });
-  const channel = (id: string, protocol: ChatProtocol, models: string[], extra: object = {}) => ({
-    id,
-    protocol,
-    base_url: `${sim.url}/${id}`,
-    api_key: `key-${id}`,
-    group: 'default',
-    priority: 0,
-    weight: 1,
-    models: Object.fromEntries(models.map((m) => [m, `${m}-upstream`])),
-    tools: ['web_search'],
-    translation: true,
-    ...extra,
-  });
+  const channel = (id: string, protocol: ChatProtocol, models: string[], extra: Partial<ChannelConfig> = {}) =>
+    simulatorChannel(sim, id, protocol, models, { tools: ['web_search'], translation: true, ...extra });
   return {
     models: [...Object.values(MODEL_OF).map(model), model('native-only'), model('both'), model('two-ways')],
     channels: [

@@ -35,6 +35,29 @@ export const CallRecord = z.object({
 });
 export type CallRecord = z.output<typeof CallRecord>;
 
+/** A call record with nothing measured: no tokens, units, latency, attempts, channel, task or links
+ * (a call that never reached an upstream, or one a test writes); `fields` give the rest. */
+export function unmeasuredCall(
+  fields: Pick<CallRecord, 'request_id' | 'key_id' | 'model' | 'endpoint' | 'status' | 'submitted_at'> & Partial<CallRecord>,
+): CallRecord {
+  return {
+    error_code: null,
+    error_message: null,
+    input_tokens: 0,
+    output_tokens: 0,
+    cached_tokens: 0,
+    unit_count: null,
+    unit_type: null,
+    latency_ms: 0,
+    attempts_count: 0,
+    channel_id: null,
+    task_id: null,
+    result_urls: [],
+    result_expires_at: null,
+    ...fields,
+  };
+}
+
 export const AccountOpened = defineEvent(
   'AccountOpened',
   z.object({ account_id: z.string(), name: z.string(), at: Timestamp }),

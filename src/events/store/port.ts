@@ -128,3 +128,22 @@ export interface EventStore {
   onReset?(listener: () => void): () => void;
   close(): Promise<void>;
 }
+
+/**
+ * A store that passes everything to `store` except what `overrides` replaces: the one way to wrap a
+ * store (append checks, metrics, tests), so that no wrapper forgets a method — a wrapper without
+ * `onReset` once left the command handlers' caches folded from events a database crash lost.
+ */
+export function storeWith(store: EventStore, overrides: Partial<EventStore>): EventStore {
+  return {
+    engine: store.engine,
+    append: (...args) => store.append(...args),
+    readStream: (...args) => store.readStream(...args),
+    readAll: (...args) => store.readAll(...args),
+    headPosition: () => store.headPosition(),
+    follow: (...args) => store.follow(...args),
+    ...(store.onReset ? { onReset: (listener: () => void) => store.onReset!(listener) } : {}),
+    close: () => store.close(),
+    ...overrides,
+  };
+}

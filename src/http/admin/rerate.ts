@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Ledger } from '../../commands/ledger';
 import { planRerate, rerateable, RerateError, type AccountRerate } from '../../commands/rerate';
 import type { ModelRegistry } from '../../config/registry';
-import { PriceSchema } from '../../config/schema';
+import { Instant, PriceSchema } from '../../config/schema';
 import { formatUsd } from '../../money/usd';
 import { billedCalls } from '../../projections/call-log/queries';
 import type { ProjectionRunner } from '../../projections/runner/runner';
@@ -15,28 +15,13 @@ import { operatorText } from './operator-text';
 /** More calls than this in one window: narrow it (a re-rate holds its plan in memory). */
 export const RERATE_MAX_CALLS = 200_000;
 
-/** Unix seconds, RFC 3339, or YYYY-MM-DD (UTC midnight). */
-const Instant = z.union([
-  z.number().int().nonnegative(),
-  z
-    .string()
-    .trim()
-    .transform((text, ctx) => {
-      if (/^\d+$/.test(text)) return Number(text);
-      const ms = /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : /^\d{4}-\d{2}-\d{2}T/.test(text) ? Date.parse(text) : NaN;
-      if (Number.isNaN(ms)) {
-        ctx.addIssue({ code: 'custom', message: 'expected Unix seconds, RFC 3339 or YYYY-MM-DD' });
-        return z.NEVER;
-      }
-      return Math.floor(ms / 1000);
-    }),
-]).describe('Unix seconds (a number or digits), RFC 3339, or YYYY-MM-DD (UTC midnight).');
+const When = Instant.describe('Unix seconds (a number or digits), RFC 3339 with its offset, or YYYY-MM-DD (UTC midnight).');
 
 const Rerate = z
   .object({
     model: operatorText(200),
-    from: Instant,
-    to: Instant,
+    from: When,
+    to: When,
     price: PriceSchema,
     apply: z.boolean().default(false),
     reference: operatorText(200).optional(),
