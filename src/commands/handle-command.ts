@@ -308,7 +308,8 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       try {
         const appending = this.store.append(streamId, events, loaded.revision === -1n ? 'no_stream' : loaded.revision, {
           durable: options.durable !== false,
-          ...(loaded.lastId !== null ? { expectedEventId: loaded.lastId } : {}),
+          // One object of a fixed shape on the hot path, not a conditional spread.
+          expectedEventId: loaded.lastId ?? undefined,
         });
         this.tell(streamId, job, state);
         if (lane) this.lookAhead(streamId, lane, state);
@@ -385,7 +386,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
         if (events.length > 0) {
           const appending = this.store.append(streamId, events, loaded.revision === -1n ? 'no_stream' : loaded.revision, {
             durable: batch.some((job) => job.options.durable !== false),
-            ...(loaded.lastId !== null ? { expectedEventId: loaded.lastId } : {}),
+            expectedEventId: loaded.lastId ?? undefined,
           });
           batch.forEach((job, i) => {
             const outcome = outcomes[i]!;

@@ -382,11 +382,12 @@ function withExpiry(text: string, expiresAt: number | null): string {
 
 async function send(deps: ImagesDeps, timings: ImageTimings, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<Attempt> {
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
+  // Outside the try: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
+  const target = upstreamTarget(route.channel.base_url, imagesPath(image.endpoint));
+  const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) };
+  traced?.propagate(headers);
   const hop = new CallSignal(timings.hopMs, call);
   try {
-    const target = upstreamTarget(route.channel.base_url, imagesPath(image.endpoint));
-    const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) };
-    traced?.propagate(headers);
     const response = await (deps.dispatcher ?? upstreamAgent).request({
       origin: target.origin,
       path: target.path,

@@ -325,14 +325,17 @@ async function send(
     if (value !== undefined) headers[to] = Array.isArray(value) ? value.join(',') : value;
   }
   traced?.propagate(headers);
+  // Outside the try: a fault of the gateway's own here is a 500 (relayChat releases the hold), not
+  // an upstream failure that the client is told is safe to retry.
+  const target = upstreamTarget(route.channel.base_url, path);
+  const payload = JSON.stringify(body);
   try {
-    const target = upstreamTarget(route.channel.base_url, path);
     const response = await (deps.dispatcher ?? upstreamAgent).request({
       origin: target.origin,
       path: target.path,
       method: 'POST',
       headers,
-      body: JSON.stringify(body),
+      body: payload,
       signal: call.signal,
       headersTimeout: deps.timeoutMs,
       bodyTimeout: deps.timeoutMs,
