@@ -11,9 +11,9 @@ export const UsdString = z
 export const CHAT_PROTOCOLS = ['chat-completions', 'messages', 'responses', 'generate-content'] as const;
 export type ChatProtocol = (typeof CHAT_PROTOCOLS)[number];
 
-export const CHANNEL_PROTOCOLS = [...CHAT_PROTOCOLS, 'images', 'videos', 'music', 'speech', 'embeddings'] as const;
+export const CHANNEL_PROTOCOLS = [...CHAT_PROTOCOLS, 'images', 'videos', 'music', 'speech', 'transcripts', 'avatars', 'embeddings'] as const;
 
-export const MODEL_KINDS = ['text', 'image', 'video', 'music', 'speech', 'embedding'] as const;
+export const MODEL_KINDS = ['text', 'image', 'video', 'music', 'speech', 'transcript', 'avatar', 'embedding'] as const;
 
 export const CAPABILITIES = ['tools', 'vision', 'web_search', 'image_gen', 'video_gen', 'thinking', 'json', 'open-source'] as const;
 
@@ -106,6 +106,25 @@ export function channelServes(channel: { protocol: string; translation?: boolean
   return translation === true || (Array.isArray(translation) && translation.includes(client));
 }
 
+/**
+ * What a video SKU accepts and how it is billed beyond its prices (the spec's per-SKU rules):
+ * `resolutions`: the values `resolution` may take (others are a 400; absent: any); `resolution_required`:
+ * the lite tier, whose calls must name one; `default_resolution`: the tier a call without `resolution` is
+ * priced at (absent: the dearest tier, the worst case); `video_mode`: the one family that takes
+ * `video_mode` with a reference video; `token_billing`: a `video_url` item in `content` bills the task per
+ * `per_1m_completion_tokens` instead of per second.
+ */
+export const VideoRulesSchema = z
+  .object({
+    resolutions: z.array(z.string().min(1)).min(1).optional(),
+    resolution_required: z.boolean().default(false),
+    default_resolution: z.string().min(1).optional(),
+    video_mode: z.boolean().default(false),
+    token_billing: z.boolean().default(false),
+  })
+  .strict();
+export type VideoRules = z.infer<typeof VideoRulesSchema>;
+
 export const ModelSchema = z
   .object({
     id: z.string().min(1),
@@ -122,8 +141,13 @@ export const ModelSchema = z
     long_context: z.object({ threshold_tokens: z.number().int().positive(), multiplier: UsdString }).strict().optional(),
     discount: DiscountSchema.optional(),
     fixed_grid: z.number().int().positive().optional(),
+    video: VideoRulesSchema.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((model, ctx) => {
+    if (model.video?.token_billing && !model.price.per_1m_completion_tokens)
+      ctx.addIssue({ code: 'custom', path: ['price', 'per_1m_completion_tokens'], message: `model ${model.id} bills video references per token: it needs a per_1m_completion_tokens price` });
+  });
 
 export const ConfigSchema = z
   .object({

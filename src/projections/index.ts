@@ -5,5 +5,6 @@ import { keysProjection } from './keys/projection';
 import { knowledgeProjection } from './knowledge/projection';
 import { ledgerProjection } from './ledger/projection';
 import type { Projection } from './projection';
+import { tasksProjection } from './tasks/projection';
 
-export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection, knowledgeProjection, callLogProjection];
+export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection, knowledgeProjection, callLogProjection, tasksProjection];

@@ -4,6 +4,7 @@ import { jsonForm } from '../store/json';
 import type { EventDefinition } from './codec';
 import { idempotentCallEvents, type IdempotentCallEvent } from './idempotency';
 import { keyEvents, type KeyEvent } from './key';
+import { taskEvents, type TaskEvent } from './task';
 import { knowledgeEvents, type KnowledgeEvent } from './knowledge';
 import { walletEvents, type WalletEvent } from './wallet';
 
@@ -12,11 +13,12 @@ export * from './key';
 export * from './knowledge';
 export { INT32_MAX } from './codec';
 export * from './idempotency';
+export * from './task';
 
-export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent;
+export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent;
 
 const definitions = new Map<string, EventDefinition<string, z.ZodType>>();
-for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents]) definitions.set(definition.type, definition);
+for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents]) definitions.set(definition.type, definition);
 
 export class UnknownEventError extends Error {
   constructor(readonly type: string) {

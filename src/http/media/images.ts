@@ -23,14 +23,14 @@ import { tryJson } from '../../upstream/json';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { trackCall } from '../../lifecycle/http';
 import { spendCapRefusal } from '../../commands/wallet/decider';
-import type { IdempotentRefusal } from '../../commands/ledger';
 import { faultPoint } from '../../runtime/fault';
-import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
+import { callableModel, callRecord, failureSummary, rejectCall, type CallFacts } from '../billable-call';
+import { holdCall } from '../call-hold';
 import { errorBody, GatewayError, requestTooLarge as tooLarge, upstreamErrorBody, type ErrorCode } from '../errors';
 import { releaseUnsettled } from '../hold-release';
 import type { RouteDoc } from '../openapi/route-doc';
-import { completeHijacked, REFUSAL_MESSAGES } from '../plugins/idempotency';
-import { traceAttempt, traceReservation, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
+import { completeHijacked } from '../plugins/idempotency';
+import { traceAttempt, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
 
 /** The spec's image timings: one upstream hop, the whole channel ladder, and when the
  * gateway commits to a 200 and keeps the connection alive. */
@@ -209,15 +209,6 @@ function replayRefusal(deps: ImagesDeps, endpoint: ImageEndpoint, request: Fasti
   return capped ? new GatewayError('quota_exceeded', capped.message) : null;
 }
 
-/** A run of an Idempotency-Key the ledger will not start again, as the client is told. */
-function idempotentRefusal(code: IdempotentRefusal, requestId: string): GatewayError {
-  if (code !== 'idempotency_billed') return new GatewayError(code, REFUSAL_MESSAGES[code]);
-  return new GatewayError(
-    'idempotency_response_not_cached',
-    `The request with this Idempotency-Key succeeded and was billed (request ${requestId}; its call-log row has the result), but its response was not kept: the gateway stopped before recording it. Use a new key to run it again.`,
-  );
-}
-
 /** Units a request may produce: n, and for fixed-grid SKUs never fewer than the grid. */
 export function reservedImages(model: ModelConfig, n: number): number {
   return model.fixed_grid ? Math.max(n, model.fixed_grid) : n;
@@ -257,36 +248,12 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
 
   const unitPrice = parseUsd(model.price.per_image ?? '0');
   const units = reservedImages(model, body.n ?? 1);
-  const hold = {
-    amount: unitPrice * BigInt(units),
-    keyId: caller.keyId,
-    spendCap: caller.key.settings.spend_cap,
-    purpose: `images.${endpoint} ${model.id}`,
-    ttlSeconds: Math.ceil(timings.ladderMs / 1000) + HOLD_GRACE_S,
-    origin: { model: model.id, endpoint: facts.endpoint, requestId: request.id },
-  };
-  // Under an Idempotency-Key the hold id comes from the key: the ledger bills its run once,
-  // whatever became of the key's record in `idempotency_keys` (a crash before it was completed).
-  let holdId = request.id;
-  const idempotency = request.idempotency;
-  if (idempotency) {
-    const { key, fingerprint } = idempotency.claim;
-    const reserved = await traceReservation(request, hold, () =>
-      deps.ledger.reserveIdempotent(caller.accountId, hold, { key, fingerprint, requestId: request.id, retentionSeconds: idempotency.retentionSeconds }),
-    );
-    if (!reserved.ok) {
-      const { error } = reserved;
-      if (error.code === 'idempotency_key_reuse' || error.code === 'idempotency_in_flight' || error.code === 'idempotency_billed') {
-        const refusal = idempotentRefusal(error.code, 'requestId' in error ? error.requestId : '');
-        return reject(refusal.code, refusal.message);
-      }
-      return refuseHold(error, reject);
-    }
-    holdId = reserved.holdId;
-  } else {
-    const reserved = await traceReservation(request, { amount: hold.amount, holdId }, () => deps.ledger.reserve(caller.accountId, { ...hold, holdId }));
-    if (!reserved.ok) return refuseHold(reserved.error, reject);
-  }
+  const holdId = await holdCall(
+    deps.ledger,
+    facts,
+    { amount: unitPrice * BigInt(units), purpose: `images.${endpoint} ${model.id}`, ttlSeconds: Math.ceil(timings.ladderMs / 1000) + HOLD_GRACE_S },
+    reject,
+  );
 
   const call = new CallSignal(timings.ladderMs);
   // Known to the shutdown, which ends it if it outlasts the grace.

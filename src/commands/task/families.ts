@@ -1,0 +1,93 @@
+import type { TaskFamily } from '../../events/catalog';
+
+/** Where a task is in its life, the same for every family; each family names these its own way. */
+export type Phase = 'none' | 'created' | 'queued' | 'running' | 'succeeded' | 'failed' | 'expired' | 'cancelled' | 'refused';
+export type Outcome = 'failed' | 'expired' | 'cancelled';
+
+export const IN_FLIGHT: ReadonlySet<Phase> = new Set(['created', 'queued', 'running']);
+export const isInFlight = (phase: Phase) => IN_FLIGHT.has(phase);
+export const isFinished = (phase: Phase) => phase !== 'none' && !IN_FLIGHT.has(phase);
+
+/**
+ * A family's states as the spec names them: the status each phase shows, the statuses its list
+ * filters accept, and the groups a filter may name. The transitions are the same for every family
+ * (created → queued → running → one ending); a family whose spec has fewer states shows several
+ * phases under one name (an expired image task is `failed`, every speech task in flight `pending`).
+ */
+export interface FamilyRules {
+  readonly family: TaskFamily;
+  readonly statuses: readonly string[];
+  /** Filter words that stand for several statuses (`all`, images' `in_flight`). */
+  readonly groups: Readonly<Record<string, readonly string[]>>;
+  statusOf(phase: Phase): string;
+  /** Who does the work: an upstream task the gateway polls, or a call the gateway runs itself in
+   * the process that accepted the task (which a restart cannot resume: such a task is failed, refunded). */
+  readonly runs: 'upstream' | 'gateway';
+}
+
+function rules(
+  family: TaskFamily,
+  runs: FamilyRules['runs'],
+  names: Partial<Record<Phase, string>>,
+  statuses: readonly string[],
+  groups: Record<string, readonly string[]> = {},
+): FamilyRules {
+  return {
+    family,
+    runs,
+    statuses,
+    groups: { all: statuses, ...groups },
+    statusOf: (phase) => names[phase] ?? (isInFlight(phase) ? statuses[0]! : phase === 'refused' ? 'failed' : phase),
+  };
+}
+
+/** Video task: queued → running → succeeded | failed | expired | cancelled (spec, "States and transitions"). */
+export const VIDEO = rules('video', 'upstream', { created: 'queued' }, ['queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled']);
+
+/** Image task (async): queued → running → succeeded | failed; a task past its 280 s, or interrupted by a
+ * deployment, is `failed` (the spec gives images no other ending). */
+export const IMAGE = rules('image', 'gateway', { created: 'queued', expired: 'failed', cancelled: 'failed' }, ['queued', 'running', 'succeeded', 'failed'], {
+  in_flight: ['queued', 'running'],
+});
+
+/** Music task: processing → succeeded | failed | expired | cancelled. */
+export const MUSIC = rules('music', 'upstream', { created: 'processing', queued: 'processing', running: 'processing' }, ['processing', 'succeeded', 'failed', 'expired', 'cancelled']);
+
+/** Speech task (async): pending → succeeded | failed. */
+export const SPEECH = rules('speech', 'gateway', { created: 'pending', queued: 'pending', running: 'pending', expired: 'failed', cancelled: 'failed' }, ['pending', 'succeeded', 'failed']);
+
+/** Transcript extraction: a short task the client waits for; named like a video task. */
+export const TRANSCRIPT = rules('transcript', 'upstream', { created: 'queued' }, ['queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled']);
+
+/** Voice clone: a short task; its voice is `ready` once cloned. */
+export const VOICE = rules('voice', 'gateway', { created: 'pending', queued: 'pending', running: 'pending', succeeded: 'ready', expired: 'failed', cancelled: 'failed' }, [
+  'pending',
+  'ready',
+  'failed',
+]);
+
+export const FAMILIES: Readonly<Record<TaskFamily, FamilyRules>> = {
+  video: VIDEO,
+  image: IMAGE,
+  music: MUSIC,
+  speech: SPEECH,
+  transcript: TRANSCRIPT,
+  voice: VOICE,
+};
+
+/**
+ * A list's `status` query as a set of statuses: comma-separated statuses or groups of the family;
+ * absent or empty = every status. Null when a word is none of them (the caller's 400).
+ */
+export function statusFilter(family: FamilyRules, query: string | undefined): readonly string[] | null {
+  if (query === undefined || query.trim() === '') return family.statuses;
+  const out = new Set<string>();
+  for (const raw of query.split(',')) {
+    const word = raw.trim();
+    const group = family.groups[word];
+    if (group) group.forEach((s) => out.add(s));
+    else if (family.statuses.includes(word)) out.add(word);
+    else return null;
+  }
+  return [...out];
+}

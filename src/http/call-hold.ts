@@ -1,0 +1,59 @@
+import type { IdempotentRefusal, Ledger } from '../commands/ledger';
+import { traceReservation } from '../tracing/spans';
+import { refuseHold, type CallFacts } from './billable-call';
+import { GatewayError, type ErrorCode } from './errors';
+import { REFUSAL_MESSAGES } from './plugins/idempotency';
+
+export interface CallHold {
+  readonly amount: bigint;
+  /** `{endpoint} {model}`, e.g. `videos.generations seedance-1-0-pro`. */
+  readonly purpose: string;
+  /** Seconds until the hold sweeper may release the hold if nobody settles it. */
+  readonly ttlSeconds: number;
+}
+
+/** A run of an Idempotency-Key the ledger will not start again, as the client is told. */
+export function idempotentRefusal(code: IdempotentRefusal, requestId: string): GatewayError {
+  if (code !== 'idempotency_billed') return new GatewayError(code, REFUSAL_MESSAGES[code]);
+  return new GatewayError(
+    'idempotency_response_not_cached',
+    `The request with this Idempotency-Key succeeded and was billed (request ${requestId}; its call-log row has the result), but its response was not kept: the gateway stopped before recording it. Use a new key to run it again.`,
+  );
+}
+
+/**
+ * Reserves a billable call's hold and returns its id. Under an Idempotency-Key the hold id comes from
+ * the key (the ledger bills its run once, whatever became of the key's record in `idempotency_keys`
+ * after a crash); otherwise it is the request id. A refusal (balance, spend cap, an inactive account, a
+ * run of the key in flight or billed) goes through `reject`, which records the call and throws.
+ */
+export async function holdCall(ledger: Ledger, facts: CallFacts, hold: CallHold, reject: (code: ErrorCode, message: string) => never): Promise<string> {
+  const { request } = facts;
+  const caller = request.caller!;
+  const reservation = {
+    amount: hold.amount,
+    keyId: caller.keyId,
+    spendCap: caller.key.settings.spend_cap,
+    purpose: hold.purpose,
+    ttlSeconds: hold.ttlSeconds,
+    origin: { model: facts.model, endpoint: facts.endpoint, requestId: request.id },
+  };
+  const idempotency = request.idempotency;
+  if (!idempotency) {
+    const holdId = request.id;
+    const reserved = await traceReservation(request, { amount: hold.amount, holdId }, () => ledger.reserve(caller.accountId, { ...reservation, holdId }));
+    if (!reserved.ok) return refuseHold(reserved.error, reject);
+    return holdId;
+  }
+  const { key, fingerprint } = idempotency.claim;
+  const reserved = await traceReservation(request, reservation, () =>
+    ledger.reserveIdempotent(caller.accountId, reservation, { key, fingerprint, requestId: request.id, retentionSeconds: idempotency.retentionSeconds }),
+  );
+  if (reserved.ok) return reserved.holdId;
+  const { error } = reserved;
+  if (error.code === 'idempotency_key_reuse' || error.code === 'idempotency_in_flight' || error.code === 'idempotency_billed') {
+    const refusal = idempotentRefusal(error.code, 'requestId' in error ? error.requestId : '');
+    return reject(refusal.code, refusal.message);
+  }
+  return refuseHold(error, reject);
+}

@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
+import type { Dispatcher } from 'undici';
+import type { Ledger } from '../../commands/ledger';
+import type { TaskState } from '../../commands/task/decider';
+import { FAMILIES } from '../../commands/task/families';
+import { taskCall } from '../../commands/task/money';
+import type { TaskService } from '../../commands/task/service';
+import type { ModelConfig } from '../../config/schema';
+import type { TaskBilling, TaskFamily } from '../../events/catalog';
+import { trackCall } from '../../lifecycle/http';
+import { countCall } from '../../metrics/http';
+import { traceAttempt } from '../../tracing/spans';
+import { submitTask, tasksErrorMessage } from '../../upstream/protocols/tasks';
+import type { Route } from '../../upstream/routing';
+import { CallSignal, type Failure } from '../../upstream/upstream-call';
+import type { TaskPoller } from '../../tasks/poller';
+import { failureSummary, type CallFacts } from '../billable-call';
+import { holdCall } from '../call-hold';
+import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
+import { releaseUnsettled } from '../hold-release';
+import { tryJson } from '../../upstream/json';
+
+export interface TaskSubmitDeps {
+  readonly ledger: Ledger;
+  readonly tasks: TaskService;
+  readonly poller: TaskPoller;
+  readonly now: () => number;
+  /** The upstream's time limit for accepting a task (the spec's 60 s for video). */
+  readonly submitTimeoutMs: number;
+  readonly dispatcher?: Dispatcher;
+}
+
+/** A hold outlives its task's deadline by this much: the task's own expiry releases it first, the sweeper is the backstop. */
+export const TASK_HOLD_GRACE_S = 600;
+
+export interface UpstreamTaskRequest {
+  readonly facts: CallFacts;
+  readonly family: TaskFamily;
+  readonly model: ModelConfig;
+  readonly routes: readonly Route[];
+  readonly reserved: bigint;
+  readonly billing: TaskBilling;
+  readonly basis: number;
+  /** What the task's polls echo. */
+  readonly params: Record<string, unknown>;
+  /** The request's own fields as the upstream takes them (each channel sets its `model`). */
+  readonly fields: Record<string, unknown>;
+  /** How long the task may run before the gateway expires it, in seconds. */
+  readonly lifetimeS: number;
+  readonly reject: (code: ErrorCode, message: string) => never;
+}
+
+/** The upstream's refusal as the client gets it: its status and its body, in the chat error shape. */
+export interface RefusedAnswer {
+  readonly status: number;
+  readonly body: string;
+  readonly headers: Record<string, string>;
+}
+
+export type Submitted = { readonly ok: true; readonly state: TaskState } | { readonly ok: false; readonly answer: RefusedAnswer };
+
+/**
+ * Reserves a task's worst case, creates the task, and submits it to up to three channels (5xx, a failed
+ * connection or a time-out tries the next; a 4xx is the caller's and is passed through). An accepted
+ * task is followed by the poller from now on; a refused one is never visible, its hold released with
+ * its call-log row. A refusal of the hold (402 and the like) is a rejected call with no task at all.
+ */
+export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTaskRequest): Promise<Submitted> {
+  const { facts } = req;
+  const request = facts.request;
+  const caller = request.caller!;
+  const holdId = await holdCall(deps.ledger, facts, { amount: req.reserved, purpose: `${facts.endpoint} ${req.model.id}`, ttlSeconds: req.lifetimeS + TASK_HOLD_GRACE_S }, req.reject);
+  const taskId = randomUUID();
+  const now = deps.now();
+  try {
+    const created = await deps.tasks.handle(taskId, {
+      type: 'CreateTask',
+      taskId,
+      family: req.family,
+      accountId: caller.accountId,
+      keyId: caller.keyId,
+      model: req.model.id,
+      endpoint: facts.endpoint,
+      requestId: request.id,
+      holdId,
+      reserved: req.reserved,
+      billing: req.billing,
+      basis: req.basis,
+      params: req.params,
+      visible: false,
+      deadline: now + req.lifetimeS,
+      now,
+    });
+    if (!created.ok) throw new Error(`task ${taskId} could not be created: ${created.error.message}`);
+  } catch (error) {
+    await releaseUnsettled(deps.ledger, facts, holdId, error);
+    throw error;
+  }
+  // From here the task stream owns the hold: every ending closes it through the task.
+  request.callRecorded = true;
+
+  const call = new CallSignal(deps.submitTimeoutMs * req.routes.length);
+  const untrack = trackCall(request, call);
+  let failure: Failure | null = null;
+  try {
+    for (const route of req.routes) {
+      facts.attempts += 1;
+      facts.channelId = route.channel.id;
+      request.callMeter?.attempt();
+      const traced = traceAttempt(request, route, facts.attempts);
+      const answer = await submitTask(route.channel, route.upstreamModel, req.fields, {
+        timeoutMs: deps.submitTimeoutMs,
+        signal: call,
+        ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+      });
+      request.callMeter?.answered(route.channel.id, answer.ok ? null : answer.failure);
+      if (answer.ok) {
+        traced?.answered(200);
+        const submitted = await deps.tasks.handle(taskId, {
+          type: 'RecordSubmission',
+          channelId: route.channel.id,
+          upstreamTaskId: answer.value.id,
+          upstreamModel: route.upstreamModel,
+          attempts: facts.attempts,
+          now: deps.now(),
+        });
+        if (!submitted.ok) throw new Error(`task ${taskId}: the upstream's acceptance could not be recorded: ${submitted.error.message}`);
+        await deps.poller.follow(taskId);
+        return { ok: true, state: submitted.state };
+      }
+      failure = answer.failure;
+      if (failure.kind === 'status') traced?.answered(failure.status);
+      traced?.failed(failure);
+      if ((failure.kind === 'status' && failure.status < 500) || call.expired || call.shuttingDown) break;
+    }
+  } finally {
+    call.clear();
+    untrack();
+  }
+
+  const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
+  const summary = failureSummary(f, tasksErrorMessage);
+  const refused = await deps.tasks.finish(taskId, { type: 'RefuseSubmission', error: { code: summary.code, message: summary.message }, attempts: facts.attempts, now: deps.now() });
+  if (refused.ok) countCall(request, facts.startedAt, taskCall(refused.state));
+  // A failed connection (502), a time-out (504), the shutdown (503): the gateway's own error.
+  if (f.kind !== 'status') throw new GatewayError(summary.code as ErrorCode, summary.message);
+  // Passed through unchanged when the upstream spoke the chat error shape; else put into it.
+  const passed = (tryJson(f.body) as { error?: { message?: unknown } } | null)?.error?.message !== undefined ? f.body : JSON.stringify(upstreamErrorBody('chat', f.status, summary.message));
+  return { ok: false, answer: { status: f.status, body: passed, headers: f.headers['retry-after'] ? { 'retry-after': f.headers['retry-after'] } : {} } };
+}
+
+/** The answer to an accepted submission: `{id, status, model, created_at}`. */
+export function submittedBody(state: TaskState): Record<string, unknown> {
+  return { id: state.taskId, status: FAMILIES[state.family].statusOf(state.phase), model: state.model, created_at: state.createdAt };
+}
+
+export function sendRefused(reply: FastifyReply, answer: RefusedAnswer): FastifyReply {
+  for (const [name, value] of Object.entries(answer.headers)) reply.header(name, value);
+  return reply.code(answer.status).type('application/json').send(answer.body);
+}

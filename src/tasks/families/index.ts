@@ -1,0 +1,8 @@
+import type { TaskFamily } from '../../events/catalog';
+import type { DeliveryOf } from '../delivery';
+import { videoDelivery } from './video';
+
+/** How each family that polls an upstream task reads its result. */
+export const DELIVERIES: Partial<Record<TaskFamily, DeliveryOf>> = {
+  video: videoDelivery,
+};

@@ -1,0 +1,128 @@
+import type { Dispatcher } from 'undici';
+import type { ChannelConfig } from '../config/schema';
+import { FAMILIES } from '../commands/task/families';
+import type { TaskService } from '../commands/task/service';
+import type { JobQueue } from '../jobs/port';
+import type { TaskQueries } from '../projections/tasks/queries';
+import { startChore } from '../runtime/chore';
+import { BackgroundRuns } from './background';
+import { DELIVERIES } from './families';
+import { POLLER_SETTINGS, TaskPoller, type PollerSettings } from './poller';
+
+export interface TaskWorkflowLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface TaskWorkflowDeps {
+  readonly tasks: TaskService;
+  readonly queries: TaskQueries;
+  readonly jobs: JobQueue;
+  readonly channel: (id: string) => ChannelConfig | undefined;
+  readonly now: () => number;
+  readonly log: TaskWorkflowLog;
+  /** Resolves once the task views have caught up with the log (the recovery reads them). */
+  readonly viewsCurrent: () => Promise<void>;
+  /**
+   * Whether this process is the only one that can be running the gateway's own task runs (embedded mode:
+   * DATA_DIR is locked to one process). Then a run found in flight at start was interrupted by the last
+   * stop and is failed at once; otherwise another instance may be running it, and its deadline decides.
+   */
+  readonly soleInstance: boolean;
+  readonly poller?: Partial<PollerSettings>;
+  /** How often overdue tasks are expired and unclosed holds closed (default 15 s). */
+  readonly sweepEveryMs?: number;
+  readonly dispatcher?: Dispatcher;
+}
+
+/**
+ * Everything that moves media tasks forward outside a request: the upstream poller (a job per task),
+ * the gateway's own runs, the sweep that expires overdue tasks and closes holds a crash left open, and
+ * the recovery at start that picks up every task in flight again from the task views.
+ */
+export class TaskWorkflows {
+  readonly poller: TaskPoller;
+  readonly background: BackgroundRuns;
+  private stopSweep: () => void = () => {};
+  private recovering: Promise<void> | null = null;
+
+  constructor(private readonly deps: TaskWorkflowDeps) {
+    this.poller = new TaskPoller({
+      tasks: deps.tasks,
+      jobs: deps.jobs,
+      channel: deps.channel,
+      deliveries: DELIVERIES,
+      now: deps.now,
+      settings: { ...POLLER_SETTINGS, ...deps.poller },
+      log: deps.log,
+      ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+    });
+    this.background = new BackgroundRuns(deps.tasks, deps.now, deps.log);
+    this.poller.register();
+  }
+
+  async start(): Promise<void> {
+    await this.deps.jobs.start();
+    this.stopSweep = startChore(() => this.sweep(), this.deps.sweepEveryMs ?? 15_000, (error) => this.deps.log.error({ err: error }, 'task sweep failed'));
+    // In the background: the gateway serves while the views catch up and the tasks are picked up.
+    this.recovering = this.recover().catch((error: unknown) => this.deps.log.error({ err: error }, 'task recovery failed; the sweep picks tasks up at their deadline'));
+  }
+
+  /** Resolves when the recovery at start has run (tests, and the shutdown). */
+  recovered(): Promise<void> {
+    return this.recovering ?? Promise.resolve();
+  }
+
+  /** Every task in flight after a restart: upstream tasks are followed again, runs of this process failed. */
+  async recover(): Promise<void> {
+    await this.deps.viewsCurrent();
+    const now = this.deps.now();
+    let followed = 0;
+    let failed = 0;
+    for (const row of await this.deps.queries.inFlight()) {
+      if (FAMILIES[row.family].runs === 'upstream') {
+        await this.poller.follow(row.task_id, 0);
+        followed += 1;
+      } else if (this.deps.soleInstance && !this.background.running(row.task_id)) {
+        await this.deps.tasks.finish(row.task_id, {
+          type: 'Fail',
+          outcome: 'failed',
+          error: { code: 'gateway_interrupted', message: 'the gateway restarted while the task ran; nothing was charged, submit it again' },
+          now,
+        });
+        failed += 1;
+      }
+    }
+    const closed = await this.closeUnclosed(now);
+    if (followed + failed + closed > 0) this.deps.log.info({ followed, failed, closed }, 'tasks in flight picked up after the start');
+  }
+
+  /** Expires tasks past their deadline, and closes the holds of finished tasks that a crash left open. */
+  async sweep(): Promise<void> {
+    const now = this.deps.now();
+    for (const row of await this.deps.queries.overdue(now)) {
+      const state = await this.deps.tasks.state(row.task_id);
+      await this.poller.expire(state);
+    }
+    // A minute's slack: the process that ended the task is closing its hold right now.
+    await this.closeUnclosed(now - 60);
+  }
+
+  private async closeUnclosed(finishedBefore: number): Promise<number> {
+    let closed = 0;
+    for (const row of await this.deps.queries.unclosed(finishedBefore)) {
+      await this.deps.tasks.closeMoney(await this.deps.tasks.state(row.task_id));
+      closed += 1;
+    }
+    return closed;
+  }
+
+  /** The shutdown: the gateway's own runs get `graceMs`, then are interrupted (failed, refunded); jobs stop. */
+  async close(graceMs: number): Promise<void> {
+    this.stopSweep();
+    await this.recovering?.catch(() => {});
+    await this.background.close(graceMs);
+    await this.deps.jobs.close(Math.min(graceMs, 10_000));
+  }
+}

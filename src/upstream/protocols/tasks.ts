@@ -1,0 +1,108 @@
+/**
+ * The content-generation tasks API every asynchronous family speaks upstream (DESIGN.md, "Media, digital
+ * humans and agents: the fixed parts"): `POST {base}/api/v3/contents/generations/tasks` with
+ * `{model, …the request's own fields}` → `{id}`; `GET …/tasks/{id}` → the task; `DELETE …/tasks/{id}`
+ * cancels it. One adapter for video, music, transcripts (and avatars): only `content` differs.
+ */
+import type { Dispatcher } from 'undici';
+import { z } from 'zod';
+import type { ChannelConfig } from '../../config/schema';
+import { BodyTooLargeError, textWithin } from '../bounded-body';
+import { tryJson } from '../json';
+import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../upstream-call';
+
+export const TASKS_PATH = '/api/v3/contents/generations/tasks';
+
+/** A task view is a few URLs and numbers; anything much larger is not one. */
+const TASK_ANSWER_BYTES = 4 * 1024 * 1024;
+
+const finite = z.number().finite();
+
+/** The upstream's task as the gateway reads it: unknown fields are dropped, odd numbers ignored. */
+export const UpstreamTask = z.object({
+  id: z.string().min(1),
+  status: z.enum(['queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled']),
+  progress: finite.optional().catch(undefined),
+  content: z.record(z.string(), z.unknown()).optional().catch(undefined),
+  usage: z
+    .object({ completion_tokens: z.number().int().nonnegative(), total_tokens: z.number().int().nonnegative().optional() })
+    .optional()
+    .catch(undefined),
+  duration: finite.nonnegative().optional().catch(undefined),
+  framespersecond: finite.positive().optional().catch(undefined),
+  error: z.object({ code: z.union([z.string(), z.number()]).transform(String), message: z.string() }).optional().catch(undefined),
+});
+export type UpstreamTask = z.output<typeof UpstreamTask>;
+
+export type TaskAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: Failure };
+
+const authHeaders = (channel: ChannelConfig): Record<string, string> => ({ authorization: `Bearer ${channel.api_key}` });
+
+async function call(
+  dispatcher: Dispatcher,
+  channel: ChannelConfig,
+  method: 'POST' | 'GET' | 'DELETE',
+  path: string,
+  timeoutMs: number,
+  body?: string,
+  parent?: CallSignal,
+): Promise<TaskAnswer<unknown>> {
+  const target = upstreamTarget(channel.base_url, path);
+  const signal = new CallSignal(timeoutMs, parent);
+  try {
+    const response = await dispatcher.request({
+      origin: target.origin,
+      path: target.path,
+      method,
+      headers: { ...authHeaders(channel), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body } : {}),
+      signal: signal.signal,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+    if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body) };
+    const text = await textWithin(response.body, TASK_ANSWER_BYTES);
+    return { ok: true, value: text === '' ? {} : tryJson(text) };
+  } catch (error) {
+    if (error instanceof BodyTooLargeError) return { ok: false, failure: { kind: 'unreachable', message: error.message } };
+    return { ok: false, failure: classify(error, signal) };
+  } finally {
+    signal.clear();
+  }
+}
+
+/** Submits a task; the answer's `id` is the upstream's task id. */
+export async function submitTask(
+  channel: ChannelConfig,
+  upstreamModel: string,
+  fields: Readonly<Record<string, unknown>>,
+  options: { timeoutMs: number; dispatcher?: Dispatcher; signal?: CallSignal },
+): Promise<TaskAnswer<{ id: string }>> {
+  const body = JSON.stringify({ ...fields, model: upstreamModel });
+  const answer = await call(options.dispatcher ?? upstreamAgent, channel, 'POST', TASKS_PATH, options.timeoutMs, body, options.signal);
+  if (!answer.ok) return answer;
+  const id = (answer.value as { id?: unknown } | null)?.id;
+  if (typeof id !== 'string' || id === '') return { ok: false, failure: { kind: 'unreachable', message: 'the upstream accepted the task but gave no task id' } };
+  return { ok: true, value: { id } };
+}
+
+/** The upstream's view of a task; an answer that is not a task is a failure (unreachable: ask again later). */
+export async function fetchTask(channel: ChannelConfig, upstreamTaskId: string, options: { timeoutMs: number; dispatcher?: Dispatcher }): Promise<TaskAnswer<UpstreamTask>> {
+  const answer = await call(options.dispatcher ?? upstreamAgent, channel, 'GET', `${TASKS_PATH}/${encodeURIComponent(upstreamTaskId)}`, options.timeoutMs);
+  if (!answer.ok) return answer;
+  const parsed = UpstreamTask.safeParse(answer.value);
+  if (!parsed.success) return { ok: false, failure: { kind: 'unreachable', message: 'the upstream answered a task poll with something that is not a task' } };
+  return { ok: true, value: parsed.data };
+}
+
+/** Asks the upstream to stop a task the gateway gave up on (expired): best effort, never throws. */
+export async function cancelTask(channel: ChannelConfig, upstreamTaskId: string, options: { timeoutMs: number; dispatcher?: Dispatcher }): Promise<boolean> {
+  const answer = await call(options.dispatcher ?? upstreamAgent, channel, 'DELETE', `${TASKS_PATH}/${encodeURIComponent(upstreamTaskId)}`, options.timeoutMs);
+  return answer.ok;
+}
+
+/** The upstream's error message in its body (`{error: {message}}`), if any. */
+export function tasksErrorMessage(body: unknown): string | null {
+  const message = (body as { error?: { message?: unknown } } | null)?.error?.message;
+  return typeof message === 'string' ? message : null;
+}
