@@ -4,6 +4,7 @@ import type { Ledger } from '../commands/ledger';
 import type { ModelRegistry } from '../config/registry';
 import type { EventStore } from '../events/store/port';
 import type { RateLimiter } from '../limits';
+import type { HostedOutputs } from '../objects/hosted';
 import type { ObjectStore } from '../objects/store';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { ProjectionRunner } from '../projections/runner/runner';
@@ -27,6 +28,7 @@ import { CHAT_TIMEOUT_MS } from './protocols/relay';
 import { Router } from '../upstream/routing';
 import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
+import { hostedFileRoutes } from './media/files';
 import { clientErrorOf, INTAKE_TIMINGS, intakePlugin, notFound, sendByPath, serverOptions, type IntakeTimings } from './intake/plugin';
 import { redactUrl } from './intake/redact';
 import { tracingPlugin, type RequestTracer } from '../tracing/request';
@@ -46,6 +48,8 @@ export interface AppDeps {
   readonly knowledge: KnowledgeService;
   readonly knowledgeQueries: KnowledgeQueries;
   readonly objects: ObjectStore;
+  /** Media outputs the gateway hosts; their download route is served with the local store. */
+  readonly hosted?: HostedOutputs;
   /** Per-account requests per minute and concurrency (Redis-shared or in-process). */
   readonly rateLimiter: RateLimiter;
   /** Idempotency-Key claims and remembered answers (migrated by the caller). */
@@ -149,6 +153,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ...(deps.imageTimings ? { timings: deps.imageTimings } : {}),
     }),
   );
+  if (deps.hosted) await app.register(hostedFileRoutes(deps.hosted, now));
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));

@@ -37,6 +37,8 @@ export const ERROR_CODES = {
   quota_exceeded: { status: 402, chat: 'insufficient_quota', messages: 'billing_error', generate: 'RESOURCE_EXHAUSTED' },
   permission_denied: { status: 403, chat: 'permission_error', messages: 'permission_error', generate: 'PERMISSION_DENIED' },
   not_found: { status: 404, chat: 'invalid_request_error', messages: 'not_found_error', generate: 'NOT_FOUND' },
+  /** Not in the spec's table (docs/operations.md): a `Range` a hosted media file cannot serve. */
+  range_not_satisfiable: { status: 416, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'OUT_OF_RANGE' },
   rate_limit_exceeded: { status: 429, chat: 'rate_limit_error', messages: 'rate_limit_error', generate: 'RESOURCE_EXHAUSTED' },
   internal_error: { status: 500, chat: 'server_error', messages: 'api_error', generate: 'INTERNAL' },
   upstream_unreachable: { status: 502, chat: 'api_error', messages: 'api_error', generate: 'UNAVAILABLE' },

@@ -1,14 +1,33 @@
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import type { AwsClient } from 'aws4fetch';
 
-/** Source files of knowledge pages, addressed by their `r2_key`. */
+/** An object as stored: its bytes and the content type it was put with. */
+export interface StoredObject {
+  readonly bytes: Buffer;
+  readonly contentType: string;
+}
+
+export interface SignContext {
+  readonly baseUrl: string;
+  readonly now: number;
+  readonly filename?: string | null;
+  /** How a presigned S3 link asks the browser to show the file (default `attachment`); the local
+   * store's routes decide this themselves. */
+  readonly disposition?: 'attachment' | 'inline';
+}
+
+/** Source files of knowledge pages (by their `r2_key`) and hosted media outputs (`media/…`). */
 export interface ObjectStore {
   readonly kind: 'local' | 's3';
   put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
+  /** null: no such object (or a key no object can have). */
+  get(key: string): Promise<StoredObject | null>;
+  /** Removing an object that is not there is not an error. */
+  delete(key: string): Promise<void>;
   /** A link that downloads the object and stops working after `ttlSeconds`. */
-  signedUrl(key: string, ttlSeconds: number, context: { baseUrl: string; now: number; filename?: string | null }): Promise<string>;
+  signedUrl(key: string, ttlSeconds: number, context: SignContext): Promise<string>;
 }
 
 export const OBJECT_KEY = /^(?!\/)(?!.*\/\/)(?!.*(^|\/)\.\.?(\/|$))[^\x00-\x1f\x7f\\]{1,512}$/u;
@@ -19,7 +38,7 @@ export class InvalidObjectKeyError extends Error {
   }
 }
 
-/** The gateway's own download route for the local store. */
+/** The gateway's own download route for the local store of knowledge source files. */
 export const LOCAL_DOWNLOAD_PREFIX = '/api/v1/ext/wiki/files/';
 
 /**
@@ -31,12 +50,16 @@ export const LOCAL_DOWNLOAD_PREFIX = '/api/v1/ext/wiki/files/';
  * metadata or its temporary file, and a write replaces bytes and content type at once. Objects
  * written by earlier versions (a file at the key's own path, its content type beside it in
  * `<path>.meta.json`) are still read.
+ *
+ * `downloadPrefix` is the path of the route that serves this store's links: one store per route, each
+ * with its own directory and signing secret, so a link handed out for one route opens nothing on another.
  */
 export class LocalObjectStore implements ObjectStore {
   readonly kind = 'local' as const;
   constructor(
     private readonly root: string,
     private readonly signingSecret: string,
+    readonly downloadPrefix: string = LOCAL_DOWNLOAD_PREFIX,
   ) {}
 
   private fileOf(key: string): string {
@@ -68,7 +91,7 @@ export class LocalObjectStore implements ObjectStore {
     }
   }
 
-  async get(key: string): Promise<{ bytes: Buffer; contentType: string } | null> {
+  async get(key: string): Promise<StoredObject | null> {
     try {
       const stored = await readFile(this.fileOf(key));
       const end = stored.indexOf(0x0a);
@@ -81,7 +104,7 @@ export class LocalObjectStore implements ObjectStore {
     }
   }
 
-  private async legacyGet(key: string): Promise<{ bytes: Buffer; contentType: string } | null> {
+  private async legacyGet(key: string): Promise<StoredObject | null> {
     try {
       const path = this.legacyPathOf(key);
       const bytes = await readFile(path);
@@ -93,14 +116,25 @@ export class LocalObjectStore implements ObjectStore {
     }
   }
 
+  async delete(key: string): Promise<void> {
+    if (!OBJECT_KEY.test(key)) return;
+    await rm(this.fileOf(key), { force: true });
+    // An object of the earlier layout would otherwise be read again once its new file is gone.
+    const legacy = this.legacyPathOf(key);
+    if (await isFile(legacy)) {
+      await unlink(legacy);
+      await rm(`${legacy}.meta.json`, { force: true });
+    }
+  }
+
   private signature(key: string, expires: number): string {
     return createHmac('sha256', this.signingSecret).update(`${key}\n${expires}`).digest('hex');
   }
 
-  async signedUrl(key: string, ttlSeconds: number, context: { baseUrl: string; now: number }): Promise<string> {
+  async signedUrl(key: string, ttlSeconds: number, context: SignContext): Promise<string> {
     const expires = context.now + ttlSeconds;
     const path = key.split('/').map(encodeURIComponent).join('/');
-    return `${context.baseUrl}${LOCAL_DOWNLOAD_PREFIX}${path}?expires=${expires}&signature=${this.signature(key, expires)}`;
+    return `${context.baseUrl}${this.downloadPrefix}${path}?expires=${expires}&signature=${this.signature(key, expires)}`;
   }
 
   /** True when the link is authentic and not expired. */
@@ -109,6 +143,16 @@ export class LocalObjectStore implements ObjectStore {
     const expected = Buffer.from(this.signature(key, expires));
     const given = Buffer.from(signature);
     return expected.length === given.length && timingSafeEqual(expected, given);
+  }
+}
+
+/** A directory, a missing path or one under a file is no object of the earlier layout. */
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await lstat(path)).isFile();
+  } catch (error) {
+    if (['ENOENT', 'ENOTDIR'].includes((error as NodeJS.ErrnoException).code ?? '')) return false;
+    throw error;
   }
 }
 
@@ -154,10 +198,30 @@ export class S3ObjectStore implements ObjectStore {
     if (!response.ok) throw new Error(`object store refused PUT ${key}: ${response.status} ${await response.text()}`);
   }
 
-  async signedUrl(key: string, ttlSeconds: number, context: { filename?: string | null }): Promise<string> {
+  async get(key: string): Promise<StoredObject | null> {
+    if (!OBJECT_KEY.test(key)) return null;
+    const response = await (await this.client()).fetch(this.urlOf(key).toString(), { method: 'GET' });
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return null;
+    }
+    if (!response.ok) throw new Error(`object store refused GET ${key}: ${response.status} ${await response.text()}`);
+    return { bytes: Buffer.from(await response.arrayBuffer()), contentType: response.headers.get('content-type') ?? 'application/octet-stream' };
+  }
+
+  async delete(key: string): Promise<void> {
+    if (!OBJECT_KEY.test(key)) return;
+    const response = await (await this.client()).fetch(this.urlOf(key).toString(), { method: 'DELETE' });
+    const detail = await response.text();
+    // S3 answers 204 for a key that is not there; some compatible stores answer 404.
+    if (!response.ok && response.status !== 404) throw new Error(`object store refused DELETE ${key}: ${response.status} ${detail}`);
+  }
+
+  async signedUrl(key: string, ttlSeconds: number, context: Pick<SignContext, 'filename' | 'disposition'>): Promise<string> {
     const url = this.urlOf(key);
     url.searchParams.set('X-Amz-Expires', String(ttlSeconds));
-    if (context.filename) url.searchParams.set('response-content-disposition', `attachment; filename="${context.filename.replace(/"/g, '')}"`);
+    if (context.filename)
+      url.searchParams.set('response-content-disposition', `${context.disposition ?? 'attachment'}; filename="${context.filename.replace(/"/g, '')}"`);
     const signed = await (await this.client()).sign(url.toString(), { method: 'GET', aws: { signQuery: true } });
     return signed.url;
   }

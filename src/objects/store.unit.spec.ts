@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage } from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -106,5 +106,109 @@ describe('local object store layout', () => {
     await store.put('kb/old.md', Buffer.from('# new'), 'text/markdown');
     expect((await store.get('kb/old.md'))?.bytes.toString()).toBe('# new');
     expect(await store.get('kb')).toBeNull();
+  });
+});
+
+describe('local object store: get and delete', () => {
+  it('deletes an object (again without error), leaves its neighbours, and refuses nothing for a bad key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'objects-'));
+    dirs.push(dir);
+    const store = new LocalObjectStore(dir, 's');
+    await store.put('media/a/1/x.mp3', Buffer.from('ID3'), 'audio/mpeg');
+    await store.put('media/a/1/y.mp3', Buffer.from('other'), 'audio/mpeg');
+    expect(await store.get('media/a/1/x.mp3')).toEqual({ bytes: Buffer.from('ID3'), contentType: 'audio/mpeg' });
+    await store.delete('media/a/1/x.mp3');
+    expect(await store.get('media/a/1/x.mp3')).toBeNull();
+    await store.delete('media/a/1/x.mp3');
+    await store.delete('never/there');
+    await store.delete('../escape');
+    expect((await store.get('media/a/1/y.mp3'))?.bytes.toString()).toBe('other');
+  });
+
+  it('deletes an object of the earlier layout too (else it would be read again), and no directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'objects-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'kb'), { recursive: true });
+    writeFileSync(join(dir, 'kb', 'old.md'), '# old');
+    writeFileSync(join(dir, 'kb', 'old.md.meta.json'), JSON.stringify({ content_type: 'text/markdown' }));
+    const store = new LocalObjectStore(dir, 's');
+    await store.delete('kb');
+    expect((await store.get('kb/old.md'))?.bytes.toString()).toBe('# old');
+    await store.delete('kb/old.md');
+    expect(await store.get('kb/old.md')).toBeNull();
+    expect(existsSync(join(dir, 'kb', 'old.md.meta.json'))).toBe(false);
+  });
+
+  it('signs links for the route it is given; the wiki route stays the default', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'objects-'));
+    dirs.push(dir);
+    const media = new LocalObjectStore(dir, 'media secret', '/v1/media/files/');
+    const url = new URL(await media.signedUrl('media/acct_1/t1/speech.mp3', 60, { baseUrl: 'https://gw.example', now: 1000 }));
+    expect(url.pathname).toBe('/v1/media/files/media/acct_1/t1/speech.mp3');
+    expect(url.searchParams.get('expires')).toBe('1060');
+    const signature = url.searchParams.get('signature')!;
+    expect(media.verify('media/acct_1/t1/speech.mp3', 1060, signature, 1060)).toBe(true);
+    // Tampered key, extended expiry, or past it: refused.
+    expect(media.verify('media/acct_2/t1/speech.mp3', 1060, signature, 1000)).toBe(false);
+    expect(media.verify('media/acct_1/t1/speech.mp3', 999_999, signature, 1000)).toBe(false);
+    expect(media.verify('media/acct_1/t1/speech.mp3', 1060, signature, 1061)).toBe(false);
+    expect(media.verify('media/acct_1/t1/speech.mp3', 1060, signature.replace(/^./, (c) => (c === '0' ? '1' : '0')), 1000)).toBe(false);
+    // A store signing with another secret (the wiki's) does not take the media link.
+    expect(new LocalObjectStore(dir, 'wiki secret').verify('media/acct_1/t1/speech.mp3', 1060, signature, 1000)).toBe(false);
+    expect(new URL(await new LocalObjectStore(dir, 's').signedUrl('kb/a.md', 60, { baseUrl: 'http://gw', now: 0 })).pathname).toBe('/api/v1/ext/wiki/files/kb/a.md');
+  });
+});
+
+describe('S3-compatible object store: get and delete', () => {
+  it('GETs and DELETEs path-style with SigV4; a missing object is null, a missing delete is fine, a refusal throws', async () => {
+    const seen: Array<{ method: string; url: string; headers: IncomingMessage['headers'] }> = [];
+    const objects = new Map<string, { body: Buffer; type: string }>([['/media-bucket/media/acct_1/t/a%20b.mp3', { body: Buffer.from([1, 2, 3]), type: 'audio/mpeg' }]]);
+    const server = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        seen.push({ method: request.method!, url: request.url!, headers: request.headers });
+        if (request.url!.includes('forbidden')) return response.writeHead(403).end('<Error><Code>AccessDenied</Code></Error>');
+        const object = objects.get(request.url!);
+        if (request.method === 'GET') {
+          if (!object) return response.writeHead(404).end('<Error><Code>NoSuchKey</Code></Error>');
+          return response.writeHead(200, { 'content-type': object.type }).end(object.body);
+        }
+        if (request.method === 'DELETE') {
+          objects.delete(request.url!);
+          return response.writeHead(request.url!.includes('404') ? 404 : 204).end();
+        }
+        response.writeHead(405).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const endpoint = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      const store = new S3ObjectStore({ endpoint, bucket: 'media-bucket', region: 'auto', accessKeyId: 'AKID', secretAccessKey: 'SECRET' });
+      expect(await store.get('media/acct_1/t/a b.mp3')).toEqual({ bytes: Buffer.from([1, 2, 3]), contentType: 'audio/mpeg' });
+      expect(seen[0]).toMatchObject({ method: 'GET', url: '/media-bucket/media/acct_1/t/a%20b.mp3' });
+      for (const request of seen) {
+        expect(request.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKID\/\d{8}\/auto\/s3\/aws4_request, SignedHeaders=.*host.*x-amz-date.*, Signature=[0-9a-f]{64}$/);
+        expect(request.headers['x-amz-content-sha256']).toBeDefined();
+      }
+      await store.delete('media/acct_1/t/a b.mp3');
+      expect(seen[1]).toMatchObject({ method: 'DELETE', url: '/media-bucket/media/acct_1/t/a%20b.mp3' });
+      expect(seen[1]!.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKID\//);
+      expect(await store.get('media/acct_1/t/a b.mp3')).toBeNull();
+      await store.delete('media/acct_1/t/a b.mp3');
+      await store.delete('media/404');
+      await expect(store.get('media/forbidden')).rejects.toThrow(/refused GET media\/forbidden: 403/);
+      await expect(store.delete('media/forbidden')).rejects.toThrow(/refused DELETE media\/forbidden: 403/);
+      // A key no object can have is never sent.
+      const sent = seen.length;
+      expect(await store.get('../x')).toBeNull();
+      await store.delete('a//b');
+      expect(seen).toHaveLength(sent);
+
+      const inline = new URL(await store.signedUrl('media/acct_1/t/a.mp3', 120, { filename: 'a.mp3', disposition: 'inline' }));
+      expect(inline.searchParams.get('response-content-disposition')).toBe('inline; filename="a.mp3"');
+      expect(inline.searchParams.get('X-Amz-Expires')).toBe('120');
+    } finally {
+      server.close();
+    }
   });
 });

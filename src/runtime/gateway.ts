@@ -16,6 +16,7 @@ import type { EventStore } from '../events/store/port';
 import { buildApp, type AppDeps } from '../http/app';
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from '../limits';
 import { objectStoreFromEnv } from '../objects/store';
+import { HostedOutputs, hostedStoreOf } from '../objects/hosted';
 import { allProjections } from '../projections';
 import { openHolds } from '../projections/accounts/open-holds';
 import { KnowledgeQueries } from '../projections/knowledge/queries';
@@ -189,6 +190,8 @@ export interface Gateway {
   readonly storage: Storage;
   readonly registry: ModelRegistry;
   readonly knowledge: KnowledgeService;
+  /** Media outputs the gateway hosts (signed 24-hour links, swept every 10 minutes). */
+  readonly hosted: HostedOutputs;
   readonly adminToken: string;
   /** This instance's metrics registry (`GET /metrics`). */
   readonly metrics: GatewayMetrics;
@@ -261,6 +264,10 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Download links are signed with a key derived from the key-encryption secret, never the secret itself.
   const linkSecret = createHmac('sha256', secret.value).update('object-download-links').digest('hex');
   const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
+  const hosted = new HostedOutputs(storage.sql, hostedStoreOf(objects, settings.dataDir, linkSecret), {
+    onDeleteFailed: (key, error) => app.log.warn({ err: error, key }, 'hosted media sweeper: the object could not be deleted; tried again next sweep'),
+  });
+  await hosted.migrate();
   // Told of parked events once the app (and its logger) exists.
   let reportParked: (projection: string, parked: readonly Parking[]) => void = () => {};
   const runner = new ProjectionRunner(storage.sql, store, allProjections, {
@@ -307,6 +314,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     knowledge,
     knowledgeQueries: new KnowledgeQueries(storage.sql),
     objects,
+    hosted,
     publicBaseUrl: settings.publicBaseUrl,
     version: VERSION,
     tracer,
@@ -348,6 +356,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
+  const stopMediaSweeper = startChore(() => hosted.sweep(clock()), 10 * 60_000, (error) => app.log.error({ err: error }, 'hosted media sweeper failed'));
   // The shutdown under way, and what ends its grace early (close() called again: a second signal).
   let closing: Promise<void> | null = null;
   let hurry = () => {};
@@ -359,6 +368,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     storage,
     registry,
     knowledge,
+    hosted,
     adminToken,
     metrics,
     readiness,
@@ -370,6 +380,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       closing = (async () => {
         stopSweeper();
         stopIdempotencyPurge();
+        stopMediaSweeper();
         await closeHttp(app, drain, { graceMs: settings.shutdownGraceS * 1000, hurry: hurried, log: app.log });
         await flushLedger(ledger, runner, app.log);
         await ownLimiter?.close();
