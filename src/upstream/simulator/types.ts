@@ -80,6 +80,7 @@ export interface ScenarioSet {
 
 /** Restricts a queued scenario to the requests it matches (`Simulator.enqueueFor`). */
 export interface ScenarioFilter {
+  /** on the tasks endpoint: the family of the submit's body, or of the task a GET / DELETE names */
   readonly protocol?: Protocol;
   /** the model id as received (body `model`, or the generate-content path segment) */
   readonly model?: string;
