@@ -44,6 +44,41 @@ describe('images (openai SDK)', () => {
   });
 });
 
+describe('images_partial', () => {
+  it('returns only k of the asked images, usage counting the delivered ones', async () => {
+    const res = await client.images.generate({ model: 'gpt-image-1', prompt: 'x [[sim:images_partial:3]]', n: 4 });
+    expect(res.data).toHaveLength(3);
+    expect(res.usage).toMatchObject({ output_tokens: 3 * imageTokens('1024x1024') });
+    expect((res.usage as unknown as { generated_images: number }).generated_images).toBe(3);
+    sim.enqueueFor({ protocol: 'images' }, 'images_partial:3');
+    expect((await client.images.generate({ model: 'mj-grid4', prompt: 'x' })).data).toHaveLength(3);
+    expect((await client.images.generate({ model: 'gpt-image-1', prompt: 'x [[sim:images_partial:5]]', n: 2 })).data).toHaveLength(2);
+  });
+});
+
+describe('/files/', () => {
+  it('serves small real files by extension and 404s the rest', async () => {
+    const types: Record<string, string> = {
+      'a.png': 'image/png',
+      'a.mp4': 'video/mp4',
+      'a.mp3': 'audio/mpeg',
+      'a.wav': 'audio/wav',
+      'a.flac': 'audio/flac',
+      'a.en.srt': 'application/x-subrip',
+      'a.vtt': 'text/vtt',
+      'a.json': 'application/json',
+    };
+    for (const [name, type] of Object.entries(types)) {
+      const res = await fetch(`${sim.url}/files/${name}`);
+      expect([name, res.status, res.headers.get('content-type')]).toEqual([name, 200, type]);
+      expect(Number(res.headers.get('content-length'))).toBe((await res.arrayBuffer()).byteLength);
+    }
+    expect(await (await fetch(`${sim.url}/files/a.vtt`)).text()).toMatch(/^WEBVTT\n\n00:00:00\.000 --> /);
+    expect(await (await fetch(`${sim.url}/files/a.json`)).json()).toMatchObject({ segments: [{ start: 0, text: expect.any(String) }] });
+    expect((await fetch(`${sim.url}/files/a.exe`)).status).toBe(404);
+  });
+});
+
 describe('video tasks', () => {
   const tasks = `/api/v3/contents/generations/tasks`;
   const get = async (id: string): Promise<Record<string, unknown>> => {

@@ -49,3 +49,38 @@ export function sseEvents(text: string): string[] {
     .filter((l) => l.startsWith('event: '))
     .map((l) => l.slice(7));
 }
+
+/** The content-generation tasks endpoint every asynchronous family shares. */
+export const TASKS = '/api/v3/contents/generations/tasks';
+
+export type TaskView = Record<string, unknown> & { id: string; status: string };
+
+/** Submits a task body; the id on success. */
+export async function submitTask(sim: Simulator, body: unknown): Promise<string> {
+  const res = await post(`${sim.url}${TASKS}`, body);
+  if (res.status !== 200) throw new Error(`submit answered ${res.status}: ${res.text}`);
+  return (JSON.parse(res.text) as { id: string }).id;
+}
+
+/** GET …/tasks/{id}: status and parsed body. */
+export async function pollTask(sim: Simulator, id: string): Promise<{ status: number; body: TaskView }> {
+  const res = await fetch(`${sim.url}${TASKS}/${id}`, { headers: { authorization: `Bearer ${KEY}` } });
+  return { status: res.status, body: (await res.json()) as TaskView };
+}
+
+/** Polls until the task leaves queued/running (at most `limit` GETs); every view seen, in order. */
+export async function pollUntilDone(sim: Simulator, id: string, limit = 10): Promise<TaskView[]> {
+  const views: TaskView[] = [];
+  for (let i = 0; i < limit; i++) {
+    const { status, body } = await pollTask(sim, id);
+    if (status !== 200) throw new Error(`poll answered ${status}: ${JSON.stringify(body)}`);
+    views.push(body);
+    if (body.status !== 'queued' && body.status !== 'running') return views;
+  }
+  throw new Error(`task ${id} still in flight after ${limit} polls`);
+}
+
+/** The last view of a task polled to its end. */
+export async function finalTask(sim: Simulator, id: string): Promise<TaskView> {
+  return (await pollUntilDone(sim, id)).at(-1)!;
+}

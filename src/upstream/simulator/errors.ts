@@ -94,7 +94,8 @@ export function vendorError(protocol: Protocol, status: number, message?: string
   switch (protocol) {
     case 'chat-completions':
     case 'responses':
-    case 'images': {
+    case 'images':
+    case 'speech': {
       const d = OPENAI[status] ?? {
         type: status >= 500 ? 'server_error' : 'invalid_request_error',
         code: null,
@@ -126,7 +127,10 @@ export function vendorError(protocol: Protocol, status: number, message?: string
         body: { error: { code: status, message: message ?? GOOGLE_MESSAGE[s] ?? `HTTP ${status} (simulated).`, status: s } },
       };
     }
-    case 'videos': {
+    case 'videos':
+    case 'music':
+    case 'transcripts':
+    case 'avatars': {
       const d = ARK[status] ?? {
         code: status >= 500 ? 'InternalServiceError' : 'InvalidParameter',
         type: status >= 500 ? 'InternalServerError' : 'BadRequest',

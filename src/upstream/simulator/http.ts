@@ -1,30 +1,17 @@
 /** Plumbing shared by the protocol handlers: the request context, body parsing, JSON and SSE writers. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Task } from './protocols/tasks';
 import type { ScenarioSet, UploadedFile } from './types';
-
-export interface VideoTask {
-  readonly id: string;
-  readonly model: string;
-  readonly createdAt: number;
-  updatedAt: number;
-  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
-  gets: number;
-  readonly finalOnGet: number;
-  readonly fails: boolean;
-  readonly noUsage: boolean;
-  readonly duration: number;
-  readonly resolution: string;
-  /** fields echoed as sent (ratio, resolution, seed, ...) */
-  readonly echoed: Record<string, unknown>;
-  readonly returnLastFrame: boolean;
-}
 
 /** State shared by the handlers of one simulator. */
 export interface SimState {
   baseUrl: string;
   /** Anthropic system prompts already seen with caching on (cache_creation first, cache_read after) */
   readonly anthropicCacheSeen: Set<string>;
-  readonly tasks: Map<string, VideoTask>;
+  /** content-generation tasks of every family, by id */
+  readonly tasks: Map<string, Task>;
+  /** voice clones, by id */
+  readonly voices: Map<string, { readonly id: string; readonly name: string; readonly audioUrl: string }>;
 }
 
 export interface Ctx {
@@ -136,6 +123,17 @@ export function sendJson(ctx: Ctx, status: number, body: unknown, headers: Recor
     ...headers,
   });
   if (status === 200 && ctx.scenario.cutAfter !== undefined) {
+    ctx.res.write(bytes.subarray(0, Math.floor(bytes.length / 2)), () => destroy(ctx));
+    return;
+  }
+  ctx.res.end(bytes);
+}
+
+/** Raw bytes (audio); `cut_stream_after` cuts them like a JSON body: half, then the socket dies. */
+export function sendBytes(ctx: Ctx, contentType: string, bytes: Buffer): void {
+  if (gone(ctx)) return;
+  ctx.res.writeHead(200, { 'content-type': contentType, 'content-length': String(bytes.length), ...ctx.headers });
+  if (ctx.scenario.cutAfter !== undefined) {
     ctx.res.write(bytes.subarray(0, Math.floor(bytes.length / 2)), () => destroy(ctx));
     return;
   }

@@ -22,10 +22,29 @@ export {
   utf8Bytes,
   type ReasoningEffort,
 } from './tokens';
-export { markersIn, stripMarkers, validateScenario, ScenarioError, MARKER_RE } from './scenarios';
+export { deepStrings, markersIn, stripMarkers, validateScenario, ScenarioError, MARKER_RE } from './scenarios';
 export { STREAM_ERRORS, vendorError } from './errors';
 export { imageTokens, isGrid4, PNG_BASE64 } from './protocols/images';
 export { videoTokens, VIDEO_FPS } from './protocols/videos';
+export { taskFamily, FAMILY_PROTOCOL, type TaskFamily, type TaskStatus } from './protocols/tasks';
+export { DEFAULT_SONG_SECONDS, lyricsFor, MUSIC_ACTIONS, SONGS_PER_TASK } from './protocols/music';
+export { transcriptOf, type Transcript } from './protocols/transcripts';
+export { MAX_SPEECH_CHARACTERS, speechCharacters } from './protocols/speech';
+export {
+  AAC_FRAME_BYTES,
+  AAC_FRAME_SAMPLES,
+  AUDIO_CONTENT_TYPES,
+  AUDIO_FORMATS,
+  encodeAudio,
+  FLAC_BLOCK,
+  MP3_FRAME_BYTES,
+  MP3_FRAME_SAMPLES,
+  MS_PER_CHARACTER,
+  SAMPLE_RATE,
+  speechSamples,
+  type AudioFormat,
+} from './audio';
+export { FILE_AUDIO_SAMPLES } from './files';
 
 /** Closes a freshly bound port and returns its URL: connecting to it is refused (for "connection refused" tests). */
 export async function refusedUrl(): Promise<string> {

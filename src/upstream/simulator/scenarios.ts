@@ -5,7 +5,7 @@ export const MARKER_RE = /\[\[sim:([^\]]*)\]\]/g;
 
 export class ScenarioError extends Error {}
 
-const FLAGS = new Set(['ok', 'reset_connection', 'no_usage', 'hang', 'task_failed']);
+const FLAGS = new Set(['ok', 'reset_connection', 'no_usage', 'hang', 'task_failed', 'task_expired', 'task_cancelled', 'task_progress']);
 const WITH_NUMBER = new Set([
   'slow_first_byte',
   'slow_stream',
@@ -13,7 +13,12 @@ const WITH_NUMBER = new Set([
   'error_frame_after',
   'reply_tokens',
   'task_polls',
+  'task_duration_ms',
+  'images_partial',
 ]);
+
+/** Numeric scenarios whose argument 0 makes no sense. */
+const AT_LEAST_ONE = new Set(['task_polls', 'task_duration_ms']);
 
 /** Throws ScenarioError when `name` is not a scenario. */
 export function validateScenario(name: string): void {
@@ -27,7 +32,7 @@ export function validateScenario(name: string): void {
   }
   const m = /^([a-z_]+):(\d+)$/.exec(n);
   if (m && WITH_NUMBER.has(m[1]!)) {
-    if (m[1] === 'task_polls' && Number(m[2]) < 1) throw new ScenarioError(`scenario ${n}: k must be >= 1`);
+    if (AT_LEAST_ONE.has(m[1]!) && Number(m[2]) < 1) throw new ScenarioError(`scenario ${n}: the argument must be >= 1`);
     return;
   }
   throw new ScenarioError(`unknown simulator scenario "${n}"`);
@@ -43,6 +48,14 @@ export function markersIn(text: string): string[] {
     }
   }
   return out;
+}
+
+/** Every string value anywhere in a JSON value, depth first: task submits may carry markers in any field. */
+export function deepStrings(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(deepStrings);
+  if (value && typeof value === 'object') return Object.values(value).flatMap(deepStrings);
+  return [];
 }
 
 /** The text without its markers (whitespace around a removed marker collapsed). */
@@ -82,7 +95,22 @@ export function toScenarioSet(names: readonly string[]): ScenarioSet {
         set.noUsage = true;
         break;
       case 'task_failed':
-        set.taskFailed = true;
+        set.taskEnd = 'failed';
+        break;
+      case 'task_expired':
+        set.taskEnd = 'expired';
+        break;
+      case 'task_cancelled':
+        set.taskEnd = 'cancelled';
+        break;
+      case 'task_progress':
+        set.taskProgress = true;
+        break;
+      case 'task_duration_ms':
+        set.taskDurationMs = value;
+        break;
+      case 'images_partial':
+        set.imagesPartial = value;
         break;
       case 'slow_first_byte':
         set.firstByteMs = value;

@@ -3,35 +3,42 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { asRecord } from './conversation';
 import { vendorError } from './errors';
+import { sendFile } from './files';
 import { pad, parseMultipart, readBody, sendJson, sleep, type Ctx, type SimState } from './http';
 import { chatMarkerText, handleChat } from './protocols/chat-completions';
 import { generateMarkerText, handleGenerate } from './protocols/generate-content';
-import { handleImages, PNG_BASE64 } from './protocols/images';
+import { handleImages } from './protocols/images';
 import { handleMessages, messagesMarkerText } from './protocols/messages';
 import { handleResponses, responsesMarkerText } from './protocols/responses';
-import { handleVideoDelete, handleVideoGet, handleVideoSubmit, videoPrompt } from './protocols/videos';
-import { markersIn, normalizeEntry, ScenarioError, toScenarioSet } from './scenarios';
+import { handleSpeech, handleVoiceCreate } from './protocols/speech';
+import { handleTaskDelete, handleTaskGet, handleTaskSubmit, taskProtocol, type Task } from './protocols/tasks';
+import { deepStrings, markersIn, normalizeEntry, ScenarioError, toScenarioSet } from './scenarios';
 import type { Protocol, RecordedRequest, Scenario, ScenarioFilter, ScenarioSet, Simulator, SimulatorOptions } from './types';
 
 type Route =
-  | { kind: 'chat' | 'responses' | 'messages' | 'images-generations' | 'images-edits' | 'video-submit'; protocol: Protocol }
+  | { kind: 'chat' | 'responses' | 'messages' | 'images-generations' | 'images-edits' | 'task-submit' | 'speech' | 'voices'; protocol: Protocol }
   | { kind: 'generate'; protocol: Protocol; model: string; stream: boolean }
-  | { kind: 'video-get' | 'video-delete'; protocol: Protocol; id: string }
+  | { kind: 'task-get' | 'task-delete'; protocol: Protocol; id: string }
   | { kind: 'file'; name: string }
   | { kind: 'health' };
 
 const GENERATE_RE = /\/(?:v1beta|v1alpha|v1)\/models\/([^/]+):(generateContent|streamGenerateContent)$/;
 const TASKS_RE = /\/api\/v3\/contents\/generations\/tasks(?:\/([^/]+))?$/;
 
-/** Endpoints match by suffix, so a channel base_url may carry a path prefix (`${sim.url}/channel-a`). */
-function route(method: string, path: string): Route | undefined {
+/**
+ * Endpoints match by suffix, so a channel base_url may carry a path prefix (`${sim.url}/channel-a`).
+ * The tasks endpoint serves several families: its protocol comes from the body or the task named.
+ */
+function route(method: string, path: string, body: unknown, tasks: ReadonlyMap<string, Task>): Route | undefined {
   if (method === 'GET' && path === '/health') return { kind: 'health' };
   if (method === 'GET' && path.startsWith('/files/')) return { kind: 'file', name: path.slice('/files/'.length) };
-  const tasks = TASKS_RE.exec(path);
-  if (tasks) {
-    if (method === 'POST' && !tasks[1]) return { kind: 'video-submit', protocol: 'videos' };
-    if (method === 'GET' && tasks[1]) return { kind: 'video-get', protocol: 'videos', id: decodeURIComponent(tasks[1]) };
-    if (method === 'DELETE' && tasks[1]) return { kind: 'video-delete', protocol: 'videos', id: decodeURIComponent(tasks[1]) };
+  const t = TASKS_RE.exec(path);
+  if (t) {
+    const id = t[1] === undefined ? undefined : decodeURIComponent(t[1]);
+    const protocol = taskProtocol(body, id, tasks);
+    if (method === 'POST' && id === undefined) return { kind: 'task-submit', protocol };
+    if (method === 'GET' && id !== undefined) return { kind: 'task-get', protocol, id };
+    if (method === 'DELETE' && id !== undefined) return { kind: 'task-delete', protocol, id };
     return undefined;
   }
   if (method !== 'POST') return undefined;
@@ -40,6 +47,8 @@ function route(method: string, path: string): Route | undefined {
   if (path.endsWith('/v1/messages')) return { kind: 'messages', protocol: 'messages' };
   if (path.endsWith('/v1/images/generations')) return { kind: 'images-generations', protocol: 'images' };
   if (path.endsWith('/v1/images/edits')) return { kind: 'images-edits', protocol: 'images' };
+  if (path.endsWith('/v1/audio/speech')) return { kind: 'speech', protocol: 'speech' };
+  if (path.endsWith('/v1/audio/voices')) return { kind: 'voices', protocol: 'speech' };
   const gen = GENERATE_RE.exec(path);
   if (gen) {
     return { kind: 'generate', protocol: 'generate-content', model: decodeURIComponent(gen[1]!), stream: gen[2] === 'streamGenerateContent' };
@@ -72,8 +81,14 @@ function markerText(r: Route, body: unknown): string {
       const p = asRecord(body).prompt;
       return typeof p === 'string' ? p : '';
     }
-    case 'video-submit':
-      return videoPrompt(body);
+    case 'speech': {
+      const input = asRecord(body).input;
+      return typeof input === 'string' ? input : '';
+    }
+    // a task's text may sit in any field (a music prompt, a transcript url, a video text item)
+    case 'task-submit':
+    case 'voices':
+      return deepStrings(body).join('\n');
     default:
       return '';
   }
@@ -100,7 +115,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const requests: RecordedRequest[] = [];
   const queue: Queued[] = [];
   const lifetime = new AbortController();
-  const state: SimState = { baseUrl: '', anthropicCacheSeen: new Set(), tasks: new Map() };
+  const state: SimState = { baseUrl: '', anthropicCacheSeen: new Set(), tasks: new Map(), voices: new Map() };
   let seq = 0;
 
   const take = (protocol: Protocol, model: string | undefined, apiKey: string | undefined, path: string): readonly string[] => {
@@ -128,7 +143,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         }
       }
     }
-    const r = route(method, path);
+    const r = route(method, path, body, state.tasks);
     const protocol = r && 'protocol' in r ? r.protocol : undefined;
     const model = r?.kind === 'generate' ? r.model : typeof asRecord(body).model === 'string' ? (asRecord(body).model as string) : undefined;
     const apiKey = apiKeyOf(req, url);
@@ -208,12 +223,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         return handleImages(ctx, false);
       case 'images-edits':
         return handleImages(ctx, true);
-      case 'video-submit':
-        return handleVideoSubmit(ctx);
-      case 'video-get':
-        return handleVideoGet(ctx, r.id);
-      case 'video-delete':
-        return handleVideoDelete(ctx, r.id);
+      case 'task-submit':
+        return handleTaskSubmit(ctx);
+      case 'task-get':
+        return handleTaskGet(ctx, r.id);
+      case 'task-delete':
+        return handleTaskDelete(ctx, r.id);
+      case 'speech':
+        return handleSpeech(ctx);
+      case 'voices':
+        return handleVoiceCreate(ctx);
     }
   }
 
@@ -257,6 +276,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       queue.length = 0;
       state.anthropicCacheSeen.clear();
       state.tasks.clear();
+      state.voices.clear();
       seq = 0;
     },
     close() {
@@ -267,19 +287,4 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       });
     },
   };
-}
-
-function sendFile(res: ServerResponse, name: string): void {
-  if (name.endsWith('.png')) {
-    const png = Buffer.from(PNG_BASE64, 'base64');
-    res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(png.length) }).end(png);
-    return;
-  }
-  if (name.endsWith('.mp4')) {
-    // a minimal ISO BMFF header: enough for a content-type sniff, not a playable video
-    const mp4 = Buffer.from('000000186674797069736f6d0000020069736f6d69736f32', 'hex');
-    res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(mp4.length) }).end(mp4);
-    return;
-  }
-  res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'file not found' } }));
 }

@@ -27,7 +27,8 @@ export function countTokens(text: string): number {
  * - responses: `{instructions, input}` (an absent `instructions` is dropped by JSON.stringify)
  * - messages: `{system, messages}`
  * - generate-content: `{systemInstruction, contents}`
- * - images: `prompt`; videos: `content`
+ * - images: `prompt`; videos: `content`; speech: `input`
+ * - music, transcripts, avatars: their text field (`prompt` or `lyrics`, `url`, `source_url`)
  * Tool definitions are not counted.
  */
 export function promptDocument(protocol: Protocol, body: unknown): unknown {
@@ -45,6 +46,14 @@ export function promptDocument(protocol: Protocol, body: unknown): unknown {
       return typeof b.prompt === 'string' ? b.prompt : '';
     case 'videos':
       return b.content ?? [];
+    case 'speech':
+      return typeof b.input === 'string' ? b.input : '';
+    case 'music':
+      return b.prompt ?? b.lyrics ?? '';
+    case 'transcripts':
+      return b.url ?? '';
+    case 'avatars':
+      return b.source_url ?? '';
   }
 }
 

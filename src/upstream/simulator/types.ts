@@ -1,7 +1,21 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
-/** The upstream wire protocols the simulator speaks (the config file's channel `protocol` names). */
-export type Protocol = 'chat-completions' | 'responses' | 'messages' | 'generate-content' | 'images' | 'videos';
+/**
+ * The upstream wire protocols the simulator speaks (the config file's channel `protocol` names).
+ * `videos`, `music`, `transcripts` and `avatars` share the content-generation tasks endpoint: a
+ * submit's family is inferred from its body, a poll's from the task it names.
+ */
+export type Protocol =
+  | 'chat-completions'
+  | 'responses'
+  | 'messages'
+  | 'generate-content'
+  | 'images'
+  | 'videos'
+  | 'music'
+  | 'transcripts'
+  | 'avatars'
+  | 'speech';
 
 /**
  * A named behaviour for one request, tensorzero "dummy provider" style.
@@ -29,10 +43,20 @@ export type Scenario =
   | 'hang'
   /** the visible reply text is padded / cut to exactly n tokens (before the max-tokens cap) */
   | `reply_tokens:${number}`
-  /** videos: the task ends `failed` instead of `succeeded` */
+  /** tasks: the task ends `failed` (with `error`) instead of `succeeded` */
   | 'task_failed'
-  /** videos: the task reaches its final state on the k-th GET (default 3) */
-  | `task_polls:${number}`;
+  /** tasks: the task ends `expired` (with `error`) instead of `succeeded` */
+  | 'task_expired'
+  /** tasks: the task ends `cancelled` (with `error`), as if the upstream cancelled it */
+  | 'task_cancelled'
+  /** tasks: the task reaches its final state on the k-th GET (default 3) */
+  | `task_polls:${number}`
+  /** tasks: every GET carries `progress` (0 on the first, rising to 100 on success) */
+  | 'task_progress'
+  /** tasks (video, music): the delivered duration is ms / 1000 seconds */
+  | `task_duration_ms:${number}`
+  /** images: only min(k, requested) images come back */
+  | `images_partial:${number}`;
 
 /** The parsed, merged form of the scenarios applied to one request. */
 export interface ScenarioSet {
@@ -46,12 +70,17 @@ export interface ScenarioSet {
   errorFrameAfter?: number;
   noUsage?: boolean;
   replyTokens?: number;
-  taskFailed?: boolean;
+  /** how a task ends when not `succeeded` (set at submit) */
+  taskEnd?: 'failed' | 'expired' | 'cancelled';
   taskPolls?: number;
+  taskProgress?: boolean;
+  taskDurationMs?: number;
+  imagesPartial?: number;
 }
 
 /** Restricts a queued scenario to the requests it matches (`Simulator.enqueueFor`). */
 export interface ScenarioFilter {
+  /** on the tasks endpoint: the family of the submit's body, or of the task a GET / DELETE names */
   readonly protocol?: Protocol;
   /** the model id as received (body `model`, or the generate-content path segment) */
   readonly model?: string;
@@ -104,7 +133,7 @@ export interface Simulator {
   enqueueFor(filter: ScenarioFilter, ...scenarios: Array<Scenario | readonly Scenario[]>): void;
   /** Every request received since start / the last reset() (a live array). */
   readonly requests: RecordedRequest[];
-  /** Forget recorded requests, queued scenarios, prompt-cache memory, video tasks and id counters. */
+  /** Forget recorded requests, queued scenarios, prompt-cache memory, tasks, voices and id counters. */
   reset(): void;
 }
 

@@ -52,7 +52,8 @@ export function handleImages(ctx: Ctx, edit: boolean): void {
   if (edit && references === 0) return bad("Missing required parameter: 'image'.", 'image');
 
   const model = typeof b.model === 'string' ? b.model : 'dall-e-2';
-  const count = isGrid4(model) ? 4 : n;
+  // images_partial: an upstream that delivered fewer images than asked; usage counts what came
+  const count = Math.min(isGrid4(model) ? 4 : n, ctx.scenario.imagesPartial ?? Infinity);
   const [w, h] = imageDims(b.size);
   const size = `${w}x${h}`;
   const b64 = b.response_format === 'b64_json';
