@@ -29,6 +29,11 @@ import { Router } from '../upstream/routing';
 import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
+import { videoRoutes } from './media/videos';
+import { TASK_SUBMIT_TIMEOUT_MS } from './media/task-submit';
+import type { TaskService } from '../commands/task/service';
+import type { TaskQueries } from '../projections/tasks/queries';
+import type { TaskWorkflows } from '../tasks/workflows';
 import { clientErrorOf, INTAKE_TIMINGS, intakePlugin, notFound, sendByPath, serverOptions, type IntakeTimings } from './intake/plugin';
 import { redactUrl } from './intake/redact';
 import { tracingPlugin, type RequestTracer } from '../tracing/request';
@@ -50,6 +55,12 @@ export interface AppDeps {
   readonly objects: ObjectStore;
   /** Media outputs the gateway hosts; their download route is served with the local store. */
   readonly hosted?: HostedOutputs;
+  /** Media tasks: their commands, their views, and what moves them outside requests. */
+  readonly tasks: TaskService;
+  readonly taskQueries: TaskQueries;
+  readonly workflows: TaskWorkflows;
+  /** The upstream's time limit for accepting a media task; the spec's 60 s unless a test shortens it. */
+  readonly taskSubmitTimeoutMs?: number;
   /** Per-account requests per minute and concurrency (Redis-shared or in-process). */
   readonly rateLimiter: RateLimiter;
   /** Idempotency-Key claims and remembered answers (migrated by the caller). */
@@ -154,6 +165,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }),
   );
   if (deps.hosted) await app.register(hostedFileRoutes(deps.hosted, now));
+  const taskSubmit = {
+    ledger: deps.ledger,
+    tasks: deps.tasks,
+    poller: deps.workflows.poller,
+    now,
+    submitTimeoutMs: deps.taskSubmitTimeoutMs ?? TASK_SUBMIT_TIMEOUT_MS,
+  };
+  await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries }));
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));

@@ -17,6 +17,11 @@ import { buildApp, type AppDeps } from '../http/app';
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from '../limits';
 import { objectStoreFromEnv } from '../objects/store';
 import { HostedOutputs, hostedStoreOf } from '../objects/hosted';
+import { TaskService } from '../commands/task/service';
+import { createJobQueue } from '../jobs';
+import { TaskQueries } from '../projections/tasks/queries';
+import type { PollerSettings } from '../tasks/poller';
+import { TaskWorkflows, type TaskWorkflowLog } from '../tasks/workflows';
 import { allProjections } from '../projections';
 import { openHolds } from '../projections/accounts/open-holds';
 import { KnowledgeQueries } from '../projections/knowledge/queries';
@@ -192,6 +197,10 @@ export interface Gateway {
   readonly knowledge: KnowledgeService;
   /** Media outputs the gateway hosts (signed 24-hour links, swept every 10 minutes). */
   readonly hosted: HostedOutputs;
+  readonly tasks: TaskService;
+  readonly taskQueries: TaskQueries;
+  /** Media tasks outside requests: the upstream poller, the gateway's own runs, expiry and recovery. */
+  readonly workflows: TaskWorkflows;
   readonly adminToken: string;
   /** This instance's metrics registry (`GET /metrics`). */
   readonly metrics: GatewayMetrics;
@@ -223,6 +232,14 @@ export interface GatewayOverrides {
   readonly idempotencyMaxStoredBytes?: number;
   /** `/readyz`'s check time limit and verdict cache (tests shorten them). */
   readonly readiness?: Pick<ReadinessOptions, 'timeoutMs' | 'cacheMs'>;
+  /** How often upstream tasks are polled, and their time limits (tests shorten them). */
+  readonly taskPoller?: Partial<PollerSettings>;
+  /** How often overdue tasks are expired (default 15 s). */
+  readonly taskSweepEveryMs?: number;
+  /** The BullMQ key prefix (tests use one of their own on a shared Redis). */
+  readonly jobsPrefix?: string;
+  /** The upstream's time limit for accepting a media task (default the spec's 60 s). */
+  readonly taskSubmitTimeoutMs?: number;
 }
 
 const VERSION = '0.1.0';
@@ -268,6 +285,22 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     onDeleteFailed: (key, error) => app.log.warn({ err: error, key }, 'hosted media sweeper: the object could not be deleted; tried again next sweep'),
   });
   await hosted.migrate();
+  const tasks = new TaskService(store, ledger);
+  const taskQueries = new TaskQueries(storage.sql);
+  // Told through the app's logger once it exists (jobs may fail before, at the start's recovery).
+  let taskLog: TaskWorkflowLog | null = null;
+  const laterLog: TaskWorkflowLog = {
+    info: (fields, message) => taskLog?.info(fields, message),
+    warn: (fields, message) => taskLog?.warn(fields, message),
+    error: (fields, message) => (taskLog ? taskLog.error(fields, message) : console.error(message, fields)),
+  };
+  // BullMQ (jobs shared by every instance, kept in Redis across restarts) with REDIS_URL; else in-process.
+  const jobs = await createJobQueue({
+    redisUrl: settings.redisUrl,
+    ...(overrides.jobsPrefix ? { prefix: overrides.jobsPrefix } : {}),
+    onError: (name, id, error, attempt, final) =>
+      laterLog.warn({ err: error, job: name, id, attempt }, final ? 'a background job failed for the last time and was dropped' : 'a background job failed; it is retried'),
+  });
   // Told of parked events once the app (and its logger) exists.
   let reportParked: (projection: string, parked: readonly Parking[]) => void = () => {};
   const runner = new ProjectionRunner(storage.sql, store, allProjections, {
@@ -281,6 +314,20 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.idempotencyMaxStoredBytes ? { maxStoredBytes: overrides.idempotencyMaxStoredBytes } : {}),
   });
   await idempotency.migrate();
+  const channels = new Map(config.channels.map((c) => [c.id, c]));
+  const workflows = new TaskWorkflows({
+    tasks,
+    queries: taskQueries,
+    jobs,
+    channel: (id) => channels.get(id),
+    now: clock,
+    log: laterLog,
+    viewsCurrent: () => runner.catchUpToHead(60_000),
+    // Embedded mode: DATA_DIR is locked to this process, so no other can be running a task of its own.
+    soleInstance: settings.databaseUrl === undefined && overrides.sql === undefined,
+    ...(overrides.taskPoller ? { poller: overrides.taskPoller } : {}),
+    ...(overrides.taskSweepEveryMs ? { sweepEveryMs: overrides.taskSweepEveryMs } : {}),
+  });
   const adminToken = adminTokenOf(settings).value;
   // Built here (not in buildApp) so that close() ends its Redis connection after the app.
   // Redis' state is logged once per outage (not per request), through the app's logger: what
@@ -315,6 +362,10 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     knowledgeQueries: new KnowledgeQueries(storage.sql),
     objects,
     hosted,
+    tasks,
+    taskQueries,
+    workflows,
+    ...(overrides.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: overrides.taskSubmitTimeoutMs } : {}),
     publicBaseUrl: settings.publicBaseUrl,
     version: VERSION,
     tracer,
@@ -326,6 +377,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   });
   limiterLog = app.log;
   tracingLog = app.log;
+  taskLog = app.log;
   if (tracing) app.log.info({ endpoint: redactedEndpoint(tracing.url), sampler: tracing.sampler.name }, 'tracing: exporting spans (OTLP/HTTP JSON)');
   (untold as ((log: FastifyBaseLogger) => void) | null)?.(app.log);
   reportParked = (projection, parked) => {
@@ -354,6 +406,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   );
   await app.register(readyzRoute(readiness));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
+  await workflows.start();
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
   const stopMediaSweeper = startChore(() => hosted.sweep(clock()), 10 * 60_000, (error) => app.log.error({ err: error }, 'hosted media sweeper failed'));
@@ -369,6 +422,9 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     registry,
     knowledge,
     hosted,
+    tasks,
+    taskQueries,
+    workflows,
     adminToken,
     metrics,
     readiness,
@@ -382,6 +438,9 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         stopIdempotencyPurge();
         stopMediaSweeper();
         await closeHttp(app, drain, { graceMs: settings.shutdownGraceS * 1000, hurry: hurried, log: app.log });
+        // The gateway's own task runs get the same grace; past it they are failed and refunded.
+        await workflows.close(settings.shutdownGraceS * 1000);
+        await tasks.idle();
         await flushLedger(ledger, runner, app.log);
         await ownLimiter?.close();
         await storage.close();

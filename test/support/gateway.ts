@@ -40,6 +40,12 @@ export interface TestGatewayOptions {
   readonly readyMaxProjectionLagS?: number | null;
   /** `/readyz`'s check time limit and verdict cache. */
   readonly readiness?: GatewayOverrides['readiness'];
+  readonly taskPoller?: GatewayOverrides['taskPoller'];
+  readonly taskSweepEveryMs?: number;
+  readonly jobsPrefix?: string;
+  readonly taskSubmitTimeoutMs?: number;
+  /** REDIS_URL of the gateway (BullMQ jobs, rate limits); default none (in-process). */
+  readonly redisUrl?: string;
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -60,6 +66,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     keyEncryptionSecret: 'ab'.repeat(32),
     eventStoreUrl: undefined,
     databaseUrl: undefined,
+    redisUrl: options.redisUrl,
     ...(options.shutdownGraceS !== undefined ? { shutdownGraceS: options.shutdownGraceS } : {}),
     ...(options.readyMaxProjectionLagS !== undefined ? { readyMaxProjectionLagS: options.readyMaxProjectionLagS } : {}),
   };
@@ -74,6 +81,10 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.intakeTimings ? { intakeTimings: options.intakeTimings } : {}),
     ...(options.idempotencyMaxStoredBytes ? { idempotencyMaxStoredBytes: options.idempotencyMaxStoredBytes } : {}),
     ...(options.readiness ? { readiness: options.readiness } : {}),
+    ...(options.taskPoller ? { taskPoller: options.taskPoller } : {}),
+    ...(options.taskSweepEveryMs ? { taskSweepEveryMs: options.taskSweepEveryMs } : {}),
+    ...(options.jobsPrefix ? { jobsPrefix: options.jobsPrefix } : {}),
+    ...(options.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: options.taskSubmitTimeoutMs } : {}),
   });
 
   const admin: TestGateway['admin'] = (method, path, body) =>

@@ -6,7 +6,7 @@ import { IMAGE_BODY_LIMIT } from '../media/images';
  * default and every limit can be read in one place (docs/operations.md lists them).
  */
 
-export type BodyFamily = 'chat' | 'images' | 'mcp' | 'admin' | 'admin-objects' | 'none';
+export type BodyFamily = 'chat' | 'images' | 'media' | 'mcp' | 'admin' | 'admin-objects' | 'none';
 
 export interface BodyRule {
   /** Bytes, as sent (before any parsing). 0: the route takes no body. */
@@ -26,6 +26,9 @@ export const BODY_RULES: Readonly<Record<BodyFamily, BodyRule>> = {
   // Messages, tools and a few inline images; larger media go by URL.
   chat: { limit: 8 * MiB, deadlineMs: 60_000 },
   images: { limit: IMAGE_BODY_LIMIT, deadlineMs: 300_000 },
+  // Media task submissions (video, music, speech, voices, transcripts): JSON whose media go by URL,
+  // except a few reference images a video may carry inline as data URIs.
+  media: { limit: 32 * MiB, deadlineMs: 120_000 },
   // JSON-RPC tool calls with a handful of ids or a search text.
   mcp: { limit: 1 * MiB, deadlineMs: 30_000, refuseNul: true },
   // The largest admin JSON is a knowledge page (a body of up to 2,000,000 characters).
@@ -36,6 +39,7 @@ export const BODY_RULES: Readonly<Record<BodyFamily, BodyRule>> = {
 };
 
 const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/responses']);
+const MEDIA_PREFIXES = ['/v1/videos/', '/v1/music/', '/v1/audio/', '/v1/transcripts/'];
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The family of a route, from its method and its full path pattern (`/v1beta/models/*`). */
@@ -43,6 +47,7 @@ export function familyOf(method: string, url: string): BodyFamily {
   if (READ_METHODS.has(method)) return 'none';
   if (CHAT_PATHS.has(url) || url.startsWith('/v1beta/models/')) return method === 'POST' ? 'chat' : 'none';
   if (url.startsWith('/v1/images/')) return method === 'POST' ? 'images' : 'none';
+  if (MEDIA_PREFIXES.some((prefix) => url.startsWith(prefix))) return method === 'POST' ? 'media' : 'none';
   if (url === '/mcp') return method === 'POST' ? 'mcp' : 'none';
   if (url.startsWith('/admin/v1/objects/')) return method === 'PUT' ? 'admin-objects' : 'none';
   if (url.startsWith('/admin/v1/')) return 'admin';

@@ -31,6 +31,9 @@ export interface TaskSubmitDeps {
   readonly dispatcher?: Dispatcher;
 }
 
+/** The spec's time limit for an upstream to accept a task (video: 60 s). */
+export const TASK_SUBMIT_TIMEOUT_MS = 60_000;
+
 /** A hold outlives its task's deadline by this much: the task's own expiry releases it first, the sweeper is the backstop. */
 export const TASK_HOLD_GRACE_S = 600;
 
