@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { KnowledgeService } from '../commands/knowledge/service';
 import type { Ledger } from '../commands/ledger';
 import type { ModelRegistry } from '../config/registry';
-import type { EventStore } from '../events/store/port';
+import type { EventStore, Position } from '../events/store/port';
 import type { RateLimiter } from '../limits';
 import type { HostedOutputs } from '../objects/hosted';
 import type { ObjectStore } from '../objects/store';
@@ -171,6 +171,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     poller: deps.workflows.poller,
     now,
     submitTimeoutMs: deps.taskSubmitTimeoutMs ?? TASK_SUBMIT_TIMEOUT_MS,
+    viewsAt: (position: Position | null) => deps.runner.waitFor(position),
   };
   await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries }));
   await app.register(wikiRoutes(knowledgeRead));

@@ -50,7 +50,7 @@ export function api(h: SimulatedGateway) {
       for (;;) {
         const response = await request('GET', path, key);
         const body = (await response.json()) as Record<string, unknown>;
-        if (done(body, response.status)) return body;
+        if (response.status === 200 && done(body, response.status)) return body;
         if (Date.now() > deadline) expect.fail(`${path} never reached the expected state; last: ${response.status} ${JSON.stringify(body)}`);
         await new Promise((r) => setTimeout(r, 25));
       }

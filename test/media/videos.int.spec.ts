@@ -220,7 +220,8 @@ describe('POST /v1/videos/generations', () => {
     const w = await h.t.gateway.ledger.wallet(accountId);
     expect(w.held).toBe(0n);
     const rows = await logRows(h, accountId);
-    expect(rows[0]).toMatchObject({ status: 'error', cost_usd: '0.00' });
+    expect(rows).toHaveLength(2);
+    expect(rows.find((r) => r.status === 'error')).toMatchObject({ error_code: 'invalid_request', cost_usd: '0.00', attempts_count: 1 });
   });
 
   it('replays an Idempotency-Key: the same task id, one upstream task, one reservation', async () => {

@@ -37,7 +37,9 @@ function rules(
     runs,
     statuses,
     groups: { all: statuses, ...groups },
-    statusOf: (phase) => names[phase] ?? (isInFlight(phase) ? statuses[0]! : phase === 'refused' ? 'failed' : phase),
+    // A phase the family names as it is keeps its name; one it lacks shows as its first state in
+    // flight, or as `failed` once ended.
+    statusOf: (phase) => names[phase] ?? (statuses.includes(phase) ? phase : isInFlight(phase) ? statuses[0]! : 'failed'),
   };
 }
 

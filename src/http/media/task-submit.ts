@@ -7,6 +7,7 @@ import { FAMILIES } from '../../commands/task/families';
 import { taskCall } from '../../commands/task/money';
 import type { TaskService } from '../../commands/task/service';
 import type { ModelConfig } from '../../config/schema';
+import type { Position } from '../../events/store/port';
 import type { TaskBilling, TaskFamily } from '../../events/catalog';
 import { trackCall } from '../../lifecycle/http';
 import { countCall } from '../../metrics/http';
@@ -28,6 +29,9 @@ export interface TaskSubmitDeps {
   readonly now: () => number;
   /** The upstream's time limit for accepting a task (the spec's 60 s for video). */
   readonly submitTimeoutMs: number;
+  /** Resolves once the views have applied the event at a position: a task is answered only once its
+   * first poll can find it (read your writes). */
+  readonly viewsAt: (position: Position | null) => Promise<void>;
   readonly dispatcher?: Dispatcher;
 }
 
@@ -130,6 +134,7 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
         });
         if (!submitted.ok) throw new Error(`task ${taskId}: the upstream's acceptance could not be recorded: ${submitted.error.message}`);
         await deps.poller.follow(taskId);
+        await deps.viewsAt(submitted.position);
         return { ok: true, state: submitted.state };
       }
       failure = answer.failure;
