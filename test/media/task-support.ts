@@ -31,7 +31,9 @@ export const FAST_TASKS: Omit<TestGatewayOptions, 'config'> = {
 };
 
 export async function startTaskHarness(config: (sim: Simulator) => GatewayConfig, options: Omit<TestGatewayOptions, 'config'> = {}): Promise<SimulatedGateway> {
-  return startSimulatedGateway(config, { ...FAST_TASKS, jobsPrefix: `gwtest:${randomBytes(4).toString('hex')}`, ...options });
+  // With REDIS_URL the jobs run on BullMQ (under a prefix of this harness's own), as in production.
+  const redis = process.env.REDIS_URL ? { redisUrl: process.env.REDIS_URL, rateLimits: { keyPrefix: `gwtest:rl:${randomBytes(4).toString('hex')}:` } } : {};
+  return startSimulatedGateway(config, { ...FAST_TASKS, ...redis, jobsPrefix: `gwtest:${randomBytes(4).toString('hex')}`, ...options });
 }
 
 export function api(h: SimulatedGateway) {

@@ -41,18 +41,23 @@ export const TASK_SUBMIT_TIMEOUT_MS = 60_000;
 /** A hold outlives its task's deadline by this much: the task's own expiry releases it first, the sweeper is the backstop. */
 export const TASK_HOLD_GRACE_S = 600;
 
-export interface UpstreamTaskRequest {
+export interface UpstreamTaskRequest extends GatewayTaskRequest {
+  readonly routes: readonly Route[];
+  /** The request's own fields as the upstream takes them (each channel sets its `model`). */
+  readonly fields: Record<string, unknown>;
+}
+
+/** A task to reserve and create. */
+export interface GatewayTaskRequest {
   readonly facts: CallFacts;
   readonly family: TaskFamily;
   readonly model: ModelConfig;
-  readonly routes: readonly Route[];
   readonly reserved: bigint;
   readonly billing: TaskBilling;
+  /** The quantity the reservation stands for (see TaskCreated.basis). */
   readonly basis: number;
   /** What the task's polls echo. */
   readonly params: Record<string, unknown>;
-  /** The request's own fields as the upstream takes them (each channel sets its `model`). */
-  readonly fields: Record<string, unknown>;
   /** How long the task may run before the gateway expires it, in seconds. */
   readonly lifetimeS: number;
   readonly reject: (code: ErrorCode, message: string) => never;
@@ -76,36 +81,8 @@ export type Submitted = { readonly ok: true; readonly state: TaskState } | { rea
 export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTaskRequest): Promise<Submitted> {
   const { facts } = req;
   const request = facts.request;
-  const caller = request.caller!;
-  const holdId = await holdCall(deps.ledger, facts, { amount: req.reserved, purpose: `${facts.endpoint} ${req.model.id}`, ttlSeconds: req.lifetimeS + TASK_HOLD_GRACE_S }, req.reject);
-  const taskId = randomUUID();
-  const now = deps.now();
-  try {
-    const created = await deps.tasks.handle(taskId, {
-      type: 'CreateTask',
-      taskId,
-      family: req.family,
-      accountId: caller.accountId,
-      keyId: caller.keyId,
-      model: req.model.id,
-      endpoint: facts.endpoint,
-      requestId: request.id,
-      holdId,
-      reserved: req.reserved,
-      billing: req.billing,
-      basis: req.basis,
-      params: req.params,
-      visible: false,
-      deadline: now + req.lifetimeS,
-      now,
-    });
-    if (!created.ok) throw new Error(`task ${taskId} could not be created: ${created.error.message}`);
-  } catch (error) {
-    await releaseUnsettled(deps.ledger, facts, holdId, error);
-    throw error;
-  }
-  // From here the task stream owns the hold: every ending closes it through the task.
-  request.callRecorded = true;
+  const { state: created } = await reserveAndCreate(deps, req, false);
+  const taskId = created.taskId;
 
   const call = new CallSignal(deps.submitTimeoutMs * req.routes.length);
   const untrack = trackCall(request, call);
@@ -142,6 +119,11 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
       traced?.failed(failure);
       if ((failure.kind === 'status' && failure.status < 500) || call.expired || call.shuttingDown) break;
     }
+  } catch (error) {
+    // A fault of the gateway's own (a write that failed): the task ends now, refunded, not at its deadline.
+    const message = `internal error; the request id is ${request.id}`;
+    await deps.tasks.finish(taskId, { type: 'RefuseSubmission', error: { code: 'internal_error', message }, attempts: facts.attempts, now: deps.now() }).catch(() => {});
+    throw error;
   } finally {
     call.clear();
     untrack();
@@ -156,6 +138,59 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
   // Passed through unchanged when the upstream spoke the chat error shape; else put into it.
   const passed = (tryJson(f.body) as { error?: { message?: unknown } } | null)?.error?.message !== undefined ? f.body : JSON.stringify(upstreamErrorBody('chat', f.status, summary.message));
   return { ok: false, answer: { status: f.status, body: passed, headers: f.headers['retry-after'] ? { 'retry-after': f.headers['retry-after'] } : {} } };
+}
+
+
+/**
+ * Reserves the task's worst case and creates it, visible at once (its polls answer from now on). The
+ * caller then starts its run (`BackgroundRuns.start`), which ends the task through `TaskService.finish`;
+ * a hold refused is a rejected call with no task.
+ */
+export async function createGatewayTask(deps: Pick<TaskSubmitDeps, 'ledger' | 'tasks' | 'now' | 'viewsAt'>, req: GatewayTaskRequest): Promise<TaskState> {
+  const { state, position } = await reserveAndCreate(deps, req, true);
+  await deps.viewsAt(position);
+  return state;
+}
+
+/** The hold (a refusal is a rejected call, thrown through `reject`), then the task that owns it from
+ * then on: every ending of the task closes the hold, with the task's call-log row. */
+async function reserveAndCreate(
+  deps: Pick<TaskSubmitDeps, 'ledger' | 'tasks' | 'now'>,
+  req: GatewayTaskRequest,
+  visible: boolean,
+): Promise<{ state: TaskState; position: Position | null }> {
+  const { facts } = req;
+  const request = facts.request;
+  const caller = request.caller!;
+  const holdId = await holdCall(deps.ledger, facts, { amount: req.reserved, purpose: `${facts.endpoint} ${req.model.id}`, ttlSeconds: req.lifetimeS + TASK_HOLD_GRACE_S }, req.reject);
+  const taskId = randomUUID();
+  const now = deps.now();
+  try {
+    const created = await deps.tasks.handle(taskId, {
+      type: 'CreateTask',
+      taskId,
+      family: req.family,
+      accountId: caller.accountId,
+      keyId: caller.keyId,
+      model: req.model.id,
+      endpoint: facts.endpoint,
+      requestId: request.id,
+      holdId,
+      reserved: req.reserved,
+      billing: req.billing,
+      basis: req.basis,
+      params: req.params,
+      visible,
+      deadline: now + req.lifetimeS,
+      now,
+    });
+    if (!created.ok) throw new Error(`task ${taskId} could not be created: ${created.error.message}`);
+    request.callRecorded = true;
+    return { state: created.state, position: created.position };
+  } catch (error) {
+    await releaseUnsettled(deps.ledger, facts, holdId, error);
+    throw error;
+  }
 }
 
 /** The answer to an accepted submission: `{id, status, model, created_at}`. */
