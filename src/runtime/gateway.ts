@@ -285,7 +285,10 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     onDeleteFailed: (key, error) => app.log.warn({ err: error, key }, 'hosted media sweeper: the object could not be deleted; tried again next sweep'),
   });
   await hosted.migrate();
-  const tasks = new TaskService(store, ledger);
+  // A task's call is counted when its hold closes, wherever that happens (a poll job, a sweep).
+  const tasks = new TaskService(store, ledger, (call, captured) =>
+    metrics.call(call, { total: call.latency_ms / 1000, firstByte: null, upstream: null, cost: captured }),
+  );
   const taskQueries = new TaskQueries(storage.sql);
   // Told through the app's logger once it exists (jobs may fail before, at the start's recovery).
   let taskLog: TaskWorkflowLog | null = null;

@@ -1,4 +1,4 @@
-import { taskStream, type TaskEvent } from '../../events/catalog';
+import { taskStream, type CallRecord, type TaskEvent } from '../../events/catalog';
 import type { EventStore } from '../../events/store/port';
 import { CommandHandler, type Handled } from '../handle-command';
 import type { Ledger } from '../ledger';
@@ -23,6 +23,8 @@ export class TaskService {
   constructor(
     store: EventStore,
     private readonly ledger: Ledger,
+    /** Told of each task whose hold this process closed, with its call-log row and what was captured (metrics). */
+    private readonly onClosed: (call: CallRecord, captured: bigint) => void = () => {},
   ) {
     this.handler = new CommandHandler(store, taskDecider, TASK_STATES_KEPT);
   }
@@ -59,6 +61,7 @@ export class TaskService {
         ? await this.ledger.settle(state.accountId, state.holdId, closing.amount, call)
         : await this.ledger.release(state.accountId, state.holdId, closing.reason, call);
     if (!result.ok && result.error.code !== 'hold_not_open') throw new Error(`could not close the hold of task ${state.taskId}: ${result.error.message}`);
+    if (result.ok && result.position !== null) this.onClosed(call, closing.type === 'Settle' ? closing.amount : 0n);
   }
 
   idle(): Promise<void> {

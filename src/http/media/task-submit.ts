@@ -4,13 +4,11 @@ import type { Dispatcher } from 'undici';
 import type { Ledger } from '../../commands/ledger';
 import type { TaskState } from '../../commands/task/decider';
 import { FAMILIES } from '../../commands/task/families';
-import { taskCall } from '../../commands/task/money';
 import type { TaskService } from '../../commands/task/service';
 import type { ModelConfig } from '../../config/schema';
 import type { Position } from '../../events/store/port';
 import type { TaskBilling, TaskFamily } from '../../events/catalog';
 import { trackCall } from '../../lifecycle/http';
-import { countCall } from '../../metrics/http';
 import { traceAttempt } from '../../tracing/spans';
 import { submitTask, tasksErrorMessage } from '../../upstream/protocols/tasks';
 import type { Route } from '../../upstream/routing';
@@ -131,8 +129,8 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
 
   const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
   const summary = failureSummary(f, tasksErrorMessage);
-  const refused = await deps.tasks.finish(taskId, { type: 'RefuseSubmission', error: { code: summary.code, message: summary.message }, attempts: facts.attempts, now: deps.now() });
-  if (refused.ok) countCall(request, facts.startedAt, taskCall(refused.state));
+  // Its row (and its metrics) come with the release of its hold.
+  await deps.tasks.finish(taskId, { type: 'RefuseSubmission', error: { code: summary.code, message: summary.message }, attempts: facts.attempts, now: deps.now() });
   // A failed connection (502), a time-out (504), the shutdown (503): the gateway's own error.
   if (f.kind !== 'status') throw new GatewayError(summary.code as ErrorCode, summary.message);
   // Passed through unchanged when the upstream spoke the chat error shape; else put into it.
