@@ -98,7 +98,11 @@ export class TaskWorkflows {
     if (followed + failed + closed > 0) this.deps.log.info({ followed, failed, closed }, 'tasks in flight picked up after the start');
   }
 
-  /** Expires tasks past their deadline, and closes the holds of finished tasks that a crash left open. */
+  /**
+   * Expires tasks past their deadline, closes the holds of finished tasks that a crash left open, and
+   * adopts upstream tasks in flight that no poll job follows (its queueing failed, or the job was dropped
+   * after failing too often): adding the job of a task that has one changes nothing.
+   */
   async sweep(): Promise<void> {
     const now = this.deps.now();
     for (const row of await this.deps.queries.overdue(now)) {
@@ -107,6 +111,10 @@ export class TaskWorkflows {
     }
     // A minute's slack: the process that ended the task is closing its hold right now.
     await this.closeUnclosed(now - 60);
+    for (const row of await this.deps.queries.inFlight()) {
+      // A task still being submitted is its request's; one created a minute ago whose request died is not.
+      if (FAMILIES[row.family].runs === 'upstream' && (row.phase !== 'created' || row.created_at < now - 60)) await this.poller.follow(row.task_id);
+    }
   }
 
   private async closeUnclosed(finishedBefore: number): Promise<number> {

@@ -108,7 +108,9 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
           now: deps.now(),
         });
         if (!submitted.ok) throw new Error(`task ${taskId}: the upstream's acceptance could not be recorded: ${submitted.error.message}`);
-        await deps.poller.follow(taskId);
+        // A queue that cannot take the job now (Redis away) must not fail an accepted task: the sweep
+        // adopts every upstream task in flight that has no poll job.
+        await deps.poller.follow(taskId).catch((error: unknown) => request.log.warn({ err: error, taskId }, 'could not queue the poll job of an accepted task; the sweep adopts it'));
         await deps.viewsAt(submitted.position);
         return { ok: true, state: submitted.state };
       }
