@@ -199,6 +199,23 @@ describe('async image tasks', () => {
     expect((await money(h, accountId)).balance).toBe(GRANT - 3n * PRICE - 4n * parseUsd(GRID_PRICE));
   });
 
+  it('reads a task at a balance of zero (polls and the list are free), while a new submit is 402', async () => {
+    const { accountId, keyId, key } = await h.t.accountWithKey();
+    const { task } = await http.submit(key, { model: 'img-model', prompt: 'the last one' });
+    await http.final(task.id, key);
+    // Everything that is left is spent elsewhere.
+    const rest = (await money(h, accountId)).balance;
+    const ledger = h.t.gateway.ledger;
+    expect((await ledger.reserve(accountId, { holdId: `drain-${accountId}`, amount: rest, keyId, purpose: 'test drain', ttlSeconds: 60 })).ok).toBe(true);
+    expect((await ledger.settle(accountId, `drain-${accountId}`, rest)).ok).toBe(true);
+    expect((await money(h, accountId)).balance).toBe(0n);
+    const final = await http.final(task.id, key);
+    expect(final.status).toBe(200);
+    expect((await http.list(key)).status).toBe(200);
+    const refused = await http.post('/v1/images/generations', key, { model: 'img-model', prompt: 'one more', async: true });
+    expect(refused.status).toBe(402);
+  });
+
   it('refunds in full when the upstream returns no image', async () => {
     const { accountId, key } = await h.t.accountWithKey();
     const { task } = await http.submit(key, { model: 'img-model', prompt: 'nothing [[sim:images_partial:0]]', n: 2 });

@@ -5,7 +5,7 @@ import type { Ledger } from '../../commands/ledger';
 import type { TaskState } from '../../commands/task/decider';
 import { isInFlight, type Phase } from '../../commands/task/families';
 import { taskCall } from '../../commands/task/money';
-import type { TaskService } from '../../commands/task/service';
+import type { TaskHandled, TaskService } from '../../commands/task/service';
 import { Instant } from '../../config/schema';
 import type { Position } from '../../events/store/port';
 import { countCall } from '../../metrics/http';
@@ -17,7 +17,7 @@ import { CallSignal } from '../../upstream/upstream-call';
 import { GatewayError } from '../errors';
 import type { RouteDoc } from '../openapi/route-doc';
 import { isStoredAnswer, keepAnswer, loadAnswer, unkeptAnswer } from './image-answers';
-import { imageAnswer, runImageLadder, type ImageTimings } from './image-ladder';
+import { imageAnswer, runImageLadder, type ImageTimings, type LadderOutcome } from './image-ladder';
 import type { ImageCall } from './image-request';
 import { createGatewayTask, submittedBody } from './task-submit';
 import { LIST_LIMIT, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
@@ -82,7 +82,7 @@ async function runImageTask(deps: ImageTaskDeps, call: ImageCall, task: TaskStat
   const budget = new CallSignal(Math.min(deps.timings.ladderMs, msUntil(task.deadline, deps.now())));
   const interrupt = () => budget.endForShutdown();
   signal.addEventListener('abort', interrupt, { once: true });
-  let outcome;
+  let outcome: LadderOutcome;
   try {
     outcome = await runImageLadder({ timings: deps.timings, now: deps.now, ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}) }, facts, call.routes, call.image, budget);
   } finally {
@@ -100,7 +100,7 @@ async function runImageTask(deps: ImageTaskDeps, call: ImageCall, task: TaskStat
     inputTokens: final.ok ? final.delivered.inputTokens : 0,
     outputTokens: final.ok ? final.delivered.outputTokens : 0,
   };
-  let ended;
+  let ended: TaskHandled;
   if (final.ok) {
     const delivered = final.delivered;
     // Images without a link are bytes in the answer (b64_json).
@@ -224,19 +224,21 @@ const DOCS: Record<'get' | 'list', RouteDoc> = {
   },
 };
 
-const MEDIA = { auth: 'key', shape: 'chat', trace: true } as const;
+// Free: the result of a task is paid for when it settles, and the settlement may take the balance to
+// zero or below; reading it must not need a positive balance (a submit still does).
+const READ = { auth: 'key', shape: 'chat', trace: true, free: true } as const;
 
 /** `GET /v1/images/generations/{id}` (polls of generations and edits alike) and the list. */
 export function imageTaskRoutes(deps: ImageTaskDeps) {
   return async (app: FastifyInstance) => {
-    app.get<{ Params: { id: string } }>('/v1/images/generations/:id', { config: { ...MEDIA, openapi: DOCS.get } }, async (request, reply) => {
+    app.get<{ Params: { id: string } }>('/v1/images/generations/:id', { config: { ...READ, openapi: DOCS.get } }, async (request, reply) => {
       const row = await deps.queries.get(request.caller!.accountId, 'image', request.params.id);
       if (!row) throw taskNotFound(request.params.id);
       if (isInFlight(row.phase as Phase)) return reply.code(202).send(pendingBody(row));
       const answer = isStoredAnswer(row.result) ? await loadAnswer(deps.hosted, row.result, deps.now()) : unkeptAnswer(row.error_code, row.error_message);
       return reply.code(answer.status).type(answer.contentType).send(answer.body);
     });
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/images/generations', { config: { ...MEDIA, openapi: DOCS.list } }, async (request) => {
+    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/images/generations', { config: { ...READ, openapi: DOCS.list } }, async (request) => {
       const query = request.query;
       const statuses = statusesOf('image', query.status);
       const limit = query.limit ?? LIST_LIMIT.default;
