@@ -77,7 +77,7 @@ export function imageRoutes(deps: ImagesDeps) {
           // Before the idempotency hook fingerprints the request.
           preValidation: takeMultipart,
         },
-        (request, reply) => {
+        async (request, reply) => {
           const call = takeImageCall(deps, endpoint, request);
           return call.body.async === true ? submitImageTask(taskDeps, call, reply) : relayImages(deps, timings, call, reply);
         },
