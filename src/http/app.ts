@@ -54,7 +54,7 @@ export interface AppDeps {
   readonly knowledgeQueries: KnowledgeQueries;
   readonly objects: ObjectStore;
   /** Media outputs the gateway hosts; their download route is served with the local store. */
-  readonly hosted?: HostedOutputs;
+  readonly hosted: HostedOutputs;
   /** Media tasks: their commands, their views, and what moves them outside requests. */
   readonly tasks: TaskService;
   readonly taskQueries: TaskQueries;
@@ -162,6 +162,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       router,
       now,
       ...(deps.imageTimings ? { timings: deps.imageTimings } : {}),
+      // The asynchronous mode: image tasks, run in this process, their answers kept.
+      tasks: deps.tasks,
+      queries: deps.taskQueries,
+      background: deps.workflows.background,
+      hosted: deps.hosted,
+      viewsAt: (position: Position | null) => deps.runner.waitFor(position),
     }),
   );
   if (deps.hosted) await app.register(hostedFileRoutes(deps.hosted, now));

@@ -49,6 +49,11 @@ export const ERROR_CODES = {
   // kept-alive connection, or a call that outlasted SHUTDOWN_GRACE_S); retried elsewhere. The messages
   // type is the one its SDK retries.
   gateway_shutting_down: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
+  // Not in the spec's table (docs/media.md, "Images, asynchronous mode"): the final answer of an async
+  // image task the gateway was running when it stopped (failed, refunded; submit it again).
+  gateway_interrupted: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
+  // Not in the spec's table (docs/media.md): the kept answer of an async image task is gone (24 hours).
+  result_expired: { status: 410, chat: 'invalid_request_error', messages: 'not_found_error', generate: 'NOT_FOUND' },
   upstream_timeout: { status: 504, chat: 'api_error', messages: 'api_error', generate: 'DEADLINE_EXCEEDED' },
 } as const satisfies Record<string, CodeInfo>;
 

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Sql } from '../storage/sql';
-import { LocalObjectStore, type ObjectStore } from './store';
+import { LocalObjectStore, type ObjectStore, type StoredObject } from './store';
 
 /** Where the local store's media links point (src/http/media/files.ts serves them). */
 export const MEDIA_DOWNLOAD_PREFIX = '/v1/media/files/';
@@ -121,6 +121,13 @@ export class HostedOutputs {
     if (ttl < 1) return null;
     const url = await this.store.signedUrl(key, ttl, { baseUrl, now, filename: key.split('/').pop()!, disposition: 'inline' });
     return { key, url, expiresAt };
+  }
+
+  /** A hosted output's bytes while it lives: null once it has expired (swept or not yet), or when unknown. */
+  async read(key: string, now: number): Promise<StoredObject | null> {
+    const [row] = await this.sql.query<{ expires_at: string | number }>('SELECT expires_at FROM hosted_objects WHERE key = $1', [key]);
+    if (!row || Number(row.expires_at) <= now) return null;
+    return this.store.get(key);
   }
 
   /**

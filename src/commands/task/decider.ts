@@ -1,10 +1,18 @@
-import type { TaskBilling, TaskEvent, TaskFamily } from '../../events/catalog';
+import type { TaskBilling, TaskEvent, TaskFamily, TaskRun as TaskRunData } from '../../events/catalog';
 import { accept, assertNever, refuse, type Decider, type Decision } from '../decision';
 import { FAMILIES, isFinished, isInFlight, type FamilyRules, type Outcome, type Phase } from './families';
 
 export interface TaskError {
   readonly code: string;
   readonly message: string;
+}
+
+/** What a call the gateway ran itself for the task did (TaskRun): the call log's attempts, channel, tokens. */
+export interface TaskRun {
+  readonly attempts: number;
+  readonly channelId: string | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
 }
 
 export interface TaskState {
@@ -38,6 +46,8 @@ export interface TaskState {
   readonly charge: bigint;
   readonly resultUrls: readonly string[];
   readonly resultExpiresAt: number | null;
+  /** Set when the task's ending carried TaskRun. */
+  readonly run: Omit<TaskRun, 'attempts'> | null;
 }
 
 export const initialTaskState: TaskState = {
@@ -69,6 +79,7 @@ export const initialTaskState: TaskState = {
   charge: 0n,
   resultUrls: [],
   resultExpiresAt: null,
+  run: null,
 };
 
 export interface CreateTask {
@@ -103,9 +114,10 @@ export type TaskCommand =
       unitCount: number;
       resultUrls: readonly string[];
       resultExpiresAt: number | null;
+      run?: TaskRun;
       now: number;
     }
-  | { type: 'Fail'; outcome: Outcome; error: TaskError; result?: Record<string, unknown>; now: number }
+  | { type: 'Fail'; outcome: Outcome; error: TaskError; result?: Record<string, unknown>; run?: TaskRun; now: number }
   /** The gateway's own deadline: refused before it. */
   | { type: 'Expire'; now: number };
 
@@ -174,14 +186,31 @@ export function evolve(state: TaskState, event: TaskEvent): TaskState {
         resultExpiresAt: d.result_expires_at,
         completedAt: d.at,
         progress: null,
+        ...ranWith(state, d.run),
       };
     }
     case 'TaskFailed':
-      return { ...state, phase: event.data.outcome, error: event.data.error, result: event.data.result ?? null, completedAt: event.data.at, progress: null };
+      return {
+        ...state,
+        phase: event.data.outcome,
+        error: event.data.error,
+        result: event.data.result ?? null,
+        completedAt: event.data.at,
+        progress: null,
+        ...ranWith(state, event.data.run),
+      };
     default:
       return assertNever(event);
   }
 }
+
+function ranWith(state: TaskState, run: TaskRunData | undefined): Pick<TaskState, 'attempts' | 'run'> {
+  if (!run) return { attempts: state.attempts, run: state.run };
+  return { attempts: run.attempts, run: { channelId: run.channel_id, inputTokens: run.input_tokens, outputTokens: run.output_tokens } };
+}
+
+const runData = (run: TaskRun | undefined): { run?: TaskRunData } =>
+  run ? { run: { attempts: run.attempts, channel_id: run.channelId, input_tokens: run.inputTokens, output_tokens: run.outputTokens } } : {};
 
 type TaskDecision = Decision<TaskEvent, TaskErrorCode>;
 
@@ -258,6 +287,7 @@ export function decide(command: TaskCommand, state: TaskState): TaskDecision {
           charge: costOf(state.billing, command.units, state.reserved),
           result_urls: [...command.resultUrls],
           result_expires_at: command.resultExpiresAt,
+          ...runData(command.run),
           at: at(state, command.now),
         },
       });
@@ -266,7 +296,7 @@ export function decide(command: TaskCommand, state: TaskState): TaskDecision {
     case 'Fail':
       return accept({
         type: 'TaskFailed',
-        data: { outcome: command.outcome, error: command.error, ...(command.result ? { result: command.result } : {}), at: at(state, command.now) },
+        data: { outcome: command.outcome, error: command.error, ...(command.result ? { result: command.result } : {}), ...runData(command.run), at: at(state, command.now) },
       });
 
     case 'Expire':

@@ -73,6 +73,11 @@ export const TaskStarted = defineEvent('TaskStarted', z.object({ at: Timestamp }
 /** The upstream reported progress (0-100); recorded only when it changes. */
 export const TaskProgressed = defineEvent('TaskProgressed', z.object({ progress: Int32.min(0).max(100), at: Timestamp }));
 
+/** What a call the gateway ran itself for the task did (an async image's channel ladder), for the call
+ * log: the channels tried, the one tried last, and the tokens the upstream reported. */
+export const TaskRun = z.object({ attempts: Int32.nonnegative(), channel_id: z.string().nullable(), input_tokens: Int32.nonnegative(), output_tokens: Int32.nonnegative() });
+export type TaskRun = z.output<typeof TaskRun>;
+
 /** The task delivered. `units`: the quantity billed (milliseconds, tokens, images, …); `unit_count`
  * what the call log shows (seconds rounded, images, …); `charge` the cost decided from `billing`. */
 export const TaskSucceeded = defineEvent(
@@ -84,6 +89,7 @@ export const TaskSucceeded = defineEvent(
     charge: Units,
     result_urls: z.array(z.string()),
     result_expires_at: Timestamp.nullable(),
+    run: TaskRun.optional(),
     at: Timestamp,
   }),
 );
@@ -92,7 +98,7 @@ export const TaskSucceeded = defineEvent(
  * final answer must still carry (an async image's upstream error answer, replayed byte for byte). */
 export const TaskFailed = defineEvent(
   'TaskFailed',
-  z.object({ outcome: z.enum(['failed', 'expired', 'cancelled']), error: TaskError, result: Json.optional(), at: Timestamp }),
+  z.object({ outcome: z.enum(['failed', 'expired', 'cancelled']), error: TaskError, result: Json.optional(), run: TaskRun.optional(), at: Timestamp }),
 );
 
 export const taskEvents = [TaskCreated, TaskSubmitted, TaskSubmissionRefused, TaskStarted, TaskProgressed, TaskSucceeded, TaskFailed] as const;

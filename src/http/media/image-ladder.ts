@@ -1,0 +1,180 @@
+import type { Dispatcher } from 'undici';
+import {
+  imagesAuthHeaders,
+  imagesErrorMessage,
+  imagesPath,
+  imagesResult,
+  imagesUpstreamBody,
+  type ImageRequest,
+  type ImagesResult,
+} from '../../upstream/protocols/images';
+import type { Route } from '../../upstream/routing';
+import { BodyTooLargeError, IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
+import { tryJson } from '../../upstream/json';
+import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
+import { traceAttempt, type UpstreamAttempt } from '../../tracing/spans';
+import { failureSummary, type CallFacts } from '../billable-call';
+import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
+
+/** The spec's image timings: one upstream hop, the whole channel ladder, and when the
+ * gateway commits to a 200 and keeps the connection alive (synchronous mode only). */
+export interface ImageTimings {
+  readonly hopMs: number;
+  readonly ladderMs: number;
+  readonly keepAliveAfterMs: number;
+  /** Whitespace is written this often once the connection is kept alive. */
+  readonly keepAliveEveryMs: number;
+}
+
+export const IMAGE_TIMINGS: ImageTimings = { hopMs: 240_000, ladderMs: 280_000, keepAliveAfterMs: 90_000, keepAliveEveryMs: 15_000 };
+
+/** Hosted image links live 24 hours: the `expires_at` the gateway adds when the upstream gives none. */
+export const HOSTED_TTL_S = 24 * 3600;
+
+export interface LadderDeps {
+  readonly timings: ImageTimings;
+  readonly now: () => number;
+  readonly dispatcher?: Dispatcher;
+}
+
+/** How a ladder ended: an answer, the last failure, or (synchronous mode) a client that left first. */
+export type LadderOutcome =
+  | { readonly kind: 'answered'; readonly text: string; readonly result: ImagesResult; readonly traced: UpstreamAttempt | null }
+  | { readonly kind: 'failed'; readonly failure: Failure }
+  | { readonly kind: 'abandoned' };
+
+/**
+ * The channel ladder of one image call, the same in both modes: up to three channels in route
+ * order, each hop within `hopMs` and all of them within `call` (the ladder's budget, which the
+ * caller also ends on a disconnect or a shutdown). A 5xx, a failed connection or a time-out tries
+ * the next channel; a 4xx is the caller's problem (another channel would say the same) and ends it.
+ * `facts` counts the attempts and names the channel tried last, for the call-log row.
+ */
+export async function runImageLadder(
+  deps: LadderDeps,
+  facts: CallFacts,
+  routes: readonly Route[],
+  image: ImageRequest,
+  call: CallSignal,
+  abandoned: () => boolean = () => false,
+): Promise<LadderOutcome> {
+  const request = facts.request;
+  let failure: Failure | null = null;
+  for (const route of routes) {
+    if (abandoned()) return { kind: 'abandoned' };
+    facts.attempts += 1;
+    facts.channelId = route.channel.id;
+    request.callMeter?.attempt();
+    const traced = traceAttempt(request, route, facts.attempts);
+    const attempt = await send(deps, route, image, call, traced);
+    request.callMeter?.answered(route.channel.id, attempt.failure ?? null);
+    if (attempt.text !== undefined) return { kind: 'answered', text: attempt.text, result: imagesResult(tryJson(attempt.text)), traced };
+    failure = attempt.failure!;
+    traced?.failed(failure);
+    if ((failure.kind === 'status' && failure.status < 500) || call.expired || call.shuttingDown) break;
+  }
+  if (abandoned()) return { kind: 'abandoned' };
+  return { kind: 'failed', failure: failure ?? { kind: 'unreachable', message: 'no channel could be reached' } };
+}
+
+/** What an answered ladder delivered, as billed and logged. */
+export interface Delivered {
+  readonly count: number;
+  readonly urls: readonly string[];
+  /** The links' expiry: the upstream's, else created + 24 h when there are links; null without links. */
+  readonly expiresAt: number | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/**
+ * The final answer of an image call as the client gets it, the same bytes in both modes: the
+ * upstream's JSON (with the gateway's `expires_at` when it gave none), an upstream error passed
+ * through (in the chat error shape when the upstream spoke another), or the gateway's own error.
+ */
+export type ImageAnswer =
+  | { readonly ok: true; readonly status: number; readonly body: string; readonly delivered: Delivered }
+  | {
+      readonly ok: false;
+      readonly status: number;
+      readonly body: string;
+      readonly headers: Readonly<Record<string, string>>;
+      /** The call-log's error code and message. */
+      readonly code: string;
+      readonly message: string;
+      /** A failure of the gateway's own (no upstream status): the synchronous mode throws it before
+       * the keep-alive point, so that it is rendered like every other error. */
+      readonly gatewayError: GatewayError | null;
+    };
+
+export function imageAnswer(outcome: Exclude<LadderOutcome, { kind: 'abandoned' }>, now: number): ImageAnswer {
+  if (outcome.kind === 'answered') {
+    const result = outcome.result;
+    const expiresAt = result.expiresAt ?? (result.urls.length > 0 ? (result.created ?? now) + HOSTED_TTL_S : null);
+    return {
+      ok: true,
+      status: 200,
+      body: withExpiry(outcome.text, result.expiresAt === null ? expiresAt : null),
+      delivered: { count: result.count, urls: result.urls, expiresAt, inputTokens: result.inputTokens, outputTokens: result.outputTokens },
+    };
+  }
+  const f = outcome.failure;
+  const { status, code, message } = failureSummary(f, imagesErrorMessage);
+  if (f.kind === 'status') {
+    // Passed through unchanged when the upstream spoke OpenAI's shape; else put into it.
+    const body = (tryJson(f.body) as { error?: unknown } | null)?.error !== undefined ? f.body : JSON.stringify(upstreamErrorBody('chat', f.status, message));
+    return { ok: false, status, body, headers: f.headers['retry-after'] ? { 'retry-after': f.headers['retry-after'] } : {}, code, message, gatewayError: null };
+  }
+  const error = new GatewayError(code as ErrorCode, message);
+  return { ok: false, status: error.status, body: JSON.stringify(errorBody('chat', error)), headers: {}, code, message, gatewayError: error };
+}
+
+/** The upstream answer with the gateway's `expires_at` for hosted links, next to `created`. */
+function withExpiry(text: string, expiresAt: number | null): string {
+  if (expiresAt === null) return text;
+  const json = tryJson(text);
+  if (!json || typeof json !== 'object' || Array.isArray(json)) return text;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(json)) {
+    out[k] = v;
+    if (k === 'created') out.expires_at = expiresAt;
+  }
+  if (!('expires_at' in out)) out.expires_at = expiresAt;
+  return JSON.stringify(out);
+}
+
+interface Attempt {
+  readonly text?: string;
+  readonly failure?: Failure;
+}
+
+async function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<Attempt> {
+  const { timings } = deps;
+  const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
+  // Outside the try: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
+  const target = upstreamTarget(route.channel.base_url, imagesPath(image.endpoint));
+  const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) };
+  traced?.propagate(headers);
+  const hop = new CallSignal(timings.hopMs, call);
+  try {
+    const response = await (deps.dispatcher ?? upstreamAgent).request({
+      origin: target.origin,
+      path: target.path,
+      method: 'POST',
+      headers,
+      body,
+      signal: hop.signal,
+      headersTimeout: timings.hopMs,
+      bodyTimeout: timings.hopMs,
+    });
+    traced?.answered(response.statusCode);
+    if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body) };
+    return { text: await textWithin(response.body, IMAGE_ANSWER_BYTES) };
+  } catch (error) {
+    if (error instanceof BodyTooLargeError) return { failure: { kind: 'unreachable', message: error.message } };
+    // Our own hop limit is a time-out like the ladder's.
+    return { failure: hop.expired ? { kind: 'timeout', message: 'the upstream did not answer in time' } : classify(error, call) };
+  } finally {
+    hop.clear();
+  }
+}

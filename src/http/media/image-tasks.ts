@@ -1,0 +1,257 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Dispatcher } from 'undici';
+import { z } from 'zod';
+import type { Ledger } from '../../commands/ledger';
+import type { TaskState } from '../../commands/task/decider';
+import { isInFlight, type Phase } from '../../commands/task/families';
+import { taskCall } from '../../commands/task/money';
+import type { TaskHandled, TaskService } from '../../commands/task/service';
+import { Instant } from '../../config/schema';
+import type { Position } from '../../events/store/port';
+import { countCall } from '../../metrics/http';
+import { formatUsd } from '../../money/usd';
+import type { HostedOutputs } from '../../objects/hosted';
+import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
+import type { BackgroundRuns } from '../../tasks/background';
+import { CallSignal } from '../../upstream/upstream-call';
+import { GatewayError } from '../errors';
+import type { RouteDoc } from '../openapi/route-doc';
+import { isStoredAnswer, keepAnswer, loadAnswer, unkeptAnswer } from './image-answers';
+import { imageAnswer, runImageLadder, type ImageTimings, type LadderOutcome } from './image-ladder';
+import type { ImageCall } from './image-request';
+import { createGatewayTask, submittedBody } from './task-submit';
+import { LIST_LIMIT, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
+
+// The asynchronous mode of the image endpoints: a call submitted with `async: true` runs as an
+// `image` task in this process (BackgroundRuns), through the same channel ladder as a synchronous
+// call, and its polls end with the very answer the synchronous call would have given.
+
+export interface ImageTaskDeps {
+  readonly ledger: Ledger;
+  readonly now: () => number;
+  readonly tasks: TaskService;
+  readonly queries: TaskQueries;
+  readonly background: BackgroundRuns;
+  /** Where answers too large for an event (or carrying image bytes) are kept for 24 hours. */
+  readonly hosted: HostedOutputs;
+  /** Resolves once the views have applied the event at a position (read your writes). */
+  readonly viewsAt: (position: Position | null) => Promise<void>;
+  readonly timings: ImageTimings;
+  readonly dispatcher?: Dispatcher;
+}
+
+/** The spec's "image async task maximum run": the task's deadline, and its ladder's budget. */
+export const IMAGE_TASK_LIFETIME_S = 280;
+
+/**
+ * Reserves the call's worst case as the synchronous mode does (a refusal is the same 402, with no task
+ * and no upstream call), creates the task and starts its run: answered at once, `{id, status: queued,
+ * model, created_at}` (200, like every task submission of this gateway).
+ */
+export async function submitImageTask(deps: ImageTaskDeps, call: ImageCall, reply: FastifyReply): Promise<FastifyReply> {
+  const state = await createGatewayTask(deps, {
+    facts: call.facts,
+    family: 'image',
+    model: call.model,
+    reserved: call.unitPrice * BigInt(call.units),
+    billing: { unit: 'image', price: call.unitPrice, per: 1, cap: true },
+    basis: call.units,
+    params: {},
+    lifetimeS: IMAGE_TASK_LIFETIME_S,
+    reject: call.reject,
+  });
+  deps.background.start(state.taskId, (signal) => runImageTask(deps, call, state, signal));
+  return reply.code(200).send(submittedBody(state));
+}
+
+/** Milliseconds until a deadline of the task's clock (whole seconds), counted on the timers' clock. */
+const msUntil = (deadline: number, now: number) => Math.max(0, (deadline - now) * 1000 - (Date.now() % 1000));
+
+/**
+ * The task's run: running, then the synchronous call's ladder (without the keep-alive, which only a
+ * waiting client needs) within what is left of the task's 280 s, then its answer kept and the task
+ * ended: settled on the images returned (none: released), or failed and released. A run the shutdown
+ * cuts throws, and BackgroundRuns fails its task as interrupted.
+ */
+async function runImageTask(deps: ImageTaskDeps, call: ImageCall, task: TaskState, signal: AbortSignal): Promise<void> {
+  const { facts } = call;
+  const taskId = task.taskId;
+  const started = await deps.tasks.handle(taskId, { type: 'Observe', running: true, progress: null, now: deps.now() });
+  // Ended already (the sweep found it past its deadline): nothing is left to run.
+  if (!started.ok && started.error.code === 'task_finished') return;
+  const budget = new CallSignal(Math.min(deps.timings.ladderMs, msUntil(task.deadline, deps.now())));
+  const interrupt = () => budget.endForShutdown();
+  signal.addEventListener('abort', interrupt, { once: true });
+  let outcome: LadderOutcome;
+  try {
+    outcome = await runImageLadder({ timings: deps.timings, now: deps.now, ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}) }, facts, call.routes, call.image, budget);
+  } finally {
+    budget.clear();
+    signal.removeEventListener('abort', interrupt);
+  }
+  if (signal.aborted || outcome.kind === 'abandoned') throw new Error(`the run of task ${taskId} was interrupted`);
+
+  const now = deps.now();
+  const final = imageAnswer(outcome, now);
+  const owner = { accountId: task.accountId, taskId, now };
+  const run = {
+    attempts: facts.attempts,
+    channelId: facts.channelId,
+    inputTokens: final.ok ? final.delivered.inputTokens : 0,
+    outputTokens: final.ok ? final.delivered.outputTokens : 0,
+  };
+  let ended: TaskHandled;
+  if (final.ok) {
+    const delivered = final.delivered;
+    // Images without a link are bytes in the answer (b64_json).
+    const kept = await keepAnswer(deps.hosted, owner, { status: final.status, body: final.body, carriesImages: delivered.urls.length < delivered.count });
+    ended = await deps.tasks.finish(taskId, {
+      type: 'Succeed',
+      result: kept,
+      units: Math.min(delivered.count, call.units),
+      unitCount: delivered.count,
+      resultUrls: delivered.urls,
+      resultExpiresAt: delivered.expiresAt,
+      run,
+      now,
+    });
+  } else {
+    const kept = await keepAnswer(deps.hosted, owner, { status: final.status, body: final.body, carriesImages: false });
+    ended = await deps.tasks.finish(taskId, {
+      type: 'Fail',
+      // The ladder ran out of the task's time: the task expired (shown as `failed`, like every ending but success).
+      outcome: budget.expired ? 'expired' : 'failed',
+      error: { code: final.code, message: final.message },
+      result: kept,
+      run,
+      now,
+    });
+  }
+  if (!ended.ok) return;
+  // The call's metrics, once, as the synchronous mode counts them at its settlement.
+  facts.request.callMeter?.charge(ended.state.charge);
+  countCall(facts.request, facts.startedAt, taskCall(ended.state));
+}
+
+/** `{id, status, model, created_at}`: what a poll shows while the task is queued or running. */
+const pendingBody = (row: TaskRow) => ({ id: row.task_id, status: row.status, model: row.model, created_at: row.created_at });
+
+/**
+ * A list item: the spec's fields. `unit_count` and `cost` are null while the task is in flight (and
+ * `cost` until its hold is seen closed); `cost` is a USD decimal string, as the call log shows it.
+ */
+export function imageTaskItem(row: TaskRow): Record<string, unknown> {
+  const inFlight = isInFlight(row.phase as Phase);
+  const item: Record<string, unknown> = {
+    id: row.task_id,
+    status: row.status,
+    model: row.model,
+    endpoint: row.endpoint.replace(/^images\./, ''),
+    created_at: row.created_at,
+    started_at: row.started_at,
+    completed_at: row.completed_at,
+    unit_count: inFlight ? null : row.phase === 'succeeded' ? (row.unit_count ?? 0) : 0,
+    cost: row.money === 'held' ? null : formatUsd(row.cost),
+    error_code: row.error_code,
+    request_id: row.request_id,
+  };
+  if (row.phase === 'succeeded') item.result = { urls: row.result_urls, expires_at: row.result_expires_at };
+  return item;
+}
+
+/** The page's last task: where the next page starts. Opaque to clients (base64url JSON). */
+export function encodeCursor(row: Pick<TaskRow, 'created_at' | 'task_id'>): string {
+  return Buffer.from(JSON.stringify([row.created_at, row.task_id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { createdAt: number; taskId: string } {
+  try {
+    const [createdAt, taskId] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (Number.isSafeInteger(createdAt) && typeof taskId === 'string' && taskId.length > 0) return { createdAt: createdAt as number, taskId };
+  } catch {
+    // Not ours: the same 400 as any other cursor this list never gave.
+  }
+  throw new GatewayError('invalid_request', 'cursor: not a cursor this list gave (pass next_cursor of the previous page as it is)');
+}
+
+const LIMIT_RULE = `must be a whole number from 1 to ${LIST_LIMIT.max}`;
+
+const ListQuery = z.looseObject({
+  status: z.string().max(200).optional().describe(statusQueryDoc('image')),
+  from: Instant.optional().describe('Tasks submitted at or after this time: Unix seconds, RFC 3339 (with its offset) or YYYY-MM-DD (that day, from 00:00 UTC).'),
+  to: Instant.optional().describe('Tasks submitted before this time (excluded): Unix seconds, RFC 3339 or YYYY-MM-DD (that day is excluded).'),
+  limit: z
+    .string()
+    .regex(/^\d{1,4}$/, LIMIT_RULE)
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= LIST_LIMIT.max, LIMIT_RULE)
+    .optional()
+    .describe(`Tasks per page, 1-${LIST_LIMIT.max} (default ${LIST_LIMIT.default}); outside that range a 400.`),
+  cursor: z.string().min(1).max(200).optional().describe('`next_cursor` of the previous page, as it is (the same filters with it).'),
+});
+
+const DOCS: Record<'get' | 'list', RouteDoc> = {
+  get: {
+    operationId: 'getImageTask',
+    summary: 'Poll an async image task (generations and edits)',
+    description:
+      'While the task is queued or running: 202 with `{id, status, model, created_at}`. Once it has ended, any other status is the final answer, with the status code and body bytes the synchronous call would have given: the images (200), an upstream 4xx/5xx passed through, or the gateway\'s own error (502 `upstream_unreachable`, 504 `upstream_timeout` for a task past its 280 s, 503 `gateway_interrupted` for a task cut by a restart, 500 `internal_error`). A b64_json answer is kept 24 hours: after that 410 `result_expired`.',
+    tags: ['media'],
+    params: { id: TaskIdParam },
+    responses: {
+      200: { description: 'The final answer of a task that returned images: the synchronous response, byte for byte.' },
+      202: { description: '`{id, status: queued | running, model, created_at}`: poll again in 2-3 s.' },
+    },
+    errors: {
+      404: 'No such task for this account: `not_found`.',
+      410: 'The kept answer (b64_json, kept 24 hours) has been deleted: `result_expired`.',
+      502: 'The final answer: no channel could be reached (`upstream_unreachable`).',
+      503: 'The final answer: the gateway stopped while the task ran (`gateway_interrupted`; refunded).',
+      504: 'The final answer: the task ran past its 280 s (`upstream_timeout`; refunded).',
+    },
+  },
+  list: {
+    operationId: 'listImageTasks',
+    summary: "The account's async image tasks, newest first",
+    tags: ['media'],
+    query: ListQuery,
+    responses: {
+      200: {
+        description:
+          '`{data: [{id, status, model, endpoint, created_at, started_at, completed_at, unit_count, cost, error_code, request_id, result?: {urls, expires_at}}], next_cursor}`; `next_cursor` is null on the last page.',
+      },
+    },
+  },
+};
+
+// Free: the result of a task is paid for when it settles, and the settlement may take the balance to
+// zero or below; reading it must not need a positive balance (a submit still does).
+const READ = { auth: 'key', shape: 'chat', trace: true, free: true } as const;
+
+/** `GET /v1/images/generations/{id}` (polls of generations and edits alike) and the list. */
+export function imageTaskRoutes(deps: ImageTaskDeps) {
+  return async (app: FastifyInstance) => {
+    app.get<{ Params: { id: string } }>('/v1/images/generations/:id', { config: { ...READ, openapi: DOCS.get } }, async (request, reply) => {
+      const row = await deps.queries.get(request.caller!.accountId, 'image', request.params.id);
+      if (!row) throw taskNotFound(request.params.id);
+      if (isInFlight(row.phase as Phase)) return reply.code(202).send(pendingBody(row));
+      const answer = isStoredAnswer(row.result) ? await loadAnswer(deps.hosted, row.result, deps.now()) : unkeptAnswer(row.error_code, row.error_message);
+      return reply.code(answer.status).type(answer.contentType).send(answer.body);
+    });
+    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/images/generations', { config: { ...READ, openapi: DOCS.list } }, async (request) => {
+      const query = request.query;
+      const statuses = statusesOf('image', query.status);
+      const limit = query.limit ?? LIST_LIMIT.default;
+      const { rows, more } = await deps.queries.list({
+        accountId: request.caller!.accountId,
+        family: 'image',
+        statuses,
+        limit,
+        from: query.from,
+        to: query.to,
+        cursor: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+      });
+      return { data: rows.map(imageTaskItem), next_cursor: more ? encodeCursor(rows.at(-1)!) : null };
+    });
+  };
+}
