@@ -199,6 +199,21 @@ describe('POST /v1/videos/generations', () => {
     expect(row).toMatchObject({ status: 'rejected', error_code: 'quota_exceeded' });
   });
 
+  it('settles past the 12 s reservation when no duration was sent; the result stays readable at a negative balance', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    // 300 s delivered × 0.15 = 45 USD, from a 1.80 USD hold on a 40.44 USD grant.
+    const { body } = await submit(key, { model: 'vid-flat', content: text('a long one [[sim:task_duration_ms:300000]]') });
+    const done = await http.until(`/v1/videos/generations/${body.id}`, key, ended);
+    expect(done).toMatchObject({ status: 'succeeded', duration: 300 });
+    const w = await h.t.gateway.ledger.wallet(accountId);
+    expect(w.balance).toBe(GRANT - parseUsd('45'));
+    // Polls and lists are free; a new submission is refused at authentication.
+    expect((await http.get(`/v1/videos/generations/${body.id}`, key)).status).toBe(200);
+    expect((await http.get('/v1/videos/generations', key)).status).toBe(200);
+    const next = await submit(key, { model: 'vid-flat', content: text('again') });
+    expect(next.response.status).toBe(402);
+  });
+
   it('fails over on a 5xx, passes an upstream 4xx through with nothing billed and no visible task', async () => {
     const { accountId, key } = await h.t.accountWithKey();
     h.sim.enqueueFor({ pathPrefix: '/vid-a' }, 'http_503');
