@@ -18,19 +18,21 @@ import {
   type UploadedImage,
 } from '../../upstream/protocols/images';
 import type { Route, Router } from '../../upstream/routing';
-import { BodyTooLargeError, IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
+import { IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
+import { postHop, type HopResult } from '../../upstream/hop';
 import { tryJson } from '../../upstream/json';
-import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
+import { CallSignal, upstreamTarget } from '../../upstream/upstream-call';
 import { trackCall } from '../../lifecycle/http';
 import { spendCapRefusal } from '../../commands/wallet/decider';
 import { faultPoint } from '../../runtime/fault';
 import { callableModel, callRecord, failureSummary, rejectCall, type CallFacts } from '../billable-call';
 import { holdCall } from '../call-hold';
-import { errorBody, GatewayError, requestTooLarge as tooLarge, upstreamErrorBody, type ErrorCode } from '../errors';
+import { errorBody, GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../errors';
+import { passedThrough, tryChannels } from '../channel-ladder';
 import { releaseUnsettled } from '../hold-release';
 import type { RouteDoc } from '../openapi/route-doc';
 import { completeHijacked } from '../plugins/idempotency';
-import { traceAttempt, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
+import { traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
 
 /** The spec's image timings: one upstream hop, the whole channel ladder, and when the
  * gateway commits to a 200 and keeps the connection alive. */
@@ -214,11 +216,6 @@ export function reservedImages(model: ModelConfig, n: number): number {
   return model.fixed_grid ? Math.max(n, model.fixed_grid) : n;
 }
 
-interface Attempt {
-  readonly response?: { status: number; text: string };
-  readonly failure?: Failure;
-}
-
 /**
  * One synchronous image call: validate, resolve the model, hold unit price × images,
  * try up to three channels, settle on the images actually returned. Past the keep-alive
@@ -263,41 +260,35 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
   // body or an answer the gateway cannot handle, a failed write) releases it, with its row.
   let closed = false;
   try {
-    let failure: Failure | null = null;
-    for (const route of routes) {
-      if (answer.clientGone) break;
-      facts.attempts += 1;
-      facts.channelId = route.channel.id;
-      request.callMeter?.attempt();
-      const traced = traceAttempt(request, route, facts.attempts);
-      const attempt = await send(deps, timings, route, image, call, traced);
-      request.callMeter?.answered(route.channel.id, attempt.failure ?? null);
-      if (attempt.response) {
-        const result = imagesResult(tryJson(attempt.response.text));
-        const billed = min(BigInt(result.count), BigInt(units));
-        request.callMeter?.charge(unitPrice * billed);
-        const expiresAt = result.expiresAt ?? (result.urls.length > 0 ? (result.created ?? deps.now()) + HOSTED_TTL_S : null);
-        const record = callRecord(facts, {
-          status: 'success',
-          unit_count: result.count,
-          unit_type: 'image',
-          input_tokens: result.inputTokens,
-          output_tokens: result.outputTokens,
-          result_urls: [...result.urls],
-          result_expires_at: expiresAt,
-        });
-        await traceSettlement(request, { holdId, amount: unitPrice * billed, record, attempt: traced }, () => deps.ledger.settle(caller.accountId, holdId, unitPrice * billed, record));
-        closed = true;
-        // Test seam (GATEWAY_FAULT): the process dies between the charge and the Idempotency-Key record.
-        faultPoint('image-settled');
-        return answer.send(200, withExpiry(attempt.response.text, result.expiresAt === null ? expiresAt : null));
-      }
-      failure = attempt.failure!;
-      traced?.failed(failure);
-      // 4xx is the caller's problem: another channel would say the same.
-      if ((failure.kind === 'status' && failure.status < 500) || call.expired || call.shuttingDown) break;
+    const outcome = await tryChannels({
+      facts,
+      routes,
+      call,
+      attempt: (route, traced) => send(deps, timings, route, image, call, traced),
+      stopped: () => answer.clientGone,
+    });
+    if (outcome.ok) {
+      const text = outcome.value;
+      const result = imagesResult(tryJson(text));
+      const billed = min(BigInt(result.count), BigInt(units));
+      request.callMeter?.charge(unitPrice * billed);
+      const expiresAt = result.expiresAt ?? (result.urls.length > 0 ? (result.created ?? deps.now()) + HOSTED_TTL_S : null);
+      const record = callRecord(facts, {
+        status: 'success',
+        unit_count: result.count,
+        unit_type: 'image',
+        input_tokens: result.inputTokens,
+        output_tokens: result.outputTokens,
+        result_urls: [...result.urls],
+        result_expires_at: expiresAt,
+      });
+      await traceSettlement(request, { holdId, amount: unitPrice * billed, record, attempt: outcome.traced }, () => deps.ledger.settle(caller.accountId, holdId, unitPrice * billed, record));
+      closed = true;
+      // Test seam (GATEWAY_FAULT): the process dies between the charge and the Idempotency-Key record.
+      faultPoint('image-settled');
+      return answer.send(200, withExpiry(text, result.expiresAt === null ? expiresAt : null));
     }
-
+    const failure = outcome.failure;
     const release = async (code: string, message: string) => {
       const record = callRecord(facts, { status: 'error', error_code: code, error_message: message, unit_type: 'image' });
       await traceSettlement(request, { holdId, record }, () => deps.ledger.release(caller.accountId, holdId, 'upstream failed', record));
@@ -314,9 +305,7 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, endpoint: Im
     await release(code, message);
     if (f.kind === 'status') {
       if (f.headers['retry-after']) reply.header('retry-after', f.headers['retry-after']);
-      // Passed through unchanged when the upstream spoke OpenAI's shape; else put into it.
-      const passed = (tryJson(f.body) as { error?: unknown } | null)?.error !== undefined ? f.body : JSON.stringify(upstreamErrorBody('chat', f.status, message));
-      return answer.send(status, passed);
+      return answer.send(status, passedThrough(f, message));
     }
     const error = new GatewayError(code as ErrorCode, message);
     if (answer.committed) return answer.send(error.status, JSON.stringify(errorBody('chat', error)));
@@ -347,34 +336,15 @@ function withExpiry(text: string, expiresAt: number | null): string {
   return JSON.stringify(out);
 }
 
-async function send(deps: ImagesDeps, timings: ImageTimings, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<Attempt> {
+function send(deps: ImagesDeps, timings: ImageTimings, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<HopResult<string>> {
+  // Built before the hop: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
-  // Outside the try: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
   const target = upstreamTarget(route.channel.base_url, imagesPath(image.endpoint));
   const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) };
   traced?.propagate(headers);
-  const hop = new CallSignal(timings.hopMs, call);
-  try {
-    const response = await (deps.dispatcher ?? upstreamAgent).request({
-      origin: target.origin,
-      path: target.path,
-      method: 'POST',
-      headers,
-      body,
-      signal: hop.signal,
-      headersTimeout: timings.hopMs,
-      bodyTimeout: timings.hopMs,
-    });
-    traced?.answered(response.statusCode);
-    if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body) };
-    return { response: { status: response.statusCode, text: await textWithin(response.body, IMAGE_ANSWER_BYTES) } };
-  } catch (error) {
-    if (error instanceof BodyTooLargeError) return { failure: { kind: 'unreachable', message: error.message } };
-    // Our own hop limit is a time-out like the ladder's.
-    return { failure: hop.expired ? { kind: 'timeout', message: 'the upstream did not answer in time' } : classify(error, call) };
-  } finally {
-    hop.clear();
-  }
+  return postHop({ target, headers, body, timeoutMs: timings.hopMs, call, dispatcher: deps.dispatcher, onStatus: (status) => traced?.answered(status) }, (response) =>
+    textWithin(response.body, IMAGE_ANSWER_BYTES),
+  );
 }
 
 /**
