@@ -115,11 +115,16 @@ describe('POST /v1/audio/voices', () => {
       ].sort(),
     );
     const listed = await voices(key);
-    expect(listed.voices.map((v) => [v.name, v.status, v.error?.code])).toEqual([
-      ['Unreachable', 'failed', 'upstream_unreachable'],
-      ['Down', 'failed', 'upstream_error'],
-      ['Refused', 'failed', 'invalid_request'],
-    ]);
+    // Newest first; within one second by id, so compared as a set.
+    const times = listed.voices.map((v) => v.created_at as number);
+    expect(times).toEqual([...times].sort((x, y) => y - x));
+    expect(listed.voices.map((v) => [v.name, v.status, v.error?.code]).sort()).toEqual(
+      [
+        ['Unreachable', 'failed', 'upstream_unreachable'],
+        ['Down', 'failed', 'upstream_error'],
+        ['Refused', 'failed', 'invalid_request'],
+      ].sort(),
+    );
     expect((await voices(key, '?status=ready')).voices).toEqual([]);
     expect((await voices(key, '?status=failed&limit=1')).voices).toHaveLength(1);
     expect((await http.get('/v1/audio/voices?status=gone', key)).status).toBe(400);
