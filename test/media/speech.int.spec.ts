@@ -170,6 +170,33 @@ describe('POST /v1/audio/speech (synchronous)', () => {
     expect(rows.filter((r) => r.status === 'error').every((r) => r.cost_usd === '0.00' && r.unit_type === 'character')).toBe(true);
   });
 
+  it('ends the call when the client leaves: nothing billed, a client_disconnected row', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    h.sim.enqueueFor({ pathPrefix: '/sp-a' }, 'slow_first_byte:1000');
+    const controller = new AbortController();
+    const pending = fetch(`${h.baseUrl}/v1/audio/speech`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tts-a', input: 'gone', voice: 'alloy' }),
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(), 200);
+    await expect(pending).rejects.toThrow();
+    const deadline = Date.now() + 5_000;
+    let rows = await logRows(h, accountId);
+    while (rows.length === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      rows = await logRows(h, accountId);
+    }
+    expect(rows).toEqual([expect.objectContaining({ status: 'error', error_code: 'client_disconnected', cost_usd: '0.00', attempts_count: 1 })]);
+    // The upstream call was ended with the client, not waited for.
+    expect(rows[0]!.latency_ms as number).toBeLessThan(900);
+    expect(speechCalls(h)).toHaveLength(1);
+    const w = await wallet(accountId);
+    expect(w.balance).toBe(GRANT);
+    expect(w.held).toBe(0n);
+  });
+
   it('refuses before any upstream call: 400s of the body, unknown models, no channel, and 402 above the balance', async () => {
     const { accountId, key } = await h.t.accountWithKey();
     const cases: Array<[Record<string, unknown>, number, string, RegExp]> = [
