@@ -36,5 +36,14 @@ models:
     expect(registry.resolve(aliased.aliases[0]!)?.id).toBe(aliased.id);
     expect(registry.resolve('no-such-model')).toBeUndefined();
     expect(config.models.some((m) => !m.callable)).toBe(true);
+    expect(config.presets?.voices.map((v) => v.id)).toEqual(['alloy', 'echo', 'fable', 'onyx', 'nova', 'shimmer']);
+  });
+
+  it('takes optional presets of voices and avatars: each list defaults to empty, unknown keys and duplicate ids are refused', () => {
+    expect(parseConfig('models: []', {}).presets).toBeUndefined();
+    expect(parseConfig('presets: {voices: [{id: alloy, name: Alloy}]}', {}).presets).toEqual({ voices: [{ id: 'alloy', name: 'Alloy' }], avatars: [] });
+    expect(() => parseConfig('presets: {voices: [], music: []}', {})).toThrow(ConfigError);
+    expect(() => parseConfig('presets: {voices: [{id: alloy}]}', {})).toThrow(/presets\.voices\.0\.name/);
+    expect(() => parseConfig('presets: {avatars: [{id: a, name: A}, {id: a, name: B}]}', {})).toThrow(/duplicate preset id a/);
   });
 });

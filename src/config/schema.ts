@@ -149,12 +149,32 @@ export const ModelSchema = z
       ctx.addIssue({ code: 'custom', path: ['price', 'per_1m_completion_tokens'], message: `model ${model.id} bills video references per token: it needs a per_1m_completion_tokens price` });
   });
 
+/** A platform preset (a voice, an avatar): listed to clients and passed upstream as it is. */
+const PresetSchema = z.object({ id: z.string().min(1), name: z.string().min(1) }).strict();
+
+/** The free platform presets (DESIGN.md): voices for speech and digital humans, avatars. */
+export const PresetsSchema = z
+  .object({ voices: z.array(PresetSchema).default([]), avatars: z.array(PresetSchema).default([]) })
+  .strict()
+  .superRefine((presets, ctx) => {
+    for (const list of ['voices', 'avatars'] as const) {
+      const seen = new Set<string>();
+      presets[list].forEach((p, i) => {
+        if (seen.has(p.id)) ctx.addIssue({ code: 'custom', path: [list, i, 'id'], message: `duplicate preset id ${p.id}` });
+        seen.add(p.id);
+      });
+    }
+  });
+export type Presets = z.infer<typeof PresetsSchema>;
+
 export const ConfigSchema = z
   .object({
     channels: z.array(ChannelSchema).default([]),
     models: z.array(ModelSchema).default([]),
     /** Family-level discounts; a model's own `discount` is looked at first. */
     discounts: z.array(FamilyDiscountSchema).optional(),
+    /** Absent: none. */
+    presets: PresetsSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {

@@ -30,6 +30,9 @@ import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
 import { videoRoutes } from './media/videos';
+import { speechRoutes } from './media/speech';
+import type { SpeechTimings } from './media/speech-calls';
+import { voiceRoutes } from './media/voices';
 import { TASK_SUBMIT_TIMEOUT_MS } from './media/task-submit';
 import type { TaskService } from '../commands/task/service';
 import type { TaskQueries } from '../projections/tasks/queries';
@@ -74,6 +77,8 @@ export interface AppDeps {
   readonly chatTimeoutMs?: number;
   /** The image endpoints' hop, ladder and keep-alive times; the spec's unless a test shortens them. */
   readonly imageTimings?: Partial<ImageTimings>;
+  /** The speech and voice-clone calls' hop and ladder times; the defaults unless a test shortens them. */
+  readonly speechTimings?: Partial<SpeechTimings>;
   /** Header, request and idle time limits; the defaults unless a test shortens them. */
   readonly intakeTimings?: Partial<IntakeTimings>;
   readonly logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
@@ -180,6 +185,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     viewsAt: (position: Position | null) => deps.runner.waitFor(position),
   };
   await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries }));
+  const speech = {
+    ...taskSubmit,
+    registry: deps.registry,
+    router,
+    queries: deps.taskQueries,
+    background: deps.workflows.background,
+    hosted: deps.hosted,
+    publicBaseUrl: deps.publicBaseUrl,
+    timings: deps.speechTimings,
+  };
+  await app.register(speechRoutes(speech));
+  await app.register(voiceRoutes(speech));
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));

@@ -227,6 +227,7 @@ export interface GatewayOverrides {
    * key prefix of their own, a short lease TTL). */
   readonly rateLimits?: RateLimiterOptions;
   readonly imageTimings?: AppDeps['imageTimings'];
+  readonly speechTimings?: AppDeps['speechTimings'];
   readonly intakeTimings?: AppDeps['intakeTimings'];
   /** Largest 2xx answer kept for an Idempotency-Key replay (default 4 MiB). */
   readonly idempotencyMaxStoredBytes?: number;
@@ -376,6 +377,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.now ? { now: overrides.now } : {}),
     ...(overrides.chatTimeoutMs ? { chatTimeoutMs: overrides.chatTimeoutMs } : {}),
     ...(overrides.imageTimings ? { imageTimings: overrides.imageTimings } : {}),
+    ...(overrides.speechTimings ? { speechTimings: overrides.speechTimings } : {}),
     ...(overrides.intakeTimings ? { intakeTimings: overrides.intakeTimings } : {}),
   });
   limiterLog = app.log;

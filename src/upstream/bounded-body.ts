@@ -10,6 +10,9 @@ const MiB = 1024 * 1024;
 export const CHAT_ANSWER_BYTES = 64 * MiB;
 /** An image answer: ten large base64 images. */
 export const IMAGE_ANSWER_BYTES = 256 * MiB;
+/** A text-to-speech answer: 4,096 characters at speed 0.25 are about 16 minutes of audio, 47 MB as
+ * 24 kHz 16-bit wav or pcm (the largest formats); the bound leaves room for a higher sample rate. */
+export const SPEECH_ANSWER_BYTES = 64 * MiB;
 /** An error body: only its message is used (and kept, bounded, in the call log). */
 export const ERROR_BODY_BYTES = 1 * MiB;
 
@@ -27,6 +30,11 @@ interface UpstreamBody extends AsyncIterable<unknown> {
 /** The body as UTF-8 text; past `maxBytes` the body is destroyed and BodyTooLargeError thrown,
  * or, with `truncate`, the first `maxBytes` are kept and the rest dropped unread. */
 export async function textWithin(body: UpstreamBody, maxBytes: number, options: { truncate?: boolean } = {}): Promise<string> {
+  return (await bytesWithin(body, maxBytes, options)).toString('utf8');
+}
+
+/** The body's bytes, bounded as `textWithin` bounds its text (audio and other binary answers). */
+export async function bytesWithin(body: UpstreamBody, maxBytes: number, options: { truncate?: boolean } = {}): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -43,5 +51,5 @@ export async function textWithin(body: UpstreamBody, maxBytes: number, options: 
     chunks.push(bytes);
     size += bytes.length;
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }

@@ -30,6 +30,7 @@ export interface TestGatewayOptions {
   /** Rate limiter options (a Redis URL and key prefix, a short lease TTL); default in-process. */
   readonly rateLimits?: GatewayOverrides['rateLimits'];
   readonly imageTimings?: GatewayOverrides['imageTimings'];
+  readonly speechTimings?: GatewayOverrides['speechTimings'];
   readonly intakeTimings?: GatewayOverrides['intakeTimings'];
   readonly idempotencyMaxStoredBytes?: number;
   /** The gateway's environment (settings read from it: OTEL_*, METRICS_TOKEN, ...); default empty. */
@@ -78,6 +79,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.chatTimeoutMs ? { chatTimeoutMs: options.chatTimeoutMs } : {}),
     ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
     ...(options.imageTimings ? { imageTimings: options.imageTimings } : {}),
+    ...(options.speechTimings ? { speechTimings: options.speechTimings } : {}),
     ...(options.intakeTimings ? { intakeTimings: options.intakeTimings } : {}),
     ...(options.idempotencyMaxStoredBytes ? { idempotencyMaxStoredBytes: options.idempotencyMaxStoredBytes } : {}),
     ...(options.readiness ? { readiness: options.readiness } : {}),

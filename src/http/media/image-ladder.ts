@@ -9,12 +9,14 @@ import {
   type ImagesResult,
 } from '../../upstream/protocols/images';
 import type { Route } from '../../upstream/routing';
-import { BodyTooLargeError, IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
+import { IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
+import { postHop, type HopResult } from '../../upstream/hop';
 import { tryJson } from '../../upstream/json';
-import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
-import { traceAttempt, type UpstreamAttempt } from '../../tracing/spans';
+import { upstreamTarget, type CallSignal, type Failure } from '../../upstream/upstream-call';
+import type { UpstreamAttempt } from '../../tracing/spans';
+import { passedThrough, tryChannels } from '../channel-ladder';
 import { failureSummary, type CallFacts } from '../billable-call';
-import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
+import { errorBody, GatewayError, type ErrorCode } from '../errors';
 
 /** The spec's image timings: one upstream hop, the whole channel ladder, and when the
  * gateway commits to a 200 and keeps the connection alive (synchronous mode only). */
@@ -57,24 +59,12 @@ export async function runImageLadder(
   image: ImageRequest,
   call: CallSignal,
   abandoned: () => boolean = () => false,
+  observed = true,
 ): Promise<LadderOutcome> {
-  const request = facts.request;
-  let failure: Failure | null = null;
-  for (const route of routes) {
-    if (abandoned()) return { kind: 'abandoned' };
-    facts.attempts += 1;
-    facts.channelId = route.channel.id;
-    request.callMeter?.attempt();
-    const traced = traceAttempt(request, route, facts.attempts);
-    const attempt = await send(deps, route, image, call, traced);
-    request.callMeter?.answered(route.channel.id, attempt.failure ?? null);
-    if (attempt.text !== undefined) return { kind: 'answered', text: attempt.text, result: imagesResult(tryJson(attempt.text)), traced };
-    failure = attempt.failure!;
-    traced?.failed(failure);
-    if ((failure.kind === 'status' && failure.status < 500) || call.expired || call.shuttingDown) break;
-  }
+  const outcome = await tryChannels({ facts, routes, call, attempt: (route, traced) => send(deps, route, image, call, traced), stopped: abandoned, observed });
   if (abandoned()) return { kind: 'abandoned' };
-  return { kind: 'failed', failure: failure ?? { kind: 'unreachable', message: 'no channel could be reached' } };
+  if (outcome.ok) return { kind: 'answered', text: outcome.value, result: imagesResult(tryJson(outcome.value)), traced: outcome.traced };
+  return { kind: 'failed', failure: outcome.failure ?? { kind: 'unreachable', message: 'no channel could be reached' } };
 }
 
 /** What an answered ladder delivered, as billed and logged. */
@@ -121,8 +111,7 @@ export function imageAnswer(outcome: Exclude<LadderOutcome, { kind: 'abandoned' 
   const f = outcome.failure;
   const { status, code, message } = failureSummary(f, imagesErrorMessage);
   if (f.kind === 'status') {
-    // Passed through unchanged when the upstream spoke OpenAI's shape; else put into it.
-    const body = (tryJson(f.body) as { error?: unknown } | null)?.error !== undefined ? f.body : JSON.stringify(upstreamErrorBody('chat', f.status, message));
+    const body = passedThrough(f, message);
     return { ok: false, status, body, headers: f.headers['retry-after'] ? { 'retry-after': f.headers['retry-after'] } : {}, code, message, gatewayError: null };
   }
   const error = new GatewayError(code as ErrorCode, message);
@@ -143,38 +132,13 @@ function withExpiry(text: string, expiresAt: number | null): string {
   return JSON.stringify(out);
 }
 
-interface Attempt {
-  readonly text?: string;
-  readonly failure?: Failure;
-}
-
-async function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<Attempt> {
-  const { timings } = deps;
+function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<HopResult<string>> {
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
-  // Outside the try: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
+  // Outside the hop: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
   const target = upstreamTarget(route.channel.base_url, imagesPath(image.endpoint));
   const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) };
   traced?.propagate(headers);
-  const hop = new CallSignal(timings.hopMs, call);
-  try {
-    const response = await (deps.dispatcher ?? upstreamAgent).request({
-      origin: target.origin,
-      path: target.path,
-      method: 'POST',
-      headers,
-      body,
-      signal: hop.signal,
-      headersTimeout: timings.hopMs,
-      bodyTimeout: timings.hopMs,
-    });
-    traced?.answered(response.statusCode);
-    if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body) };
-    return { text: await textWithin(response.body, IMAGE_ANSWER_BYTES) };
-  } catch (error) {
-    if (error instanceof BodyTooLargeError) return { failure: { kind: 'unreachable', message: error.message } };
-    // Our own hop limit is a time-out like the ladder's.
-    return { failure: hop.expired ? { kind: 'timeout', message: 'the upstream did not answer in time' } : classify(error, call) };
-  } finally {
-    hop.clear();
-  }
+  return postHop({ target, headers, body, timeoutMs: deps.timings.hopMs, call, dispatcher: deps.dispatcher, onStatus: (status) => traced?.answered(status) }, (response) =>
+    textWithin(response.body, IMAGE_ANSWER_BYTES),
+  );
 }

@@ -4,11 +4,9 @@ import { z } from 'zod';
 import type { Ledger } from '../../commands/ledger';
 import type { TaskState } from '../../commands/task/decider';
 import { isInFlight, type Phase } from '../../commands/task/families';
-import { taskCall } from '../../commands/task/money';
-import type { TaskHandled, TaskService } from '../../commands/task/service';
+import type { TaskService } from '../../commands/task/service';
 import { Instant } from '../../config/schema';
 import type { Position } from '../../events/store/port';
-import { countCall } from '../../metrics/http';
 import { formatUsd } from '../../money/usd';
 import type { HostedOutputs } from '../../objects/hosted';
 import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
@@ -84,7 +82,7 @@ async function runImageTask(deps: ImageTaskDeps, call: ImageCall, task: TaskStat
   signal.addEventListener('abort', interrupt, { once: true });
   let outcome: LadderOutcome;
   try {
-    outcome = await runImageLadder({ timings: deps.timings, now: deps.now, ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}) }, facts, call.routes, call.image, budget);
+    outcome = await runImageLadder({ timings: deps.timings, now: deps.now, ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}) }, facts, call.routes, call.image, budget, undefined, false);
   } finally {
     budget.clear();
     signal.removeEventListener('abort', interrupt);
@@ -100,12 +98,11 @@ async function runImageTask(deps: ImageTaskDeps, call: ImageCall, task: TaskStat
     inputTokens: final.ok ? final.delivered.inputTokens : 0,
     outputTokens: final.ok ? final.delivered.outputTokens : 0,
   };
-  let ended: TaskHandled;
   if (final.ok) {
     const delivered = final.delivered;
     // Images without a link are bytes in the answer (b64_json).
     const kept = await keepAnswer(deps.hosted, owner, { status: final.status, body: final.body, carriesImages: delivered.urls.length < delivered.count });
-    ended = await deps.tasks.finish(taskId, {
+    await deps.tasks.finish(taskId, {
       type: 'Succeed',
       result: kept,
       units: Math.min(delivered.count, call.units),
@@ -117,7 +114,7 @@ async function runImageTask(deps: ImageTaskDeps, call: ImageCall, task: TaskStat
     });
   } else {
     const kept = await keepAnswer(deps.hosted, owner, { status: final.status, body: final.body, carriesImages: false });
-    ended = await deps.tasks.finish(taskId, {
+    await deps.tasks.finish(taskId, {
       type: 'Fail',
       // The ladder ran out of the task's time: the task expired (shown as `failed`, like every ending but success).
       outcome: budget.expired ? 'expired' : 'failed',
@@ -127,10 +124,7 @@ async function runImageTask(deps: ImageTaskDeps, call: ImageCall, task: TaskStat
       now,
     });
   }
-  if (!ended.ok) return;
-  // The call's metrics, once, as the synchronous mode counts them at its settlement.
-  facts.request.callMeter?.charge(ended.state.charge);
-  countCall(facts.request, facts.startedAt, taskCall(ended.state));
+  // The call's metrics come with the closing of its hold (TaskService), like every task's.
 }
 
 /** `{id, status, model, created_at}`: what a poll shows while the task is queued or running. */
