@@ -249,7 +249,10 @@ export async function resolveVoice(deps: SpeechDeps, accountId: string, voice: S
   if (!match) return null;
   const state = await deps.tasks.state(match[1]!);
   if (state.phase === 'none' || state.family !== 'voice' || state.accountId !== accountId) return { invalid: `voice: no voice ${id} exists for this account` };
-  if (state.phase !== 'succeeded' || !state.upstream) return { invalid: `voice: the voice ${id} is not ready (${state.phase === 'created' || state.phase === 'queued' || state.phase === 'running' ? 'pending' : 'failed'})` };
-  const upstreamId = state.upstream.taskId;
-  return { voiceId: id, upstreamVoice: typeof voice === 'string' ? upstreamId : { ...voice, id: upstreamId }, channelId: state.upstream.channelId };
+  // Where the voice lives: the clone's result names the upstream's id and the channel that holds it.
+  const upstreamId = state.result?.upstream_voice_id;
+  const channelId = state.result?.channel_id;
+  if (state.phase !== 'succeeded' || typeof upstreamId !== 'string' || typeof channelId !== 'string')
+    return { invalid: `voice: the voice ${id} is not ready (${state.phase === 'created' || state.phase === 'queued' || state.phase === 'running' ? 'pending' : 'failed'})` };
+  return { voiceId: id, upstreamVoice: typeof voice === 'string' ? upstreamId : { ...voice, id: upstreamId }, channelId };
 }
