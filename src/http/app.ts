@@ -30,6 +30,8 @@ import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
 import { videoRoutes } from './media/videos';
+import { musicRoutes } from './media/music';
+import { musicAssetRoutes } from './media/music-assets';
 import { TASK_SUBMIT_TIMEOUT_MS } from './media/task-submit';
 import type { TaskService } from '../commands/task/service';
 import type { TaskQueries } from '../projections/tasks/queries';
@@ -174,6 +176,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     viewsAt: (position: Position | null) => deps.runner.waitFor(position),
   };
   await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries }));
+  const music = { ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries };
+  await app.register(musicRoutes(music));
+  await app.register(musicAssetRoutes(music));
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));
