@@ -32,6 +32,7 @@ import { hostedFileRoutes } from './media/files';
 import { videoRoutes } from './media/videos';
 import { musicRoutes } from './media/music';
 import { musicAssetRoutes } from './media/music-assets';
+import { TRANSCRIPT_TIMINGS, transcriptRoutes, type TranscriptTimings } from './media/transcripts';
 import { TASK_SUBMIT_TIMEOUT_MS } from './media/task-submit';
 import type { TaskService } from '../commands/task/service';
 import type { TaskQueries } from '../projections/tasks/queries';
@@ -63,6 +64,8 @@ export interface AppDeps {
   readonly workflows: TaskWorkflows;
   /** The upstream's time limit for accepting a media task; the spec's 60 s unless a test shortens it. */
   readonly taskSubmitTimeoutMs?: number;
+  /** How long a transcript request waits (the spec's 55 s) and how often it polls; shorter in tests. */
+  readonly transcriptTimings?: Partial<TranscriptTimings>;
   /** Per-account requests per minute and concurrency (Redis-shared or in-process). */
   readonly rateLimiter: RateLimiter;
   /** Idempotency-Key claims and remembered answers (migrated by the caller). */
@@ -179,6 +182,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const music = { ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries };
   await app.register(musicRoutes(music));
   await app.register(musicAssetRoutes(music));
+  await app.register(
+    transcriptRoutes({ ...taskSubmit, registry: deps.registry, router, background: deps.workflows.background, timings: { ...TRANSCRIPT_TIMINGS, ...deps.transcriptTimings } }),
+  );
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));

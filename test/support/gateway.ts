@@ -44,6 +44,7 @@ export interface TestGatewayOptions {
   readonly taskSweepEveryMs?: number;
   readonly jobsPrefix?: string;
   readonly taskSubmitTimeoutMs?: number;
+  readonly transcriptTimings?: GatewayOverrides['transcriptTimings'];
   /** REDIS_URL of the gateway (BullMQ jobs, rate limits); default none (in-process). */
   readonly redisUrl?: string;
 }
@@ -85,6 +86,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.taskSweepEveryMs ? { taskSweepEveryMs: options.taskSweepEveryMs } : {}),
     ...(options.jobsPrefix ? { jobsPrefix: options.jobsPrefix } : {}),
     ...(options.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: options.taskSubmitTimeoutMs } : {}),
+    ...(options.transcriptTimings ? { transcriptTimings: options.transcriptTimings } : {}),
   });
 
   const admin: TestGateway['admin'] = (method, path, body) =>
