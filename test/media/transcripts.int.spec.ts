@@ -3,6 +3,7 @@ import { FAMILIES } from '../../src/commands/task/families';
 import type { TaskState } from '../../src/commands/task/decider';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
+import { failureAnswer } from '../../src/http/media/transcripts';
 import { transcriptDelivery } from '../../src/tasks/families/transcript';
 import { transcriptOf, type Simulator } from '../../src/upstream/simulator';
 import type { SimulatedGateway } from '../support/gateway';
@@ -222,6 +223,22 @@ describe('POST /v1/transcripts/extract', () => {
 describe('transcript tasks', () => {
   it('are runs of the gateway: no restart or other instance follows one', () => {
     expect(FAMILIES.transcript.runs).toBe('gateway');
+  });
+
+  it('fail towards the client with a fitting status: the upstream refusing its input 400, other failures 500, time-outs 504', () => {
+    const answer = (phase: TaskState['phase'], code: string, clientGone = false) => {
+      const { status, body } = failureAnswer({ phase, error: { code, message: 'm' } }, clientGone);
+      return [status, (body as { error: { code: string } }).error.code];
+    };
+    expect(answer('failed', 'InvalidParameter.AudioUnreadable')).toEqual([400, 'invalid_request']);
+    expect(answer('failed', 'InternalServiceError')).toEqual([500, 'upstream_error']);
+    expect(answer('failed', 'upstream_result_invalid')).toEqual([500, 'upstream_error']);
+    expect(answer('cancelled', 'Cancelled')).toEqual([500, 'upstream_error']);
+    expect(answer('expired', 'TaskExpired')).toEqual([504, 'upstream_timeout']);
+    expect(answer('expired', 'upstream_timeout')).toEqual([504, 'upstream_timeout']);
+    expect(answer('failed', 'gateway_interrupted')).toEqual([503, 'gateway_shutting_down']);
+    expect(answer('failed', 'internal_error')).toEqual([500, 'internal_error']);
+    expect(answer('cancelled', 'client_disconnected', true)[0]).toBe(499);
   });
 
   it('deliver a text (empty for silence) billed as one call; none is invalid', () => {

@@ -158,7 +158,8 @@ async function extract(deps: TranscriptDeps, request: FastifyRequest, reply: Fas
       ...(result.segments !== undefined ? { segments: result.segments } : {}),
     });
   }
-  return sendFailure(reply, state, clientGone);
+  const failed = failureAnswer(state, clientGone);
+  return reply.code(failed.status).type('application/json').send(JSON.stringify(failed.body));
 }
 
 /**
@@ -215,20 +216,24 @@ async function giveUp(deps: TranscriptDeps, state: TaskState, routes: readonly R
   return ended.state;
 }
 
-/** The ended task's failure as the client is told, in the chat error shape. */
-function sendFailure(reply: FastifyReply, state: TaskState, clientGone: boolean): FastifyReply {
+/** The ended task's failure as the client is told: a status and a body in the chat error shape. */
+export function failureAnswer(state: Pick<TaskState, 'phase' | 'error'>, clientGone: boolean): { status: number; body: unknown } {
   const error = state.error ?? { code: 'task_failed', message: 'the transcript failed; nothing was charged' };
-  const send = (status: number, errorJson: unknown) => reply.code(status).type('application/json').send(JSON.stringify(errorJson));
-  const gateway = (code: ErrorCode) => send(new GatewayError(code, error.message).status, errorBody('chat', new GatewayError(code, error.message)));
+  const gateway = (code: ErrorCode) => {
+    const refusal = new GatewayError(code, error.message);
+    return { status: refusal.status, body: errorBody('chat', refusal) };
+  };
   // 499 (nginx's "client closed the request") only ever reaches the access log.
-  if (clientGone && error.code === 'client_disconnected') return send(499, errorBody('chat', new GatewayError('upstream_unreachable', error.message)));
+  if (clientGone && error.code === 'client_disconnected') return { status: 499, body: errorBody('chat', new GatewayError('upstream_unreachable', error.message)) };
   if (error.code === 'gateway_interrupted') return gateway('gateway_shutting_down');
   if (error.code === 'internal_error') return gateway('internal_error');
   // Our own time-out, the expiry, or the upstream's: the transcript did not come in time.
   if (state.phase === 'expired' || error.code === 'upstream_timeout') return gateway('upstream_timeout');
-  // A failed upstream task has no status of its own: a refusal of the input (its parameter codes) is the caller's 400, anything else an upstream 5xx (Errors, rule 5).
-  const status = /invalid|badrequest/i.test(error.code) ? 400 : 500;
-  return send(status, upstreamErrorBody('chat', status, error.message));
+  // A failed upstream task has no status of its own: a refusal of its input (the upstream's parameter
+  // codes) is the caller's 400, anything else an upstream 5xx (Errors, rule 5) — never 502, which means
+  // the connection failed (rule 6).
+  const status = /^(invalid|bad_?request)/i.test(error.code) ? 400 : 500;
+  return { status, body: upstreamErrorBody('chat', status, error.message) };
 }
 
 /** Resolves with `work`, or earlier when the call is aborted (the work goes on, its failure ignored). */
