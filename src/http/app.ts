@@ -33,6 +33,9 @@ import { videoRoutes } from './media/videos';
 import { speechRoutes } from './media/speech';
 import type { SpeechTimings } from './media/speech-calls';
 import { voiceRoutes } from './media/voices';
+import { musicRoutes } from './media/music';
+import { musicAssetRoutes } from './media/music-assets';
+import { TRANSCRIPT_TIMINGS, transcriptRoutes, type TranscriptTimings } from './media/transcripts';
 import { TASK_SUBMIT_TIMEOUT_MS } from './media/task-submit';
 import type { TaskService } from '../commands/task/service';
 import type { TaskQueries } from '../projections/tasks/queries';
@@ -64,6 +67,8 @@ export interface AppDeps {
   readonly workflows: TaskWorkflows;
   /** The upstream's time limit for accepting a media task; the spec's 60 s unless a test shortens it. */
   readonly taskSubmitTimeoutMs?: number;
+  /** How long a transcript request waits (the spec's 55 s) and how often it polls; shorter in tests. */
+  readonly transcriptTimings?: Partial<TranscriptTimings>;
   /** Per-account requests per minute and concurrency (Redis-shared or in-process). */
   readonly rateLimiter: RateLimiter;
   /** Idempotency-Key claims and remembered answers (migrated by the caller). */
@@ -197,6 +202,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   };
   await app.register(speechRoutes(speech));
   await app.register(voiceRoutes(speech));
+  const music = { ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries };
+  await app.register(musicRoutes(music));
+  await app.register(musicAssetRoutes(music));
+  await app.register(
+    transcriptRoutes({ ...taskSubmit, registry: deps.registry, router, background: deps.workflows.background, timings: { ...TRANSCRIPT_TIMINGS, ...deps.transcriptTimings } }),
+  );
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));

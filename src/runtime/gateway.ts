@@ -241,6 +241,8 @@ export interface GatewayOverrides {
   readonly jobsPrefix?: string;
   /** The upstream's time limit for accepting a media task (default the spec's 60 s). */
   readonly taskSubmitTimeoutMs?: number;
+  /** How long a transcript request waits and how often it polls (default 55 s, 1 s). */
+  readonly transcriptTimings?: AppDeps['transcriptTimings'];
 }
 
 const VERSION = '0.1.0';
@@ -370,6 +372,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     taskQueries,
     workflows,
     ...(overrides.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: overrides.taskSubmitTimeoutMs } : {}),
+    ...(overrides.transcriptTimings ? { transcriptTimings: overrides.transcriptTimings } : {}),
     publicBaseUrl: settings.publicBaseUrl,
     version: VERSION,
     tracer,

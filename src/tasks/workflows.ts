@@ -45,6 +45,8 @@ export class TaskWorkflows {
   readonly poller: TaskPoller;
   readonly background: BackgroundRuns;
   private stopSweep: () => void = () => {};
+  /** Tasks created since are this process's own: the recovery leaves them to their runs. */
+  private readonly startedAt: number;
   private recovering: Promise<void> | null = null;
 
   constructor(private readonly deps: TaskWorkflowDeps) {
@@ -59,6 +61,7 @@ export class TaskWorkflows {
       ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
     });
     this.background = new BackgroundRuns(deps.tasks, deps.now, deps.log);
+    this.startedAt = deps.now();
     this.poller.register();
   }
 
@@ -84,7 +87,7 @@ export class TaskWorkflows {
       if (FAMILIES[row.family].runs === 'upstream') {
         await this.poller.follow(row.task_id, 0);
         followed += 1;
-      } else if (this.deps.soleInstance && !this.background.running(row.task_id)) {
+      } else if (this.deps.soleInstance && row.created_at < this.startedAt && !this.background.running(row.task_id)) {
         await this.deps.tasks.finish(row.task_id, {
           type: 'Fail',
           outcome: 'failed',

@@ -45,6 +45,7 @@ export interface TestGatewayOptions {
   readonly taskSweepEveryMs?: number;
   readonly jobsPrefix?: string;
   readonly taskSubmitTimeoutMs?: number;
+  readonly transcriptTimings?: GatewayOverrides['transcriptTimings'];
   /** REDIS_URL of the gateway (BullMQ jobs, rate limits); default none (in-process). */
   readonly redisUrl?: string;
 }
@@ -87,6 +88,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.taskSweepEveryMs ? { taskSweepEveryMs: options.taskSweepEveryMs } : {}),
     ...(options.jobsPrefix ? { jobsPrefix: options.jobsPrefix } : {}),
     ...(options.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: options.taskSubmitTimeoutMs } : {}),
+    ...(options.transcriptTimings ? { transcriptTimings: options.transcriptTimings } : {}),
   });
 
   const admin: TestGateway['admin'] = (method, path, body) =>

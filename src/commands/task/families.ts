@@ -58,8 +58,10 @@ export const MUSIC = rules('music', 'upstream', { created: 'processing', queued:
 /** Speech task (async): pending → succeeded | failed. */
 export const SPEECH = rules('speech', 'gateway', { created: 'pending', queued: 'pending', running: 'pending', expired: 'failed', cancelled: 'failed' }, ['pending', 'succeeded', 'failed']);
 
-/** Transcript extraction: a short task the client waits for; named like a video task. */
-export const TRANSCRIPT = rules('transcript', 'upstream', { created: 'queued' }, ['queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled']);
+/** Transcript extraction: a short task the client waits for; named like a video task. The request that
+ * submitted it polls it to its end itself (nobody else would receive the text), so it counts as a run of
+ * the gateway's own: a restart or another instance never follows and settles it; its deadline expires it. */
+export const TRANSCRIPT = rules('transcript', 'gateway', { created: 'queued' }, ['queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled']);
 
 /** Voice clone: a short task; its voice is `ready` once cloned. */
 export const VOICE = rules('voice', 'gateway', { created: 'pending', queued: 'pending', running: 'pending', succeeded: 'ready', expired: 'failed', cancelled: 'failed' }, [

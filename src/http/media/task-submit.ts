@@ -70,19 +70,30 @@ export interface RefusedAnswer {
 
 export type Submitted = { readonly ok: true; readonly state: TaskState } | { readonly ok: false; readonly answer: RefusedAnswer };
 
+/** How a submission is run beyond its request. */
+export interface SubmitOptions {
+  /** Whether the poller follows the accepted task from now on (default true). A task whose request
+   * waits for its end itself (a transcript) is not followed: no other process may settle it. */
+  readonly follow?: boolean;
+  /** The whole submission's time limit over every channel tried (default: `submitTimeoutMs` per channel),
+   * for a request that has a budget of its own (a transcript's 55 s). */
+  readonly budgetMs?: number;
+}
+
 /**
  * Reserves a task's worst case, creates the task, and submits it to up to three channels (5xx, a failed
  * connection or a time-out tries the next; a 4xx is the caller's and is passed through). An accepted
- * task is followed by the poller from now on; a refused one is never visible, its hold released with
- * its call-log row. A refusal of the hold (402 and the like) is a rejected call with no task at all.
+ * task is followed by the poller from now on (unless `options.follow` is false); a refused one is never
+ * visible, its hold released with its call-log row. A refusal of the hold (402 and the like) is a
+ * rejected call with no task at all.
  */
-export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTaskRequest): Promise<Submitted> {
+export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTaskRequest, options: SubmitOptions = {}): Promise<Submitted> {
   const { facts } = req;
   const request = facts.request;
   const { state: created } = await reserveAndCreate(deps, req, false);
   const taskId = created.taskId;
 
-  const call = new CallSignal(deps.submitTimeoutMs * req.routes.length);
+  const call = new CallSignal(Math.min(deps.submitTimeoutMs * req.routes.length, options.budgetMs ?? Number.POSITIVE_INFINITY));
   const untrack = trackCall(request, call);
   let failure: Failure | null = null;
   try {
@@ -110,7 +121,8 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
         if (!submitted.ok) throw new Error(`task ${taskId}: the upstream's acceptance could not be recorded: ${submitted.error.message}`);
         // A queue that cannot take the job now (Redis away) must not fail an accepted task: the sweep
         // adopts every upstream task in flight that has no poll job.
-        await deps.poller.follow(taskId).catch((error: unknown) => request.log.warn({ err: error, taskId }, 'could not queue the poll job of an accepted task; the sweep adopts it'));
+        if (options.follow !== false)
+          await deps.poller.follow(taskId).catch((error: unknown) => request.log.warn({ err: error, taskId }, 'could not queue the poll job of an accepted task; the sweep adopts it'));
         await deps.viewsAt(submitted.position);
         return { ok: true, state: submitted.state };
       }

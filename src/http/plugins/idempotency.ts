@@ -11,8 +11,9 @@ import { addRouteHook } from './route-hooks';
 export interface IdempotencyConfig {
   readonly idempotent?: boolean;
   /** Whether the calling key may receive the stored answer of this request: the refusal a new
-   * call of this key would meet (a model it may not use, its spend cap), else null. */
-  readonly mayReplay?: (request: FastifyRequest) => GatewayError | null;
+   * call of this key would meet (a model it may not use, its spend cap), else null. May read the
+   * log (a music follow-up's model is its source task's). */
+  readonly mayReplay?: (request: FastifyRequest) => GatewayError | null | Promise<GatewayError | null>;
 }
 
 export interface IdempotencyPluginOptions {
@@ -146,7 +147,7 @@ export const idempotencyPlugin = fp<IdempotencyPluginOptions>(
       if (result.kind === 'refused') return sendError(request, reply, new GatewayError(result.code, REFUSAL_MESSAGES[result.code]));
       if (result.kind === 'replay') {
         // The answer was stored for the account; the key asking now must still be one that may have it.
-        const refusal = request.routeOptions.config?.mayReplay?.(request);
+        const refusal = await request.routeOptions.config?.mayReplay?.(request);
         if (refusal) return sendError(request, reply, refusal);
         const { status, contentType, body } = result.response;
         if (contentType) reply.header('content-type', contentType);
