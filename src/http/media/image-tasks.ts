@@ -18,7 +18,7 @@ import { isStoredAnswer, keepAnswer, loadAnswer, unkeptAnswer } from './image-an
 import { imageAnswer, runImageLadder, type ImageTimings, type LadderOutcome } from './image-ladder';
 import type { ImageCall } from './image-request';
 import { createGatewayTask, submittedBody } from './task-submit';
-import { LIST_LIMIT, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
+import { LIST_LIMIT, MEDIA_READ, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
 
 // The asynchronous mode of the image endpoints: a call submitted with `async: true` runs as an
 // `image` task in this process (BackgroundRuns), through the same channel ladder as a synchronous
@@ -220,19 +220,18 @@ const DOCS: Record<'get' | 'list', RouteDoc> = {
 
 // Free: the result of a task is paid for when it settles, and the settlement may take the balance to
 // zero or below; reading it must not need a positive balance (a submit still does).
-const READ = { auth: 'key', shape: 'chat', trace: true, free: true } as const;
 
 /** `GET /v1/images/generations/{id}` (polls of generations and edits alike) and the list. */
 export function imageTaskRoutes(deps: ImageTaskDeps) {
   return async (app: FastifyInstance) => {
-    app.get<{ Params: { id: string } }>('/v1/images/generations/:id', { config: { ...READ, openapi: DOCS.get } }, async (request, reply) => {
+    app.get<{ Params: { id: string } }>('/v1/images/generations/:id', { config: { ...MEDIA_READ, openapi: DOCS.get } }, async (request, reply) => {
       const row = await deps.queries.get(request.caller!.accountId, 'image', request.params.id);
       if (!row) throw taskNotFound(request.params.id);
       if (isInFlight(row.phase as Phase)) return reply.code(202).send(pendingBody(row));
       const answer = isStoredAnswer(row.result) ? await loadAnswer(deps.hosted, row.result, deps.now()) : unkeptAnswer(row.error_code, row.error_message);
       return reply.code(answer.status).type(answer.contentType).send(answer.body);
     });
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/images/generations', { config: { ...READ, openapi: DOCS.list } }, async (request) => {
+    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/images/generations', { config: { ...MEDIA_READ, openapi: DOCS.list } }, async (request) => {
       const query = request.query;
       const statuses = statusesOf('image', query.status);
       const limit = query.limit ?? LIST_LIMIT.default;

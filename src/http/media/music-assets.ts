@@ -11,7 +11,7 @@ import type { RouteDoc } from '../openapi/route-doc';
 import { echoed, MUSIC_LIFETIME_S, SongFields, type MusicDeps } from './music';
 import { perCall, perCallPlan, perCallReplayRefusal } from './per-call';
 import { sendRefused, submittedBody, submitUpstreamTask } from './task-submit';
-import { taskNotFound } from './task-views';
+import { MEDIA_ROUTE, taskNotFound } from './task-views';
 
 /** The follow-ups of a song, after Suno-style APIs: lyrics from a prompt; extend, cover (two new songs);
  * stems (vocals and instrumental), wav, video (files) of a song already made. */
@@ -59,7 +59,7 @@ export function musicAssetRoutes(deps: MusicDeps) {
       '/v1/music/assets',
       {
         config: {
-          ...MEDIA,
+          ...MEDIA_ROUTE,
           idempotent: true,
           mayReplay: (request: FastifyRequest) => replayRefusal(deps, request),
           callLog: { endpoint: 'music.assets', unitType: 'call' },
@@ -79,7 +79,6 @@ interface Source {
   readonly upstreamSongId: string | null;
 }
 
-const MEDIA = { auth: 'key', shape: 'chat', trace: true } as const;
 
 type Refusal = { readonly code: ErrorCode; readonly message: string };
 

@@ -10,7 +10,7 @@ import { countQuery } from '../intake/numbers';
 import type { RouteDoc } from '../openapi/route-doc';
 import { perCall, perCallPlan, perCallReplayRefusal } from './per-call';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
-import { LIST_LIMIT, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
+import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
 
 export interface MusicDeps extends TaskSubmitDeps {
   readonly registry: ModelRegistry;
@@ -81,7 +81,6 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
   },
 };
 
-const MEDIA = { auth: 'key', shape: 'chat', trace: true } as const;
 
 export function musicRoutes(deps: MusicDeps) {
   return async (app: FastifyInstance) => {
@@ -89,7 +88,7 @@ export function musicRoutes(deps: MusicDeps) {
       '/v1/music/generations',
       {
         config: {
-          ...MEDIA,
+          ...MEDIA_ROUTE,
           idempotent: true,
           mayReplay: (request: FastifyRequest) => replayRefusal(deps, request),
           callLog: { endpoint: 'music.generations', unitType: 'call' },
@@ -98,12 +97,12 @@ export function musicRoutes(deps: MusicDeps) {
       },
       (request, reply) => submitMusic(deps, request, reply),
     );
-    app.get<{ Params: { id: string } }>('/v1/music/generations/:id', { config: { ...MEDIA, openapi: DOCS.get } }, async (request) => {
+    app.get<{ Params: { id: string } }>('/v1/music/generations/:id', { config: { ...MEDIA_READ, openapi: DOCS.get } }, async (request) => {
       const row = await deps.queries.get(request.caller!.accountId, 'music', request.params.id);
       if (!row) throw taskNotFound(request.params.id);
       return musicTaskBody(row);
     });
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/music/generations', { config: { ...MEDIA, openapi: DOCS.list } }, async (request) => {
+    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/music/generations', { config: { ...MEDIA_READ, openapi: DOCS.list } }, async (request) => {
       const statuses = statusesOf('music', request.query.status);
       const { rows } = await deps.queries.list({ accountId: request.caller!.accountId, family: 'music', statuses, limit: request.query.limit ?? LIST_LIMIT.default });
       return { data: rows.map(musicTaskBody) };

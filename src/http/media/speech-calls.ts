@@ -50,7 +50,7 @@ export interface SpeechDeps extends Pick<TaskSubmitDeps, 'ledger' | 'tasks' | 'n
 export const speechTimings = (deps: SpeechDeps): SpeechTimings => ({ ...SPEECH_TIMINGS, ...deps.timings });
 
 /** Media routes: the chat error shape, `x-gateway-trace` on every answer, an API key. */
-export const MEDIA_ROUTE = { auth: 'key', shape: 'chat', trace: true } as const;
+export { MEDIA_ROUTE } from './task-views';
 
 /** Characters billed: Unicode code points (an emoji is one, as the upstream counts it; UTF-16 units would
  * count it twice). */

@@ -20,7 +20,7 @@ import type { RouteDoc } from '../openapi/route-doc';
 import { baseUrlOf } from '../resources/wiki';
 import { characterCount, MEDIA_ROUTE, SPEECH_HOLD_GRACE_S, SPEECH_TASK_LIFETIME_S, speakOn, speechCost, speechTimings, type SpeechDeps } from './speech-calls';
 import { createGatewayTask, submittedBody } from './task-submit';
-import { LIST_LIMIT, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
+import { LIST_LIMIT, MEDIA_READ, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
 import { resolveVoice } from './voices';
 
 /** OpenAI's limit on `input`, in characters (code points). */
@@ -101,12 +101,12 @@ export function speechRoutes(deps: SpeechDeps) {
       },
       (request, reply) => speech(deps, request, reply),
     );
-    app.get<{ Params: { id: string } }>('/v1/audio/speech/:id', { config: { ...MEDIA_ROUTE, openapi: DOCS.get } }, async (request) => {
+    app.get<{ Params: { id: string } }>('/v1/audio/speech/:id', { config: { ...MEDIA_READ, openapi: DOCS.get } }, async (request) => {
       const row = await deps.queries.get(request.caller!.accountId, 'speech', request.params.id);
       if (!row) throw taskNotFound(request.params.id);
       return speechTaskBody(row);
     });
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/audio/speech', { config: { ...MEDIA_ROUTE, openapi: DOCS.list } }, async (request) => {
+    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/audio/speech', { config: { ...MEDIA_READ, openapi: DOCS.list } }, async (request) => {
       const statuses = statusesOf('speech', request.query.status);
       const { rows } = await deps.queries.list({ accountId: request.caller!.accountId, family: 'speech', statuses, limit: request.query.limit ?? LIST_LIMIT.default });
       return { data: rows.map(speechTaskBody) };

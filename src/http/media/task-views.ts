@@ -3,6 +3,12 @@ import { FAMILIES, statusFilter } from '../../commands/task/families';
 import type { TaskFamily } from '../../events/catalog';
 import { GatewayError } from '../errors';
 
+/** Every media route: an API key, the chat error shape, `x-gateway-trace` on every answer (errors included). */
+export const MEDIA_ROUTE = { auth: 'key', shape: 'chat', trace: true } as const;
+/** Polls and lists cost nothing, and answer at a balance of 0 or below: a task's own settlement may have
+ * taken the balance there, and what it paid for must stay readable. */
+export const MEDIA_READ = { ...MEDIA_ROUTE, free: true } as const;
+
 /** The spec's list page: 30 by default, at most 100. */
 export const LIST_LIMIT = { default: 30, max: 100 } as const;
 

@@ -13,7 +13,7 @@ import { GatewayError, type ErrorCode } from '../errors';
 import { spendCapRefusal } from '../../commands/wallet/decider';
 import type { RouteDoc } from '../openapi/route-doc';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
-import { LIST_LIMIT, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
+import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
 
 export interface VideoDeps extends TaskSubmitDeps {
   readonly registry: ModelRegistry;
@@ -96,10 +96,6 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
   },
 };
 
-const MEDIA = { auth: 'key', shape: 'chat', trace: true } as const;
-/** Polls and lists cost nothing, and answer at a balance of 0 or below: the task's own settlement may
- * have taken the balance there, and what it paid for must stay readable. */
-const READ = { ...MEDIA, free: true } as const;
 
 export function videoRoutes(deps: VideoDeps) {
   return async (app: FastifyInstance) => {
@@ -107,7 +103,7 @@ export function videoRoutes(deps: VideoDeps) {
       '/v1/videos/generations',
       {
         config: {
-          ...MEDIA,
+          ...MEDIA_ROUTE,
           idempotent: true,
           mayReplay: (request: FastifyRequest) => replayRefusal(deps, request),
           callLog: { endpoint: 'videos.generations', unitType: 'second' },
@@ -116,12 +112,12 @@ export function videoRoutes(deps: VideoDeps) {
       },
       (request, reply) => submitVideo(deps, request, reply),
     );
-    app.get<{ Params: { id: string } }>('/v1/videos/generations/:id', { config: { ...READ, openapi: DOCS.get } }, async (request) => {
+    app.get<{ Params: { id: string } }>('/v1/videos/generations/:id', { config: { ...MEDIA_READ, openapi: DOCS.get } }, async (request) => {
       const row = await deps.queries.get(request.caller!.accountId, 'video', request.params.id);
       if (!row) throw taskNotFound(request.params.id);
       return videoTaskBody(row);
     });
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/videos/generations', { config: { ...READ, openapi: DOCS.list } }, async (request) => {
+    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/videos/generations', { config: { ...MEDIA_READ, openapi: DOCS.list } }, async (request) => {
       const statuses = statusesOf('video', request.query.status);
       const { rows } = await deps.queries.list({ accountId: request.caller!.accountId, family: 'video', statuses, limit: request.query.limit ?? LIST_LIMIT.default });
       return { data: rows.map(videoTaskBody) };

@@ -16,7 +16,7 @@ import { countQuery } from '../intake/numbers';
 import type { RouteDoc } from '../openapi/route-doc';
 import { cloneOn, MEDIA_ROUTE, SPEECH_TASK_LIFETIME_S, speechTimings, type SpeechDeps } from './speech-calls';
 import { createGatewayTask } from './task-submit';
-import { statusesOf, statusQueryDoc } from './task-views';
+import { MEDIA_READ, statusesOf, statusQueryDoc } from './task-views';
 
 /** The gateway's id of a cloned voice: `voice_` and its task's id. */
 const VOICE_ID = /^voice_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
@@ -101,7 +101,7 @@ export function voiceRoutes(deps: SpeechDeps) {
         (request, reply) => cloneVoice(deps, request, reply),
       );
     }
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/audio/voices', { config: { ...MEDIA_ROUTE, openapi: listDoc } }, async (request) => {
+    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/audio/voices', { config: { ...MEDIA_READ, openapi: listDoc } }, async (request) => {
       const statuses = statusesOf('voice', request.query.status);
       const { rows } = await deps.queries.list({ accountId: request.caller!.accountId, family: 'voice', statuses, limit: request.query.limit ?? VOICE_LIST_LIMIT });
       return { voices: rows.map(voiceBody), presets: presetVoices(deps) };
