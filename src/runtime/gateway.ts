@@ -281,7 +281,12 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // reads are of parts made below (they run once the gateway serves).
   let reportMetricsError: (error: unknown) => void = () => {};
   const metrics = new GatewayMetrics(
-    { parkedEvents: () => runner.parkedCounts(), projectionLag: () => runner.lag(), openHolds: () => openHolds(storage.sql, clock()) },
+    {
+      parkedEvents: () => runner.parkedCounts(),
+      projectionLag: () => runner.lag(),
+      openHolds: () => openHolds(storage.sql, clock()),
+      tasksInFlight: () => taskQueries.inFlightByFamily(),
+    },
     { catalogueId: (model) => registry.resolve(model)?.id, engine: storage.store.engine, onError: (error) => reportMetricsError(error) },
   );
   const store = meteredStore(storage.store, metrics);
@@ -309,6 +314,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const jobs = await createJobQueue({
     redisUrl: settings.redisUrl,
     ...(overrides.jobsPrefix ? { prefix: overrides.jobsPrefix } : {}),
+    onRun: (name, outcome, ms) => metrics.jobRun(name, outcome, ms),
     onError: (name, id, error, attempt, final) =>
       laterLog.warn({ err: error, job: name, id, attempt }, final ? 'a background job failed for the last time and was dropped' : 'a background job failed; it is retried'),
   });
