@@ -144,6 +144,29 @@ describe('TaskWorkflows recovery', () => {
     expect(await callRows(h.t, a.accountId)).toEqual([{ task_id: task.taskId, status: 'error', error_code: 'task_expired', cost: '0', unit_count: 0 }]);
   });
 
+  it('never asks the upstream to cancel a task that ended otherwise, even when the views still show it in flight past its deadline', async () => {
+    const { gateway } = h.t;
+    const a = await h.t.accountWithKey();
+    const upstreamId = await upstreamTask(h.sim, 'done upstream [[sim:task_polls:1]]');
+    const task = await createTask(gateway, { accountId: a.accountId, keyId: a.keyId, now: now(), lifetimeS: 3_600 });
+    await apply(gateway, task.taskId, { type: 'RecordSubmission', channelId: 'vid-a', upstreamTaskId: upstreamId, upstreamModel: 'vid-upstream', attempts: 1, now: now() });
+    await gateway.runner.catchUpToHead();
+
+    // The views fall behind (a busy database, another instance's lag) while the task succeeds.
+    await gateway.runner.stop();
+    try {
+      const succeeded = await gateway.tasks.finish(task.taskId, { type: 'Succeed', result: {}, units: 5_000, unitCount: 5, resultUrls: [], resultExpiresAt: null, now: now() });
+      expect(succeeded.ok).toBe(true);
+      offset += 3_600;
+      await gateway.workflows.sweep();
+    } finally {
+      gateway.runner.start(() => {});
+    }
+    // An upstream may delete a finished task's record on a DELETE: the sweep must not send one.
+    expect(deletes(h.sim, upstreamId)).toHaveLength(0);
+    expect(await taskRow(gateway, task.taskId)).toMatchObject({ phase: 'succeeded', money: 'settled', cost: String(parseUsd('0.50')) });
+  });
+
   it('expires a task its own poller finds past the deadline: refunded, the upstream asked to cancel it', async () => {
     const { gateway } = h.t;
     const http = api(h);
