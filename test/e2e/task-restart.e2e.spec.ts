@@ -120,21 +120,27 @@ describe('media tasks when the gateway is killed mid-flight', () => {
    * again: longer than this test. The process is paused (SIGSTOP) until Redis shows no job active.
    */
   async function kill() {
-    if (BULLMQ) {
-      const redis = new Redis(redisUrl!);
-      try {
-        for (let tries = 0; ; tries++) {
-          process.kill(gw.pid!, 'SIGSTOP');
-          if ((await redis.llen('gw:jobs:task.poll:active')) === 0) break;
-          process.kill(gw.pid!, 'SIGCONT');
-          if (tries > 200) expect.fail('a poll was running at every try');
-          await sleep(7);
-        }
-      } finally {
-        redis.disconnect();
-      }
+    try {
+      if (BULLMQ) await pauseBetweenPolls();
+    } finally {
+      // Whatever happened: a paused server would never exit on the cleanup's SIGTERM.
+      expect(await gw.terminate('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
     }
-    expect(await gw.terminate('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+  }
+
+  async function pauseBetweenPolls() {
+    const redis = new Redis(redisUrl!);
+    try {
+      for (let tries = 0; ; tries++) {
+        process.kill(gw.pid!, 'SIGSTOP');
+        if ((await redis.llen('gw:jobs:task.poll:active')) === 0) return;
+        process.kill(gw.pid!, 'SIGCONT');
+        if (tries > 200) expect.fail('a poll was running at every try');
+        await sleep(7);
+      }
+    } finally {
+      redis.disconnect();
+    }
   }
 
   it('finishes every task after a restart, each settled on what it delivered or released in full, and ledger verify is clean', async () => {
