@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { CallRecord } from '../events/catalog';
+import { TASK_FAMILIES, type CallRecord, type TaskFamily } from '../events/catalog';
+import type { RunOutcome } from '../jobs/port';
 import type { OpenHolds } from '../projections/accounts/open-holds';
 import type { ProjectionLag } from '../projections/runner/lag';
 import { processRegistry } from './process';
@@ -16,6 +17,8 @@ export interface MetricSources {
   parkedEvents?(): Promise<ReadonlyMap<string, number>>;
   projectionLag?(): Promise<ReadonlyMap<string, ProjectionLag>>;
   openHolds?(): Promise<OpenHolds>;
+  /** Media tasks in flight per family (the task views); a family absent from the map has none. */
+  tasksInFlight?(): Promise<ReadonlyMap<TaskFamily, number>>;
 }
 
 export interface MetricsOptions {
@@ -36,6 +39,9 @@ const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 2
 /** Seconds: the gateway's own share of a call, and an append, are in the sub-millisecond range. */
 const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180];
+/** Seconds: a job run is one upstream poll (its time limit 30 s) or one expiry. */
+const JOB_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const JOB_OUTCOMES: readonly RunOutcome[] = ['done', 'again', 'retry', 'dropped'];
 /** Commands per append (the command handler batches at most 256). */
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
@@ -102,9 +108,6 @@ export class RouteSeries {
  * registered here; the rest of the code calls the recorders below (or a CallMeter / RouteSeries
  * they hand out), never prom-client itself. Node's process metrics are the process's, in one
  * registry per process (src/metrics/process.ts), appended to every scrape.
- *
- * Media jobs (queue depth, failures by family and cause) belong here once the jobs runner exists;
- * there are no jobs yet, so there is no metric for them.
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -125,6 +128,9 @@ export class GatewayMetrics {
   private readonly appendDuration: Histogram<'engine'>;
   private readonly appendCommands: Histogram<'engine'>;
   private readonly appendFailures: Counter<'engine' | 'reason'>;
+  private readonly jobRuns: Counter<'job' | 'outcome'>;
+  private readonly jobSeconds: Histogram<'job'>;
+  private readonly jobNames = new Set<string>();
 
   private readonly catalogueId: (model: string) => string | undefined;
   private readonly engine: string;
@@ -233,6 +239,19 @@ export class GatewayMetrics {
       registers,
     });
     for (const reason of ['conflict', 'error']) this.appendFailures.inc({ engine: this.engine, reason }, 0);
+    this.jobRuns = new Counter({
+      name: 'gateway_jobs_total',
+      help: 'Background job runs (media task polls), by job name and outcome: done (removed), again (rescheduled itself, or given back by a shutdown), retry (threw; runs again after a back-off), dropped (failed too often in a row).',
+      labelNames: ['job', 'outcome'],
+      registers,
+    });
+    this.jobSeconds = new Histogram({
+      name: 'gateway_job_run_seconds',
+      help: 'How long one run of a background job took, by job name, every outcome.',
+      labelNames: ['job'],
+      buckets: JOB_BUCKETS,
+      registers,
+    });
     this.appendSeconds = this.appendDuration.labels(this.engine).observe;
     this.appendBatch = this.appendCommands.labels(this.engine).observe;
 
@@ -253,7 +272,7 @@ export class GatewayMetrics {
         }
       };
     };
-    const { parkedEvents, projectionLag, openHolds } = sources;
+    const { parkedEvents, projectionLag, openHolds, tasksInFlight } = sources;
     if (parkedEvents) {
       const collect = each(parkedEvents.bind(sources), (counts) => {
         for (const [projection, count] of counts) parked.set({ projection }, count);
@@ -304,6 +323,18 @@ export class GatewayMetrics {
       const expired = new Gauge({
         name: 'gateway_holds_open_expired',
         help: 'Open holds past their deadline, which the hold sweeper releases (every 30 s).',
+        registers,
+        collect,
+      });
+    }
+    if (tasksInFlight) {
+      const collect = each(tasksInFlight.bind(sources), (counts) => {
+        for (const family of TASK_FAMILIES) tasks.set({ family }, counts.get(family) ?? 0);
+      });
+      const tasks: Gauge<'family'> = new Gauge({
+        name: 'gateway_tasks_in_flight',
+        help: 'Media tasks created and not yet ended (the task views), by family; each holds its reservation until it ends.',
+        labelNames: ['family'],
         registers,
         collect,
       });
@@ -365,6 +396,17 @@ export class GatewayMetrics {
   appended(seconds: number, commands: number): void {
     this.appendSeconds(seconds);
     this.appendBatch(commands);
+  }
+
+  /** A background job's run ended (the job queue's onRun hook). Job names are the code's own: bounded. */
+  jobRun(job: string, outcome: RunOutcome, ms: number): void {
+    if (!this.jobNames.has(job)) {
+      this.jobNames.add(job);
+      // Every outcome shows from the first run, 0 until it happens (an alert on `dropped` has a series).
+      for (const other of JOB_OUTCOMES) this.jobRuns.inc({ job, outcome: other }, 0);
+    }
+    this.jobRuns.inc({ job, outcome });
+    this.jobSeconds.observe({ job }, ms / 1000);
   }
 
   appendFailed(conflict: boolean): void {

@@ -1,9 +1,10 @@
-import { UnreadableEventError, decodeRecorded, type KeyEvent, type WalletEvent } from '../events/catalog';
+import { UnreadableEventError, decodeRecorded, type KeyEvent, type TaskEvent, type WalletEvent } from '../events/catalog';
 import type { EventStore } from '../events/store/port';
 import { START } from '../events/store/port';
 import { evolve as evolveKey, initialKeyState, type KeyState } from '../commands/key/decider';
 import { evolve as evolveWallet, initialWalletState, type WalletState } from '../commands/wallet/decider';
 import type { Sql } from '../storage/sql';
+import { TaskCheck } from './tasks/verify';
 
 export interface Difference {
   readonly subject: string;
@@ -12,8 +13,8 @@ export interface Difference {
   readonly actual: string;
 }
 
-/** Folds every wallet and key stream from the log and compares the result with the
- * read models. An empty list means the projections say exactly what the events say.
+/** Folds every wallet, key and task stream from the log and compares the result with the
+ * read models (task views: src/projections/tasks/verify.ts). An empty list means the projections say exactly what the events say.
  * A stream with an event the projections parked (or that the catalog cannot decode) is folded
  * up to that event, as the projections keep it, and the parked event is itself a difference. */
 export async function verifyLedger(store: EventStore, sql: Sql, options: { accountId?: string } = {}): Promise<Difference[]> {
@@ -21,7 +22,8 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
   const wallets = new Map<string, WalletState>();
   const walletEvents = new Map<string, number>();
   const keys = new Map<string, KeyState>();
-  const cut = await parkedStreams(sql, differences, options.accountId);
+  const tasks = new TaskCheck();
+  const { cut, tasksCut } = await parkedStreams(sql, differences, options.accountId);
   const stopped = new Set<string>();
   for (let after = START; ; ) {
     const batch = await store.readAll({ after, maxCount: 1000 });
@@ -29,9 +31,10 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
     for (const recorded of batch) {
       after = recorded.position;
       const wallet = recorded.streamId.startsWith('wallet-');
-      if (!wallet && !recorded.streamId.startsWith('key-')) continue;
+      const task = recorded.streamId.startsWith('task-');
+      if (!wallet && !task && !recorded.streamId.startsWith('key-')) continue;
       if (wallet && options.accountId && recorded.streamId !== `wallet-${options.accountId}`) continue;
-      const from = cut.get(recorded.streamId);
+      const from = (task ? tasksCut : cut).get(recorded.streamId);
       if (stopped.has(recorded.streamId) || (from !== undefined && recorded.revision >= from)) continue;
       let event;
       try {
@@ -42,9 +45,14 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
         differences.push({ subject: `stream ${recorded.streamId}`, field: `event ${recorded.revision} (${recorded.type})`, expected: 'decodable', actual: error.reason });
         continue;
       }
-      if (wallet) {
+      if (task) {
+        tasks.taskEvent(recorded.streamId, event as TaskEvent);
+      } else if (wallet) {
         const id = recorded.streamId.slice('wallet-'.length);
         wallets.set(id, evolveWallet(wallets.get(id) ?? initialWalletState, event as WalletEvent));
+        // The task views follow wallets too: a wallet they parked is compared up to that event.
+        const tasksFrom = tasksCut.get(recorded.streamId);
+        if (tasksFrom === undefined || recorded.revision < tasksFrom) tasks.walletEvent(id, event as WalletEvent);
         if (['CreditGranted', 'WalletToppedUp', 'FundsReserved', 'HoldSettled', 'HoldReleased', 'WalletAdjusted'].includes(event.type))
           walletEvents.set(id, (walletEvents.get(id) ?? 0) + 1);
       } else {
@@ -148,24 +156,35 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
     compare(subject, 'revealable', state.revealable, row.revealable);
   }
   for (const id of keyRowsById.keys()) differences.push({ subject: `key ${id}`, field: 'row', expected: 'absent (no events)', actual: 'present' });
+
+  await tasks.compare(sql, {
+    compare,
+    report: (subject, field, expected, actual) => differences.push({ subject, field, expected, actual }),
+    openHold: (accountId, holdId) => wallets.get(accountId)?.holds.has(holdId) ?? false,
+    accountId: options.accountId,
+  });
   return differences;
 }
 
-/** The read models verify compares: a stream parked by one of them is compared up to the event parked. */
+/** The read models verify compares: a stream parked by one of them is compared up to the event parked.
+ * The task views are cut apart (`tasksCut`): a wallet they parked is still whole in the accounts. */
 const COMPARED = ['accounts', 'ledger', 'keys'];
 
 /** Where each stream parked by a compared projection stops (its first parked revision); each parked
  * stream is a difference, whatever the projection (see `gateway ledger verify --parked`). */
-async function parkedStreams(sql: Sql, differences: Difference[], accountId: string | undefined): Promise<Map<string, bigint>> {
+async function parkedStreams(sql: Sql, differences: Difference[], accountId: string | undefined): Promise<{ cut: Map<string, bigint>; tasksCut: Map<string, bigint> }> {
   const rows = await sql.query<{ projection: string; stream_id: string; revision: string; event_type: string; error: string; n: number }>(
     `SELECT DISTINCT ON (projection, stream_id) projection, stream_id, revision::text AS revision, event_type, error,
             (count(*) OVER (PARTITION BY projection, stream_id))::int AS n
        FROM projection_parked_events ORDER BY projection, stream_id, revision`,
   );
   const cut = new Map<string, bigint>();
+  const tasksCut = new Map<string, bigint>();
   for (const row of rows) {
-    if (accountId !== undefined && row.stream_id !== `wallet-${accountId}`) continue;
     const revision = BigInt(row.revision);
+    // Rows come first revision first, one per projection and stream.
+    if (row.projection === 'tasks') tasksCut.set(row.stream_id, revision);
+    if (accountId !== undefined && row.stream_id !== `wallet-${accountId}`) continue;
     differences.push({
       subject: `stream ${row.stream_id}`,
       field: `parked by ${row.projection}`,
@@ -176,5 +195,5 @@ async function parkedStreams(sql: Sql, differences: Difference[], accountId: str
     const before = cut.get(row.stream_id);
     if (before === undefined || revision < before) cut.set(row.stream_id, revision);
   }
-  return cut;
+  return { cut, tasksCut };
 }

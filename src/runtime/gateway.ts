@@ -20,7 +20,7 @@ import { HostedOutputs, hostedStoreOf } from '../objects/hosted';
 import { TaskService } from '../commands/task/service';
 import { createJobQueue } from '../jobs';
 import { TaskQueries } from '../projections/tasks/queries';
-import type { PollerSettings } from '../tasks/poller';
+import { POLLER_SETTINGS, type PollerSettings } from '../tasks/poller';
 import { TaskWorkflows, type TaskWorkflowLog } from '../tasks/workflows';
 import { allProjections } from '../projections';
 import { openHolds } from '../projections/accounts/open-holds';
@@ -59,6 +59,8 @@ export interface Settings {
   /** READY_MAX_PROJECTION_LAG_S: the most a projection may be behind the log for `/readyz` to
    * answer 200 (default 60); null (`off`): not checked. */
   readonly readyMaxProjectionLagS: number | null;
+  /** TASK_POLL_INTERVAL_MS: how often an upstream media task is asked about (default 5000). */
+  readonly taskPollIntervalMs: number;
   /** The environment the settings came from (object store settings are read from it). */
   readonly env: NodeJS.ProcessEnv;
 }
@@ -102,6 +104,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     callCommit: callCommitOf(blank(env.LEDGER_CALL_COMMIT)),
     shutdownGraceS: secondsOf('SHUTDOWN_GRACE_S', blank(env.SHUTDOWN_GRACE_S), 30),
     readyMaxProjectionLagS: projectionLagOf(blank(env.READY_MAX_PROJECTION_LAG_S)),
+    taskPollIntervalMs: pollIntervalOf(blank(env.TASK_POLL_INTERVAL_MS)),
     env,
   };
 }
@@ -125,6 +128,14 @@ function projectionLagOf(value: string | undefined): number | null {
   if (value !== undefined && !/^\d+(\.\d+)?$/.test(value))
     throw new SettingError(`READY_MAX_PROJECTION_LAG_S must be a number of seconds or "off", not "${value}"`);
   return secondsOf('READY_MAX_PROJECTION_LAG_S', value, 60);
+}
+
+/** Whole milliseconds, at least 10 (the poller never waits less between two polls of a task). */
+function pollIntervalOf(value: string | undefined): number {
+  if (value === undefined) return POLLER_SETTINGS.pollEveryMs;
+  const ms = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(ms >= 10 && ms <= 3_600_000)) throw new SettingError(`TASK_POLL_INTERVAL_MS must be a whole number of milliseconds from 10 to 3600000, not "${value}"`);
+  return ms;
 }
 
 /** A secret from the environment, else the one generated into DATA_DIR on first start. */
@@ -273,7 +284,12 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // reads are of parts made below (they run once the gateway serves).
   let reportMetricsError: (error: unknown) => void = () => {};
   const metrics = new GatewayMetrics(
-    { parkedEvents: () => runner.parkedCounts(), projectionLag: () => runner.lag(), openHolds: () => openHolds(storage.sql, clock()) },
+    {
+      parkedEvents: () => runner.parkedCounts(),
+      projectionLag: () => runner.lag(),
+      openHolds: () => openHolds(storage.sql, clock()),
+      tasksInFlight: () => taskQueries.inFlightByFamily(),
+    },
     { catalogueId: (model) => registry.resolve(model)?.id, engine: storage.store.engine, onError: (error) => reportMetricsError(error) },
   );
   const store = meteredStore(storage.store, metrics);
@@ -304,6 +320,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const jobs = await createJobQueue({
     redisUrl: settings.redisUrl,
     ...(overrides.jobsPrefix ? { prefix: overrides.jobsPrefix } : {}),
+    onRun: (name, outcome, ms) => metrics.jobRun(name, outcome, ms),
     onError: (name, id, error, attempt, final) =>
       laterLog.warn({ err: error, job: name, id, attempt }, final ? 'a background job failed for the last time and was dropped' : 'a background job failed; it is retried'),
   });
@@ -331,7 +348,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     viewsCurrent: () => runner.catchUpToHead(60_000),
     // Embedded mode: DATA_DIR is locked to this process, so no other can be running a task of its own.
     soleInstance: settings.databaseUrl === undefined && overrides.sql === undefined,
-    ...(overrides.taskPoller ? { poller: overrides.taskPoller } : {}),
+    poller: { pollEveryMs: settings.taskPollIntervalMs, ...overrides.taskPoller },
     ...(overrides.taskSweepEveryMs ? { sweepEveryMs: overrides.taskSweepEveryMs } : {}),
   });
   const adminToken = adminTokenOf(settings).value;

@@ -26,4 +26,14 @@ describe('settingsFromEnv', () => {
       expect(() => settingsFromEnv({ SHUTDOWN_GRACE_S: value })).toThrow(new SettingError(`SHUTDOWN_GRACE_S must be a number of seconds (0 or more), not "${value}"`));
     expect(() => settingsFromEnv({ READY_MAX_PROJECTION_LAG_S: 'never' })).toThrow(/READY_MAX_PROJECTION_LAG_S must be a number of seconds or "off"/);
   });
+
+  it('reads TASK_POLL_INTERVAL_MS (default 5000), whole milliseconds from 10 to an hour', () => {
+    expect(settingsFromEnv({}).taskPollIntervalMs).toBe(5000);
+    expect(settingsFromEnv({ TASK_POLL_INTERVAL_MS: ' 250 ' }).taskPollIntervalMs).toBe(250);
+    expect(settingsFromEnv({ TASK_POLL_INTERVAL_MS: '' }).taskPollIntervalMs).toBe(5000);
+    for (const value of ['0', '9', '2.5', '-100', '5s', '3600001'])
+      expect(() => settingsFromEnv({ TASK_POLL_INTERVAL_MS: value })).toThrow(
+        new SettingError(`TASK_POLL_INTERVAL_MS must be a whole number of milliseconds from 10 to 3600000, not "${value}"`),
+      );
+  });
 });

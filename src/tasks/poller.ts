@@ -123,7 +123,11 @@ export class TaskPoller {
 
   /** The gateway gives up on a task past its deadline: refunded, and the upstream asked to stop it. */
   async expire(state: TaskState): Promise<void> {
-    await this.deps.tasks.finish(state.taskId, { type: 'Expire', now: this.deps.now() });
+    const expired = await this.deps.tasks.finish(state.taskId, { type: 'Expire', now: this.deps.now() });
+    // Only the call that expired it cancels it upstream: the caller's state may be older than the log
+    // (the sweep finds tasks in views that lag), and an upstream may delete a finished task's record on a
+    // DELETE. A crash between the two leaves the upstream task to run out; it was refunded either way.
+    if (!expired.ok) return;
     const channel = state.upstream ? this.deps.channel(state.upstream.channelId) : undefined;
     if (channel && state.upstream) await cancelTask(channel, state.upstream.taskId, { timeoutMs: 10_000, ...(this.deps.dispatcher ? { dispatcher: this.deps.dispatcher } : {}) });
   }

@@ -84,6 +84,11 @@ export class ChildGateway {
     return this.server !== null;
   }
 
+  /** The running server's process id (to pause it with SIGSTOP, say); undefined when none runs. */
+  get pid(): number | undefined {
+    return this.server?.pid;
+  }
+
   /** The server was started and has not exited. */
   get alive(): boolean {
     return this.server !== null && this.server.exitCode === null && this.server.signalCode === null;

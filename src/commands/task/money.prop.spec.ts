@@ -10,8 +10,10 @@
  * command handlers do. At the end the recovery runs (what a restart does: expire what is overdue, close
  * what is finished) and the invariants are checked on the events:
  * - every task has ended and its hold was closed exactly once (one HoldSettled or HoldReleased);
+ * - a succeeded task's charge is costOf what it delivered (nothing for any other ending);
  * - a settlement is the task's charge, only for a succeeded task, never above a capped reservation;
- * - a task that did not succeed, or delivered nothing, captured nothing;
+ * - a task that did not succeed, or delivered nothing, captured nothing; one that delivered something
+ *   is released only by the hold sweeper (never refunded by its own closing);
  * - money is conserved: credited = balance + captured, and nothing stays held.
  *
  * FC_RUNS sets the number of sequences (default 10,000).
@@ -203,16 +205,20 @@ describe('a media task and its wallet hold', () => {
           );
           expect(closings).toHaveLength(1);
           const closing = closings[0]!;
+          // The charge is the billing's cost of what was delivered, whatever else happened.
+          expect(state.charge).toBe(state.phase === 'succeeded' ? costOf(state.billing, state.units, state.reserved) : 0n);
           if (closing.type === 'HoldSettled') {
             expect(state.phase).toBe('succeeded');
             expect(closing.data.captured).toBe(state.charge);
             expect(closing.data.captured).toBeGreaterThan(0n);
             if (state.billing.cap) expect(closing.data.captured).toBeLessThanOrEqual(state.reserved);
             expect(closing.data.call?.task_id).toBe(state.taskId);
-          } else if (state.phase !== 'succeeded' || state.charge === 0n) {
-            // A failure, or nothing delivered: released in full. (A success whose hold the sweeper
-            // released first is released too: the task is never charged after its hold was given back.)
+          } else {
+            // A failure, or nothing delivered: released in full. A task that delivered something is
+            // released only by the hold sweeper (its hold expired before anyone closed it: the task is
+            // never charged after its hold was given back), never by its own closing.
             expect(closing.data.amount).toBe(state.reserved);
+            if (state.phase === 'succeeded' && state.charge > 0n) expect(closing.data.reason).toBe('expired');
           }
         }
         const { wallet } = world;

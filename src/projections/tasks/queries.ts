@@ -114,6 +114,14 @@ export class TaskQueries {
     return rows.map(toRow);
   }
 
+  /** Tasks in flight per family (`/metrics`): a count over the partial index of tasks in flight. */
+  async inFlightByFamily(): Promise<Map<TaskFamily, number>> {
+    const rows = await this.sql.query<{ family: TaskFamily; n: number }>(
+      `SELECT family, count(*)::int AS n FROM tasks WHERE phase IN ('created', 'queued', 'running') GROUP BY family`,
+    );
+    return new Map(rows.map((r) => [r.family, Number(r.n)]));
+  }
+
   /** Finished tasks whose hold the view has not seen closed (a process died between the two). */
   async unclosed(finishedBefore: number, limit = 500): Promise<TaskRow[]> {
     const rows = await this.sql.query<RawRow>(
