@@ -121,7 +121,7 @@ export type TaskCommand =
   /** The gateway's own deadline: refused before it. */
   | { type: 'Expire'; now: number };
 
-export type TaskErrorCode = 'task_exists' | 'task_not_found' | 'task_finished' | 'task_not_due' | 'task_not_submitted' | 'task_submitted' | 'invalid_task';
+export type TaskErrorCode = 'task_exists' | 'task_not_found' | 'task_finished' | 'task_not_due' | 'task_submitted' | 'invalid_task';
 
 /** cost(q) = ceil(q × price / per), never above the reservation when the billing is capped. */
 export function costOf(billing: TaskBilling, units: number, reserved: bigint): bigint {
