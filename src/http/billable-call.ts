@@ -10,6 +10,7 @@ import type { Failure } from '../upstream/upstream-call';
 import { countCall } from '../metrics/http';
 import { GatewayError, upstreamErrorCode, type ErrorCode } from './errors';
 import { AUTH_MESSAGES } from './plugins/auth';
+import { spendCapRefusal } from '../commands/wallet/decider';
 
 // What every billable call (chat, media) shares around its hold: the call-log row, refusals
 // before the hold, model resolution, and the answer when no channel gave one.
@@ -93,4 +94,32 @@ export function failureSummary(failure: Failure, errorMessage: (body: unknown) =
   if (failure.kind === 'shutdown') return { status: 503, code: 'gateway_shutting_down', message: failure.message };
   const message = errorMessage(tryJson(failure.body)) ?? (failure.body.slice(0, 2000) || `upstream answered ${failure.status}`);
   return { status: failure.status, code: upstreamErrorCode(failure.status), message };
+}
+
+/** A billable call as it begins: its facts (attempts and channel filled in as it goes), and its refusal
+ * before any hold, a `rejected` call-log row of `unitType` and the error thrown. */
+export function beginCall(ledger: Ledger, now: () => number, request: FastifyRequest, endpoint: string, unitType: string) {
+  const facts: CallFacts = {
+    request,
+    endpoint,
+    startedAt: performance.now(),
+    submittedAt: now(),
+    model: String((request.body as { model?: unknown } | null)?.model ?? ''),
+    attempts: 0,
+    channelId: null,
+  };
+  const reject = (code: ErrorCode, message: string): never => rejectCall(ledger, facts, code, message, { unit_type: unitType });
+  return { facts, reject };
+}
+
+/**
+ * Whether the replaying key may receive a stored answer of an Idempotency-Key (the answer was stored for
+ * the account; this key may be another): the refusal a new call of this key would meet, for `model` (its
+ * allow-list) at the reservation `amount` (its spend cap). The account's balance is not checked again:
+ * the call was paid when it ran.
+ */
+export function replayRefusal(caller: NonNullable<FastifyRequest['caller']>, model: ModelConfig | { code: ErrorCode; message: string }, amount: (model: ModelConfig) => bigint): GatewayError | null {
+  if ('code' in model) return new GatewayError(model.code, model.message);
+  const capped = spendCapRefusal(caller.wallet, caller.keyId, caller.key.settings.spend_cap, amount(model));
+  return capped ? new GatewayError('quota_exceeded', capped.message) : null;
 }

@@ -15,8 +15,8 @@ export interface TaskRun {
   readonly outputTokens: number;
 }
 
-export interface TaskState {
-  readonly phase: Phase;
+/** What a task is given at its creation, and keeps. */
+export interface TaskTerms {
   readonly taskId: string;
   readonly family: TaskFamily;
   readonly accountId: string;
@@ -31,6 +31,10 @@ export interface TaskState {
   readonly params: Readonly<Record<string, unknown>>;
   readonly visible: boolean;
   readonly deadline: number;
+}
+
+export interface TaskState extends TaskTerms {
+  readonly phase: Phase;
   readonly createdAt: number;
   readonly startedAt: number | null;
   readonly completedAt: number | null;
@@ -82,22 +86,8 @@ export const initialTaskState: TaskState = {
   run: null,
 };
 
-export interface CreateTask {
+export interface CreateTask extends TaskTerms {
   readonly type: 'CreateTask';
-  readonly taskId: string;
-  readonly family: TaskFamily;
-  readonly accountId: string;
-  readonly keyId: string | null;
-  readonly model: string;
-  readonly endpoint: string;
-  readonly requestId: string;
-  readonly holdId: string;
-  readonly reserved: bigint;
-  readonly billing: TaskBilling;
-  readonly basis: number;
-  readonly params: Readonly<Record<string, unknown>>;
-  readonly visible: boolean;
-  readonly deadline: number;
   readonly now: number;
 }
 

@@ -3,12 +3,11 @@ import { z } from 'zod';
 import type { Ledger } from '../../commands/ledger';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
-import { spendCapRefusal } from '../../commands/wallet/decider';
 import { parseUsd } from '../../money/usd';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
 import type { ImageEndpoint, ImageRequest, UploadedImage } from '../../upstream/protocols/images';
 import type { Route, Router } from '../../upstream/routing';
-import { callableModel, rejectCall, type CallFacts } from '../billable-call';
+import { callableModel, beginCall, replayRefusal, type CallFacts } from '../billable-call';
 import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../errors';
 
 // What both modes of an image call share before any money moves: the body (JSON or multipart),
@@ -142,16 +141,7 @@ export interface ImageCall {
 /** Validation, the model, its channels: a refusal is a rejected call-log row and a thrown 4xx/503. */
 export function takeImageCall(deps: ImageIntakeDeps, endpoint: ImageEndpoint, request: FastifyRequest): ImageCall {
   const caller = request.caller!;
-  const facts: CallFacts = {
-    request,
-    endpoint: `images.${endpoint}`,
-    startedAt: performance.now(),
-    submittedAt: deps.now(),
-    model: String((request.body as { model?: unknown } | null)?.model ?? ''),
-    attempts: 0,
-    channelId: null,
-  };
-  const reject = (code: ErrorCode, message: string): never => rejectCall(deps.ledger, facts, code, message, { unit_type: 'image' });
+  const { facts, reject } = beginCall(deps.ledger, deps.now, request, `images.${endpoint}`, 'image');
 
   const parsed = parseImageRequest(endpoint, request);
   if ('invalid' in parsed) return reject('invalid_request', parsed.invalid);
@@ -176,8 +166,5 @@ export function imageReplayRefusal(deps: Pick<ImageIntakeDeps, 'registry'>, endp
   const caller = request.caller!;
   const parsed = parseImageRequest(endpoint, request);
   if ('invalid' in parsed) return null; // never stored: only successes are
-  const model = callableModel(deps.registry, caller.key.settings.allowed_models, parsed.body.model);
-  if ('code' in model) return new GatewayError(model.code, model.message);
-  const capped = spendCapRefusal(caller.wallet, caller.keyId, caller.key.settings.spend_cap, imageReservation(model, parsed.body.n ?? 1).amount);
-  return capped ? new GatewayError('quota_exceeded', capped.message) : null;
+  return replayRefusal(caller, callableModel(deps.registry, caller.key.settings.allowed_models, parsed.body.model), (model) => imageReservation(model, parsed.body.n ?? 1).amount);
 }

@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { spendCapRefusal } from '../../commands/wallet/decider';
 import type { ModelConfig } from '../../config/schema';
 import { trackCall } from '../../lifecycle/http';
 import { parseUsd } from '../../money/usd';
@@ -10,7 +9,7 @@ import { zodMessage } from '../../upstream/protocols/chat-completions';
 import { speechErrorMessage, type SpeechVoice } from '../../upstream/protocols/speech';
 import type { Route } from '../../upstream/routing';
 import { CallSignal } from '../../upstream/upstream-call';
-import { callableModel, callRecord, failureSummary, rejectCall, type CallFacts } from '../billable-call';
+import { callableModel, callRecord, failureSummary, beginCall, replayRefusal, type CallFacts } from '../billable-call';
 import { holdCall } from '../call-hold';
 import { passedThrough, tryChannels } from '../channel-ladder';
 import { errorBody, GatewayError, type ErrorCode } from '../errors';
@@ -94,7 +93,7 @@ export function speechRoutes(deps: SpeechDeps) {
         config: {
           ...MEDIA_ROUTE,
           idempotent: true,
-          mayReplay: (request: FastifyRequest) => replayRefusal(deps, request),
+          mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
           callLog: { endpoint: 'audio.speech', unitType: 'character' },
           openapi: DOCS.create,
         },
@@ -143,28 +142,16 @@ function amountOf(body: SpeechBody, model: ModelConfig): { characters: number; p
 }
 
 /** Whether this key may receive a stored answer of this request: the refusals a new call of the key would meet. */
-function replayRefusal(deps: SpeechDeps, request: FastifyRequest): GatewayError | null {
+function mayReplay(deps: SpeechDeps, request: FastifyRequest): GatewayError | null {
   const caller = request.caller!;
   const parsed = SpeechBody.safeParse(request.body ?? {});
   if (!parsed.success) return null; // never stored: only successes are
-  const model = callableModel(deps.registry, caller.key.settings.allowed_models, parsed.data.model);
-  if ('code' in model) return new GatewayError(model.code, model.message);
-  const capped = spendCapRefusal(caller.wallet, caller.keyId, caller.key.settings.spend_cap, amountOf(parsed.data, model).amount);
-  return capped ? new GatewayError('quota_exceeded', capped.message) : null;
+  return replayRefusal(caller, callableModel(deps.registry, caller.key.settings.allowed_models, parsed.data.model), (model) => amountOf(parsed.data, model).amount);
 }
 
 async function speech(deps: SpeechDeps, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const caller = request.caller!;
-  const facts: CallFacts = {
-    request,
-    endpoint: 'audio.speech',
-    startedAt: performance.now(),
-    submittedAt: deps.now(),
-    model: String((request.body as { model?: unknown } | null)?.model ?? ''),
-    attempts: 0,
-    channelId: null,
-  };
-  const reject = (code: ErrorCode, message: string): never => rejectCall(deps.ledger, facts, code, message, { unit_type: 'character' });
+  const { facts, reject } = beginCall(deps.ledger, deps.now, request, 'audio.speech', 'character');
   const parsed = SpeechBody.safeParse(request.body ?? {});
   if (!parsed.success) return reject('invalid_request', zodMessage(parsed.error));
   const body = parsed.data;

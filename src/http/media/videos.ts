@@ -8,9 +8,8 @@ import { parseUsd } from '../../money/usd';
 import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
 import type { Router } from '../../upstream/routing';
-import { callableModel, rejectCall, type CallFacts } from '../billable-call';
-import { GatewayError, type ErrorCode } from '../errors';
-import { spendCapRefusal } from '../../commands/wallet/decider';
+import { beginCall, callableModel, replayRefusal } from '../billable-call';
+import type { GatewayError } from '../errors';
 import type { RouteDoc } from '../openapi/route-doc';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
 import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
@@ -105,7 +104,7 @@ export function videoRoutes(deps: VideoDeps) {
         config: {
           ...MEDIA_ROUTE,
           idempotent: true,
-          mayReplay: (request: FastifyRequest) => replayRefusal(deps, request),
+          mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
           callLog: { endpoint: 'videos.generations', unitType: 'second' },
           openapi: DOCS.create,
         },
@@ -227,28 +226,16 @@ function lifetimeOf(body: VideoBody): number {
  * Whether this key may receive the stored answer of this request (an Idempotency-Key replay): the checks
  * of the key a new call would meet (its allow-list, its spend cap for the same reservation).
  */
-function replayRefusal(deps: VideoDeps, request: FastifyRequest): GatewayError | null {
-  const caller = request.caller!;
+function mayReplay(deps: VideoDeps, request: FastifyRequest): GatewayError | null {
   const parsed = VideoBody.safeParse(request.body ?? {});
   if (!parsed.success) return null; // never stored: only successes are
-  const model = callableModel(deps.registry, caller.key.settings.allowed_models, parsed.data.model);
-  if ('code' in model) return new GatewayError(model.code, model.message);
-  const capped = spendCapRefusal(caller.wallet, caller.keyId, caller.key.settings.spend_cap, planVideo(parsed.data, model).reserved);
-  return capped ? new GatewayError('quota_exceeded', capped.message) : null;
+  const caller = request.caller!;
+  return replayRefusal(caller, callableModel(deps.registry, caller.key.settings.allowed_models, parsed.data.model), (model) => planVideo(parsed.data, model).reserved);
 }
 
 async function submitVideo(deps: VideoDeps, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const caller = request.caller!;
-  const facts: CallFacts = {
-    request,
-    endpoint: 'videos.generations',
-    startedAt: performance.now(),
-    submittedAt: deps.now(),
-    model: String((request.body as { model?: unknown } | null)?.model ?? ''),
-    attempts: 0,
-    channelId: null,
-  };
-  const reject = (code: ErrorCode, message: string): never => rejectCall(deps.ledger, facts, code, message, { unit_type: 'second' });
+  const { facts, reject } = beginCall(deps.ledger, deps.now, request, 'videos.generations', 'second');
   const parsed = VideoBody.safeParse(request.body ?? {});
   if (!parsed.success) return reject('invalid_request', zodMessage(parsed.error));
   const body = parsed.data;

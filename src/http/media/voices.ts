@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { spendCapRefusal } from '../../commands/wallet/decider';
 import type { ModelConfig } from '../../config/schema';
 import { trackCall } from '../../lifecycle/http';
 import { parseUsd } from '../../money/usd';
@@ -9,7 +8,7 @@ import { zodMessage } from '../../upstream/protocols/chat-completions';
 import { speechErrorMessage, type SpeechVoice } from '../../upstream/protocols/speech';
 import type { Route } from '../../upstream/routing';
 import { CallSignal } from '../../upstream/upstream-call';
-import { callableModel, failureSummary, rejectCall, type CallFacts } from '../billable-call';
+import { beginCall, callableModel, failureSummary, replayRefusal } from '../billable-call';
 import { passedThrough, tryChannels } from '../channel-ladder';
 import { GatewayError, type ErrorCode } from '../errors';
 import { countQuery } from '../intake/numbers';
@@ -93,7 +92,7 @@ export function voiceRoutes(deps: SpeechDeps) {
           config: {
             ...MEDIA_ROUTE,
             idempotent: true,
-            mayReplay: (request: FastifyRequest) => replayRefusal(deps, request),
+            mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
             callLog: { endpoint: 'audio.voices', unitType: 'voice' },
             openapi: cloneDoc(path, operationId),
           },
@@ -131,14 +130,11 @@ function cloneModel(deps: SpeechDeps, allowList: readonly string[] | null, named
   return { code: 'no_channel_available', message: 'No speech model of this gateway can clone voices.' };
 }
 
-function replayRefusal(deps: SpeechDeps, request: FastifyRequest): GatewayError | null {
+function mayReplay(deps: SpeechDeps, request: FastifyRequest): GatewayError | null {
   const caller = request.caller!;
   const parsed = VoiceBody.safeParse(request.body ?? {});
   if (!parsed.success) return null; // never stored: only successes are
-  const model = cloneModel(deps, caller.key.settings.allowed_models, parsed.data.model);
-  if ('code' in model) return new GatewayError(model.code, model.message);
-  const capped = spendCapRefusal(caller.wallet, caller.keyId, caller.key.settings.spend_cap, parseUsd(model.price.per_voice ?? '0'));
-  return capped ? new GatewayError('quota_exceeded', capped.message) : null;
+  return replayRefusal(caller, cloneModel(deps, caller.key.settings.allowed_models, parsed.data.model), (model) => parseUsd(model.price.per_voice ?? '0'));
 }
 
 /**
@@ -148,16 +144,7 @@ function replayRefusal(deps: SpeechDeps, request: FastifyRequest): GatewayError 
  */
 async function cloneVoice(deps: SpeechDeps, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const caller = request.caller!;
-  const facts: CallFacts = {
-    request,
-    endpoint: 'audio.voices',
-    startedAt: performance.now(),
-    submittedAt: deps.now(),
-    model: String((request.body as { model?: unknown } | null)?.model ?? ''),
-    attempts: 0,
-    channelId: null,
-  };
-  const reject = (code: ErrorCode, message: string): never => rejectCall(deps.ledger, facts, code, message, { unit_type: 'voice' });
+  const { facts, reject } = beginCall(deps.ledger, deps.now, request, 'audio.voices', 'voice');
   const parsed = VoiceBody.safeParse(request.body ?? {});
   if (!parsed.success) return reject('invalid_request', zodMessage(parsed.error));
   const { model: named, ...fields } = parsed.data;
