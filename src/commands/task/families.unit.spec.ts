@@ -37,11 +37,11 @@ describe("each family's status of each phase, as the spec names them", () => {
     }
   });
 
-  it('says who runs each family: the upstream (polled) or the gateway itself', () => {
+  it('says who runs each family: the upstream (polled by a job) or the gateway itself (a transcript: its own request)', () => {
     expect(Object.fromEntries(Object.values(FAMILIES).map((f) => [f.family, f.runs]))).toEqual({
       video: 'upstream',
       music: 'upstream',
-      transcript: 'upstream',
+      transcript: 'gateway',
       image: 'gateway',
       speech: 'gateway',
       voice: 'gateway',

@@ -2,7 +2,7 @@ import type { DomainEvent } from '../../events/catalog';
 import type { RecordedEvent } from '../../events/store/port';
 import { FAMILIES } from '../../commands/task/families';
 import type { SqlQuery } from '../../storage/sql';
-import { oneAtATime, type Projection } from '../projection';
+import type { Projection } from '../projection';
 
 /**
  * The task views: one row per media task, answering polls and lists with the spec's fields. Built
@@ -53,11 +53,22 @@ CREATE INDEX IF NOT EXISTS tasks_by_hold ON tasks (account_id, hold_id);
 CREATE INDEX IF NOT EXISTS tasks_in_flight ON tasks (deadline) WHERE phase IN ('created', 'queued', 'running');
 CREATE INDEX IF NOT EXISTS tasks_unclosed ON tasks (completed_at) WHERE money = 'held' AND phase NOT IN ('created', 'queued', 'running');`,
 
-  applyBatch: oneAtATime(apply),
+  // Task events one by one (a task has a handful); the closings of task holds, which follow the wallet
+  // streams' hot traffic, in one statement per batch after them (a task's row exists before its hold
+  // closes, and no task event writes `money` or `cost`).
+  async applyBatch(tx, items) {
+    const closings: Closing[] = [];
+    for (const { event, recorded } of items) {
+      if (recorded.streamId.startsWith('wallet-')) {
+        const closing = closingOf(event, recorded.streamId.slice('wallet-'.length));
+        if (closing) closings.push(closing);
+      } else await apply(tx, event, recorded);
+    }
+    if (closings.length > 0) await applyClosings(tx, closings);
+  },
 };
 
 async function apply(tx: SqlQuery, event: DomainEvent, recorded: RecordedEvent): Promise<void> {
-  if (recorded.streamId.startsWith('wallet-')) return applyMoney(tx, event, recorded.streamId.slice('wallet-'.length));
   const taskId = recorded.streamId.slice('task-'.length);
   switch (event.type) {
     case 'TaskCreated': {
@@ -120,22 +131,33 @@ async function statusOf(tx: SqlQuery, taskId: string, phase: Parameters<(typeof 
   return family ? FAMILIES[family].statusOf(phase) : phase;
 }
 
-/** A task's hold closed on its wallet: what was captured (0 on a release). The task's own closing names
- * it in its call record; the hold sweeper's release (a task whose process died past the hold's deadline)
- * does not, and is matched by its hold. Chat calls' closings cost no statement here. */
-async function applyMoney(tx: SqlQuery, event: DomainEvent, accountId: string): Promise<void> {
-  if (event.type !== 'HoldSettled' && event.type !== 'HoldReleased') return;
-  const taskId = event.data.call?.task_id;
-  if (!taskId) {
-    if (event.type === 'HoldReleased' && event.data.reason === 'expired')
-      await tx.query(`UPDATE tasks SET money = 'released', cost = 0 WHERE account_id = $1 AND hold_id = $2 AND money = 'held'`, [accountId, event.data.hold_id]);
-    return;
-  }
+/** A task's hold closed on its wallet: what was captured (0 on a release). */
+interface Closing {
+  /** The task's own closing names it in its call record; the hold sweeper's release does not. */
+  readonly task_id: string | null;
+  readonly account_id: string;
+  readonly hold_id: string;
+  readonly money: 'settled' | 'released';
+  readonly cost: string;
+}
+
+/** The closing of a task's hold, if the event is one: the task's own (its call record names the task),
+ * or the hold sweeper's release of a hold whose task's process died (matched by the hold). Chat calls'
+ * closings are neither. */
+function closingOf(event: DomainEvent, accountId: string): Closing | null {
+  if (event.type !== 'HoldSettled' && event.type !== 'HoldReleased') return null;
+  const taskId = event.data.call?.task_id ?? null;
+  if (taskId === null && !(event.type === 'HoldReleased' && event.data.reason === 'expired')) return null;
   const settled = event.type === 'HoldSettled';
-  await tx.query(`UPDATE tasks SET money = $2, cost = $3::bigint WHERE task_id = $1 AND hold_id = $4`, [
-    taskId,
-    settled ? 'settled' : 'released',
-    settled ? String(event.data.captured) : '0',
-    event.data.hold_id,
-  ]);
+  return { task_id: taskId, account_id: accountId, hold_id: event.data.hold_id, money: settled ? 'settled' : 'released', cost: settled ? String(event.data.captured) : '0' };
+}
+
+async function applyClosings(tx: SqlQuery, closings: readonly Closing[]): Promise<void> {
+  await tx.query(
+    `UPDATE tasks AS t SET money = c.money, cost = c.cost
+       FROM json_to_recordset($1::json) AS c(task_id text, account_id text, hold_id text, money text, cost bigint)
+      WHERE t.account_id = c.account_id AND t.hold_id = c.hold_id AND (c.task_id IS NULL OR t.task_id = c.task_id)
+        AND (c.task_id IS NOT NULL OR t.money = 'held')`,
+    [JSON.stringify(closings)],
+  );
 }
