@@ -4,7 +4,7 @@ import type { ErrorSchemaName } from './error-shapes';
 /** The document's groups of operations (OpenAPI tags), in the order they are listed. */
 export const TAGS = {
   chat: 'The chat protocols: chat completions, messages, responses and generate-content, each in its own shape.',
-  media: 'Media endpoints: images (billable) and the signed links of the media outputs the gateway hosts.',
+  media: 'Billable media endpoints (images, video, music, speech, voice clones, transcripts), their task polls and lists (free), and the signed links of the media outputs the gateway hosts.',
   account: "The calling key's balance, billing views and usage totals (free).",
   models: 'The model catalogue.',
   knowledge: 'Read-only knowledge retrieval (REST) and the MCP server.',
