@@ -53,6 +53,9 @@ export interface Completion {
   readonly status: number;
   readonly contentType: string;
   readonly body: string | Uint8Array | null;
+  /** The most this answer may take to be kept, when its route allows more than the store's default
+   * (an audio answer must replay: the spec lets only b64_json images go unreplayed). */
+  readonly maxStoredBytes?: number;
 }
 
 /** stored: replayable; not_cached: remembered as succeeded without bytes; released: key free
@@ -158,7 +161,7 @@ export class IdempotencyStore {
   async complete(claim: Claim, response: Completion): Promise<CompleteOutcome> {
     if (response.status < 200 || response.status > 299) return (await this.abandon(claim)) ? 'released' : 'lost';
     const body = response.body === null ? null : typeof response.body === 'string' ? Buffer.from(response.body, 'utf8') : toBuffer(response.body);
-    const keep = body !== null && body.byteLength <= this.maxStoredBytes;
+    const keep = body !== null && body.byteLength <= Math.max(this.maxStoredBytes, response.maxStoredBytes ?? 0);
     const rows = await this.sql.query(
       `UPDATE idempotency_keys
        SET state = $4, status_code = $5, content_type = $6, body = $7, lease_until = NULL

@@ -261,7 +261,7 @@ describe('POST /v1/audio/speech (synchronous)', () => {
     expect((await speak(key, { ...body, input: 'fails first' }, { 'idempotency-key': 'speech-2' })).response.status).toBe(200);
   });
 
-  it('remembers an answer above the idempotency store’s 4 MiB as billed but not replayable', async () => {
+  it('replays an audio answer above the idempotency store’s 4 MiB default whole (only b64_json images go unreplayed)', async () => {
     const { accountId, key } = await h.t.accountWithKey();
     // 1,500 characters of wav: 44 + 2 × 1440 × 1500 bytes, about 4.1 MiB.
     const body = { model: 'tts-a', input: 'a'.repeat(1500), voice: 'alloy', response_format: 'wav' };
@@ -269,8 +269,9 @@ describe('POST /v1/audio/speech (synchronous)', () => {
     expect(first.response.status).toBe(200);
     expect(first.bytes.length).toBe(44 + 2 * 1440 * 1500);
     const again = await speak(key, body, { 'idempotency-key': 'long-1' });
-    expect(again.response.status).toBe(409);
-    expect(again.json()).toMatchObject({ error: { code: 'idempotency_response_not_cached' } });
+    expect(again.response.status).toBe(200);
+    expect(again.response.headers.get('idempotency-replayed')).toBe('true');
+    expect(again.bytes.equals(first.bytes)).toBe(true);
     expect(speechCalls(h)).toHaveLength(1);
     expect((await wallet(accountId)).balance).toBe(GRANT - speechCharge(1500, PRICE));
   });

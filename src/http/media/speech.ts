@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { SPEECH_ANSWER_BYTES } from '../../upstream/bounded-body';
 import type { ModelConfig } from '../../config/schema';
 import { trackCall } from '../../lifecycle/http';
 import { parseUsd } from '../../money/usd';
@@ -93,6 +94,9 @@ export function speechRoutes(deps: SpeechDeps) {
         config: {
           ...MEDIA_ROUTE,
           idempotent: true,
+          // An audio answer replays whole (the spec lets only b64_json images go unreplayed): up to the
+          // largest answer the gateway reads from a speech upstream.
+          idempotencyMaxBytes: SPEECH_ANSWER_BYTES,
           mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
           callLog: { endpoint: 'audio.speech', unitType: 'character' },
           openapi: DOCS.create,

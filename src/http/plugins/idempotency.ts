@@ -14,6 +14,9 @@ export interface IdempotencyConfig {
    * call of this key would meet (a model it may not use, its spend cap), else null. May read the
    * log (a music follow-up's model is its source task's). */
   readonly mayReplay?: (request: FastifyRequest) => GatewayError | null | Promise<GatewayError | null>;
+  /** Answers up to this many bytes are kept for replay, when the route's answers may be larger than
+   * the store's default (4 MiB) and must still replay (synchronous speech: audio bytes). */
+  readonly idempotencyMaxBytes?: number;
 }
 
 export interface IdempotencyPluginOptions {
@@ -68,8 +71,8 @@ export class IdempotentCall {
 
   /** 2xx: remembered for replay (or as "not cached" when too large, or when `body` is null
    * because the bytes could not be captured); anything else frees the key. */
-  complete(status: number, contentType: string, body: string | Uint8Array | null): Promise<CompleteOutcome> {
-    this.settling ??= this.guard(this.store.complete(this.claim, { status, contentType, body }));
+  complete(status: number, contentType: string, body: string | Uint8Array | null, maxStoredBytes?: number): Promise<CompleteOutcome> {
+    this.settling ??= this.guard(this.store.complete(this.claim, { status, contentType, body, ...(maxStoredBytes !== undefined ? { maxStoredBytes } : {}) }));
     return this.settling;
   }
 
@@ -191,7 +194,7 @@ export const idempotencyPlugin = fp<IdempotencyPluginOptions>(
             ? ''
             : null; // a stream: a 2xx is remembered as succeeded-not-cached, never run twice
       // Awaited: the record exists before the client can see the response and retry.
-      await call.complete(reply.statusCode, typeof contentType === 'string' ? contentType : '', body);
+      await call.complete(reply.statusCode, typeof contentType === 'string' ? contentType : '', body, request.routeOptions.config?.idempotencyMaxBytes);
       return payload;
     }
   },
