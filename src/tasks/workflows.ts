@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { ChannelConfig } from '../config/schema';
-import { FAMILIES } from '../commands/task/families';
+import { FAMILIES, isInFlight } from '../commands/task/families';
 import type { TaskService } from '../commands/task/service';
 import type { JobQueue } from '../jobs/port';
 import type { TaskQueries } from '../projections/tasks/queries';
@@ -33,6 +33,8 @@ export interface TaskWorkflowDeps {
   readonly poller?: Partial<PollerSettings>;
   /** How often overdue tasks are expired and unclosed holds closed (default 15 s). */
   readonly sweepEveryMs?: number;
+  /** How often upstream tasks in flight without a poll job are adopted (default 60 s). */
+  readonly adoptEveryMs?: number;
   readonly dispatcher?: Dispatcher;
 }
 
@@ -45,6 +47,7 @@ export class TaskWorkflows {
   readonly poller: TaskPoller;
   readonly background: BackgroundRuns;
   private stopSweep: () => void = () => {};
+  private stopAdopt: () => void = () => {};
   /** Tasks created since are this process's own: the recovery leaves them to their runs. */
   private readonly startedAt: number;
   private recovering: Promise<void> | null = null;
@@ -68,6 +71,7 @@ export class TaskWorkflows {
   async start(): Promise<void> {
     await this.deps.jobs.start();
     this.stopSweep = startChore(() => this.sweep(), this.deps.sweepEveryMs ?? 15_000, (error) => this.deps.log.error({ err: error }, 'task sweep failed'));
+    this.stopAdopt = startChore(() => this.adopt(), this.deps.adoptEveryMs ?? 60_000, (error) => this.deps.log.warn({ err: error }, 'adopting tasks without a poll job failed; tried again later'));
     // In the background: the gateway serves while the views catch up and the tasks are picked up.
     this.recovering = this.recover().catch((error: unknown) => this.deps.log.error({ err: error }, 'task recovery failed; the sweep picks tasks up at their deadline'));
   }
@@ -101,11 +105,7 @@ export class TaskWorkflows {
     if (followed + failed + closed > 0) this.deps.log.info({ followed, failed, closed }, 'tasks in flight picked up after the start');
   }
 
-  /**
-   * Expires tasks past their deadline, closes the holds of finished tasks that a crash left open, and
-   * adopts upstream tasks in flight that no poll job follows (its queueing failed, or the job was dropped
-   * after failing too often): adding the job of a task that has one changes nothing.
-   */
+  /** Expires tasks past their deadline, and closes the holds of finished tasks that a crash left open. */
   async sweep(): Promise<void> {
     const now = this.deps.now();
     for (const row of await this.deps.queries.overdue(now)) {
@@ -114,9 +114,20 @@ export class TaskWorkflows {
     }
     // A minute's slack: the process that ended the task is closing its hold right now.
     await this.closeUnclosed(now - 60);
+  }
+
+  /**
+   * Gives a poll job to every upstream task in flight that has none: its queueing failed (Redis away), the
+   * job was dropped after failing too often, or the instance that submitted it died before recording it
+   * (a task still being submitted is its request's: one created a minute ago whose request died is not).
+   * The task's own stream decides, not the view, which may not show yet that a task just ended; adding
+   * the job of a task that has one changes nothing.
+   */
+  async adopt(): Promise<void> {
+    const now = this.deps.now();
     for (const row of await this.deps.queries.inFlight()) {
-      // A task still being submitted is its request's; one created a minute ago whose request died is not.
-      if (FAMILIES[row.family].runs === 'upstream' && (row.phase !== 'created' || row.created_at < now - 60)) await this.poller.follow(row.task_id);
+      if (FAMILIES[row.family].runs !== 'upstream' || (row.phase === 'created' && row.created_at >= now - 60)) continue;
+      if (isInFlight((await this.deps.tasks.state(row.task_id)).phase)) await this.poller.follow(row.task_id);
     }
   }
 
@@ -132,6 +143,7 @@ export class TaskWorkflows {
   /** The shutdown: the gateway's own runs get `graceMs`, then are interrupted (failed, refunded); jobs stop. */
   async close(graceMs: number): Promise<void> {
     this.stopSweep();
+    this.stopAdopt();
     await this.recovering?.catch(() => {});
     await this.background.close(graceMs);
     await this.deps.jobs.close(Math.min(graceMs, 10_000));

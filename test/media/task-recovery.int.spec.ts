@@ -94,6 +94,25 @@ describe('TaskWorkflows recovery', () => {
     expect(await callRows(h.t, a.accountId)).toEqual([{ task_id: task.taskId, status: 'error', error_code: 'submission_interrupted', cost: '0', unit_count: 0 }]);
   });
 
+  it('adopts an accepted upstream task that no poll job follows (its queueing failed), and only one the log still has in flight', async () => {
+    const { gateway } = h.t;
+    const a = await h.t.accountWithKey();
+    const at = now();
+    const upstreamId = await upstreamTask(h.sim, 'nobody follows me [[sim:task_polls:2]]');
+    const task = await createTask(gateway, { accountId: a.accountId, keyId: a.keyId, now: at });
+    await apply(gateway, task.taskId, { type: 'RecordSubmission', channelId: 'vid-a', upstreamTaskId: upstreamId, upstreamModel: 'vid-upstream', attempts: 1, now: at });
+    // Ended in the log, not yet in the view: adoption must not give it a job.
+    const ended = await createTask(gateway, { accountId: a.accountId, keyId: a.keyId, now: at });
+    await apply(gateway, ended.taskId, { type: 'RecordSubmission', channelId: 'vid-a', upstreamTaskId: 'cgt-ended', upstreamModel: 'vid-upstream', attempts: 1, now: at });
+    await gateway.runner.catchUpToHead();
+    await apply(gateway, ended.taskId, { type: 'Fail', outcome: 'failed', error: { code: 'x', message: 'x' }, now: at });
+    await gateway.workflows.adopt();
+    const row = await until(() => taskRow(gateway, task.taskId), (r) => r.phase === 'succeeded' && r.money === 'settled', 'the adopted task to end');
+    expect(row).toMatchObject({ status: 'succeeded', money: 'settled' });
+    expect(h.sim.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/tasks/cgt-ended'))).toHaveLength(0);
+    await gateway.tasks.finish(ended.taskId, { type: 'Expire', now: at + 7_200 });
+  });
+
   it('closes the hold a crash left open on a finished task, with exactly its charge, after a minute of slack; once', async () => {
     const { gateway } = h.t;
     const a = await h.t.accountWithKey();
