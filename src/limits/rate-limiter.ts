@@ -85,7 +85,9 @@ export interface RawDecision {
 /** Turns counts into what the client is told. A full concurrency dimension has no known
  * end (some request must finish), so it asks for a retry after one second. */
 export function admissionOf(raw: RawDecision, limits: AccountLimits, windowMs: number, leaseId: string | null): Admission {
-  const resetMs = raw.oldestMs < 0 ? 0 : Math.max(0, raw.oldestMs + windowMs - raw.nowMs);
+  // Whole milliseconds: the in-process clock is fractional, and (t + 60000) − t can come out a hair over
+  // 60000, which the headers' whole seconds (rounded up) would show as 61.
+  const resetMs = raw.oldestMs < 0 ? 0 : Math.max(0, Math.round(raw.oldestMs + windowMs - raw.nowMs));
   const state: LimitState = {
     requests: limits.rpm === null ? null : { limit: limits.rpm, remaining: Math.max(0, limits.rpm - raw.used), resetMs },
     concurrency: limits.concurrency === null ? null : { limit: limits.concurrency, remaining: Math.max(0, limits.concurrency - raw.inFlight) },
