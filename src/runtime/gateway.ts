@@ -345,7 +345,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     channel: (id) => channels.get(id),
     now: clock,
     log: laterLog,
-    viewsCurrent: () => runner.catchUpToHead(60_000),
+    // The runner's own progress, not a catch-up of the recovery's own: nothing applies events but the runner.
+    viewsCurrent: async () => runner.waitFor(await store.headPosition()),
     // Embedded mode: DATA_DIR is locked to this process, so no other can be running a task of its own.
     soleInstance: settings.databaseUrl === undefined && overrides.sql === undefined,
     poller: { pollEveryMs: settings.taskPollIntervalMs, ...overrides.taskPoller },

@@ -51,6 +51,7 @@ export class TaskWorkflows {
   /** Tasks created since are this process's own: the recovery leaves them to their runs. */
   private readonly startedAt: number;
   private recovering: Promise<void> | null = null;
+  private closed = false;
 
   constructor(private readonly deps: TaskWorkflowDeps) {
     this.poller = new TaskPoller({
@@ -84,6 +85,8 @@ export class TaskWorkflows {
   /** Every task in flight after a restart: upstream tasks are followed again, runs of this process failed. */
   async recover(): Promise<void> {
     await this.deps.viewsCurrent();
+    // Closed while the views caught up (a short-lived process): nothing to pick up here.
+    if (this.closed) return;
     const now = this.deps.now();
     let followed = 0;
     let failed = 0;
@@ -142,9 +145,13 @@ export class TaskWorkflows {
 
   /** The shutdown: the gateway's own runs get `graceMs`, then are interrupted (failed, refunded); jobs stop. */
   async close(graceMs: number): Promise<void> {
+    this.closed = true;
     this.stopSweep();
     this.stopAdopt();
-    await this.recovering?.catch(() => {});
+    // A recovery still waiting for the views (a stopped runner) is not waited for; one under way ends first.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.recovering?.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+    clearTimeout(timer);
     await this.background.close(graceMs);
     await this.deps.jobs.close(Math.min(graceMs, 10_000));
   }

@@ -376,6 +376,8 @@ describe.skipIf(!REDIS_URL)('BullMQ job queue', () => {
 
     await survivor.start();
     await eventually(() => seen.length === 1, 'the run on the surviving worker');
+    // The outcome is told once it has taken effect in Redis, a moment after the handler returns.
+    await eventually(() => recorded.length === 1, 'the run told as done');
     expect(seen).toEqual([{ task: 'task_5' }]);
     expect(recorded).toEqual(['done']);
   });
