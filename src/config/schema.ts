@@ -114,8 +114,14 @@ export function channelServes(channel: { protocol: string; translation?: boolean
  * `video_mode` with a reference video; `token_billing`: a `video_url` item in `content` bills the task per
  * `per_1m_completion_tokens` instead of per second.
  */
+/** The kinds of video SKU, each with its own body and rules (src/http/media/video-skus.ts). */
+export const VIDEO_KINDS = ['standard'] as const;
+export type VideoKind = (typeof VIDEO_KINDS)[number];
+
 export const VideoRulesSchema = z
   .object({
+    /** Which kind of SKU this is: its body, rules and billing (default `standard`). */
+    kind: z.enum(VIDEO_KINDS).optional(),
     resolutions: z.array(z.string().min(1)).min(1).optional(),
     resolution_required: z.boolean().default(false),
     default_resolution: z.string().min(1).optional(),

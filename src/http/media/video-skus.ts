@@ -1,0 +1,49 @@
+import type { z } from 'zod';
+import type { ChannelConfig, ModelConfig, VideoKind } from '../../config/schema';
+import type { TaskBilling } from '../../events/catalog';
+import { standardVideo } from './video-standard';
+
+/** What a video task costs: the hold, how it is settled, and what the hold stands for (TaskCreated.basis). */
+export interface VideoPlan {
+  readonly reserved: bigint;
+  readonly billing: TaskBilling;
+  readonly basis: number;
+}
+
+/** A video submission ready to go upstream. */
+export interface VideoSubmission extends VideoPlan {
+  /** What the task's polls echo. */
+  readonly params: Record<string, unknown>;
+  /** The upstream body, without `model` (each channel sets its own). */
+  readonly fields: Record<string, unknown>;
+  /** How long the task may run before the gateway expires it, in seconds. */
+  readonly lifetimeS: number;
+  /** Only these channels (e.g. the one that holds an avatar); absent: every channel of the model. */
+  readonly channels?: (channel: ChannelConfig) => boolean;
+}
+
+/** What a SKU's rules may look at beyond the body: the calling account's own resources. */
+export interface VideoContext {
+  readonly accountId: string;
+}
+
+/**
+ * One kind of video SKU (the model's `video.kind`): its body schema, its rules and its plan. The route
+ * resolves the model first, then parses and prepares the body with the model's kind.
+ */
+export interface VideoSku<B> {
+  readonly schema: z.ZodType<B>;
+  /** The rules beyond the schema (a message: a 400), and the submission. */
+  prepare(body: B, model: ModelConfig, context: VideoContext): Promise<VideoSubmission | { readonly invalid: string }>;
+  /** The reservation alone: the spend cap an Idempotency-Key replay is checked against. */
+  reservation(body: B, model: ModelConfig): bigint;
+}
+
+/** Every kind of video SKU; `standard` unless the model's `video.kind` says. */
+export const VIDEO_SKUS: Readonly<Record<VideoKind, VideoSku<never>>> = {
+  standard: standardVideo as VideoSku<never>,
+};
+
+export function videoSkuOf(model: ModelConfig): VideoSku<unknown> {
+  return VIDEO_SKUS[model.video?.kind ?? 'standard'] as VideoSku<unknown>;
+}
