@@ -30,6 +30,7 @@ import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
 import { videoRoutes } from './media/videos';
+import { NO_PROBE, type UrlProbe } from '../probe/port';
 import { speechRoutes } from './media/speech';
 import type { SpeechTimings } from './media/speech-calls';
 import { voiceRoutes } from './media/voices';
@@ -67,6 +68,8 @@ export interface AppDeps {
   readonly workflows: TaskWorkflows;
   /** The upstream's time limit for accepting a media task; the spec's 60 s unless a test shortens it. */
   readonly taskSubmitTimeoutMs?: number;
+  /** Probing of media URLs named in bodies (digital humans, clips); default none: every URL passed on. */
+  readonly probe?: UrlProbe;
   /** How long a transcript request waits (the spec's 55 s) and how often it polls; shorter in tests. */
   readonly transcriptTimings?: Partial<TranscriptTimings>;
   /** Per-account requests per minute and concurrency (Redis-shared or in-process). */
@@ -189,7 +192,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     submitTimeoutMs: deps.taskSubmitTimeoutMs ?? TASK_SUBMIT_TIMEOUT_MS,
     viewsAt: (position: Position | null) => deps.runner.waitFor(position),
   };
-  await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries }));
+  await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE }));
   const speech = {
     ...taskSubmit,
     registry: deps.registry,

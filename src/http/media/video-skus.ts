@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../../config/schema';
 import type { TaskBilling } from '../../events/catalog';
+import type { UrlProbe } from '../../probe/port';
 import { standardVideo } from './video-standard';
 
 /** What a video task costs: the hold, how it is settled, and what the hold stands for (TaskCreated.basis). */
@@ -25,6 +26,8 @@ export interface VideoSubmission extends VideoPlan {
 /** What a SKU's rules may look at beyond the body: the calling account's own resources. */
 export interface VideoContext {
   readonly accountId: string;
+  /** What the gateway may learn of a URL the body names, before any money moves (src/probe). */
+  readonly probe: UrlProbe;
 }
 
 /**

@@ -9,6 +9,7 @@ import { beginCall, callableModel, replayRefusal } from '../billable-call';
 import type { GatewayError } from '../errors';
 import type { RouteDoc } from '../openapi/route-doc';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
+import type { UrlProbe } from '../../probe/port';
 import { VideoBody } from './video-standard';
 import { videoSkuOf } from './video-skus';
 import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
@@ -17,6 +18,7 @@ export interface VideoDeps extends TaskSubmitDeps {
   readonly registry: ModelRegistry;
   readonly router: Router;
   readonly queries: TaskQueries;
+  readonly probe: UrlProbe;
 }
 
 const ListQuery = z.looseObject({
@@ -125,7 +127,7 @@ async function submitVideo(deps: VideoDeps, request: FastifyRequest, reply: Fast
   const sku = videoSkuOf(model);
   const parsed = sku.schema.safeParse(request.body);
   if (!parsed.success) return reject('invalid_request', zodMessage(parsed.error));
-  const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId });
+  const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId, probe: deps.probe });
   if ('invalid' in prepared) return reject('invalid_request', prepared.invalid);
   const routes = model.kind === 'video' ? deps.router.routes(model.id, 'videos', prepared.channels) : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for video generation.`);

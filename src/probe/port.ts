@@ -1,0 +1,32 @@
+/**
+ * What the gateway can learn about a media file a client names by URL (a clip's materials, a digital
+ * human's source video or driving audio) without downloading it: its size and type from a HEAD, its
+ * format, dimensions and duration from the first bytes. A URL that cannot be probed is passed on and
+ * the upstream decides; a URL that must not be fetched (a private address) is refused.
+ */
+export interface MediaFacts {
+  readonly url: string;
+  /** The server's Content-Type, without parameters. */
+  readonly contentType: string | null;
+  /** The whole file's size (Content-Length, or the total of a Content-Range). */
+  readonly bytes: number | null;
+  /** Sniffed from the bytes, else from the content type: `jpg`, `png`, `webp`, `gif`, `mp4`, `mov`, `mp3`, `wav`, `m4a`, … */
+  readonly format: string | null;
+  readonly width: number | null;
+  readonly height: number | null;
+  readonly durationS: number | null;
+}
+
+export type Probe =
+  | { readonly kind: 'probed'; readonly facts: MediaFacts }
+  /** Nothing could be learnt (a server that refuses HEAD and ranges, a time-out, an unknown format): passed on. */
+  | { readonly kind: 'unprobed'; readonly reason: string }
+  /** Must not be fetched: not http(s), or an address the config keeps private. A 400 naming why. */
+  | { readonly kind: 'refused'; readonly message: string };
+
+export interface UrlProbe {
+  probe(url: string): Promise<Probe>;
+}
+
+/** A gateway that probes nothing: every URL is passed on for the upstream to judge. */
+export const NO_PROBE: UrlProbe = { probe: async () => ({ kind: 'unprobed', reason: 'media probing is off' }) };
