@@ -5,6 +5,8 @@
  * the upstream decides; a URL that must not be fetched (a private address) is refused.
  */
 export interface MediaFacts {
+  /** The URL as messages name it: without its query, fragment or credentials (a query may hold a token,
+   * and a refusal's message is kept in the call log). */
   readonly url: string;
   /** The server's Content-Type, without parameters. */
   readonly contentType: string | null;
@@ -15,6 +17,14 @@ export interface MediaFacts {
   readonly width: number | null;
   readonly height: number | null;
   readonly durationS: number | null;
+  /** A video's codec: `h264`, `hevc`, else its sample entry's four-cc (`av1`, `vp9`, `mpeg4`, `apcn`, …). */
+  readonly videoCodec?: string | null;
+  /** A video's frames per second over the whole track (sample count over duration). */
+  readonly fps?: number | null;
+  /** An image with several frames (webp's animation flag, an APNG); null or absent: unknown. */
+  readonly animated?: boolean | null;
+  /** What could not be learnt and why (an mp4 whose index is at the end, a read cut by the time limit). */
+  readonly notes?: readonly string[];
 }
 
 export type Probe =
