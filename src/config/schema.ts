@@ -173,6 +173,24 @@ export const PresetsSchema = z
   });
 export type Presets = z.infer<typeof PresetsSchema>;
 
+/**
+ * How the gateway probes media URLs a client names (clip inputs, digital-human sources) before any money
+ * moves (src/probe, docs/media.md "Media URL probing"). Absent: probing on, with these defaults.
+ */
+export const MediaProbeConfigSchema = z
+  .object({
+    /** false: every URL is passed on unprobed, for the upstream to judge. */
+    enabled: z.boolean().default(true),
+    /** Fetch from loopback, private, link-local and other non-public addresses (tests, closed networks). */
+    allow_private_addresses: z.boolean().default(false),
+    /** The whole probe of one URL: DNS, HEAD, redirects and ranged reads. */
+    timeout_ms: z.number().int().min(100).max(10_000).default(3000),
+    /** The most bytes read from one answer. */
+    max_read_bytes: z.number().int().min(4096).max(8 * 1024 * 1024).default(1024 * 1024),
+  })
+  .strict();
+export type MediaProbeConfig = z.infer<typeof MediaProbeConfigSchema>;
+
 export const ConfigSchema = z
   .object({
     channels: z.array(ChannelSchema).default([]),
@@ -181,6 +199,8 @@ export const ConfigSchema = z
     discounts: z.array(FamilyDiscountSchema).optional(),
     /** Absent: none. */
     presets: PresetsSchema.optional(),
+    /** Absent: probing on, with the defaults. */
+    media_probe: MediaProbeConfigSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {

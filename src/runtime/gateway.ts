@@ -21,6 +21,8 @@ import { TaskService } from '../commands/task/service';
 import { createJobQueue } from '../jobs';
 import { TaskQueries } from '../projections/tasks/queries';
 import { POLLER_SETTINGS, type PollerSettings } from '../tasks/poller';
+import { probeFromConfig } from '../probe/from-config';
+import type { UrlProbe } from '../probe/port';
 import { TaskWorkflows, type TaskWorkflowLog } from '../tasks/workflows';
 import { allProjections } from '../projections';
 import { openHolds } from '../projections/accounts/open-holds';
@@ -254,6 +256,8 @@ export interface GatewayOverrides {
   readonly taskSubmitTimeoutMs?: number;
   /** How long a transcript request waits and how often it polls (default 55 s, 1 s). */
   readonly transcriptTimings?: AppDeps['transcriptTimings'];
+  /** The media URL probe instead of the config's `media_probe` (tests: a fake, or NO_PROBE). */
+  readonly probe?: UrlProbe;
 }
 
 const VERSION = '0.1.0';
@@ -389,6 +393,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     tasks,
     taskQueries,
     workflows,
+    probe: overrides.probe ?? probeFromConfig(config.media_probe),
     ...(overrides.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: overrides.taskSubmitTimeoutMs } : {}),
     ...(overrides.transcriptTimings ? { transcriptTimings: overrides.transcriptTimings } : {}),
     publicBaseUrl: settings.publicBaseUrl,

@@ -48,6 +48,8 @@ export interface TestGatewayOptions {
   readonly transcriptTimings?: GatewayOverrides['transcriptTimings'];
   /** REDIS_URL of the gateway (BullMQ jobs, rate limits); default none (in-process). */
   readonly redisUrl?: string;
+  /** The media URL probe (a fake, NO_PROBE); default the config's `media_probe` (on, private addresses refused). */
+  readonly probe?: GatewayOverrides['probe'];
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -89,6 +91,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.jobsPrefix ? { jobsPrefix: options.jobsPrefix } : {}),
     ...(options.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: options.taskSubmitTimeoutMs } : {}),
     ...(options.transcriptTimings ? { transcriptTimings: options.transcriptTimings } : {}),
+    ...(options.probe ? { probe: options.probe } : {}),
   });
 
   const admin: TestGateway['admin'] = (method, path, body) =>
