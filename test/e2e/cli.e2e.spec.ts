@@ -11,7 +11,7 @@ beforeAll(async () => {
 afterAll(() => gw.cleanup());
 
 describe('the README path: serve, create an account and a key, read the balance; then operator commands', () => {
-  it('works end to end through the CLI', async () => {
+  it('works end to end through the CLI', { timeout: 180_000 }, async () => {
     const token = await gw.start();
     expect(token).toMatch(/^adm_[0-9a-f]{48}$/);
 
