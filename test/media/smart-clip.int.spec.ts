@@ -294,3 +294,138 @@ describe('smart clip', () => {
     expect(done.status).toBe('succeeded');
   });
 });
+
+// Real small files on a local server (test/probe/fixtures): the probe may fetch from 127.0.0.1, and
+// refuses every other non-public address as it would in production.
+const fixture = (name: string) => readFileSync(new URL(`../probe/fixtures/${name}`, import.meta.url));
+const clip = fixture('clip-faststart.mp4');
+const FILES = {
+  'talk.mp4': { body: clip, type: 'video/mp4' },
+  'talk-hevc.mov': { body: fixture('clip-hevc.mov'), type: 'video/quicktime' },
+  'long-talk.mp4': { body: mp4WithSeconds(clip, 300), type: 'video/mp4' },
+  'b-roll-55.mp4': { body: mp4WithSeconds(clip, 55), type: 'video/mp4' },
+  'b-roll-59.mp4': { body: mp4WithSeconds(clip, 59), type: 'video/mp4' },
+  'b-roll-61.mp4': { body: mp4WithSeconds(clip, 61), type: 'video/mp4' },
+  'photo.jpg': { body: fixture('photo-100x100.jpg'), type: 'image/jpeg' },
+  'still.webp': { body: fixture('still-64x48.webp'), type: 'image/webp' },
+  'animated.webp': { body: fixture('animated-32x32.webp'), type: 'image/webp' },
+  'wide.png': { body: png(2000, 10), type: 'image/png' },
+  'voice.mp3': { body: fixture('tone-xing.mp3'), type: 'audio/mpeg' },
+  'voice.wav': { body: wav(2), type: 'audio/wav' },
+  'long.wav': { body: wav(301), type: 'audio/wav' },
+} as const;
+
+describe('smart clip: media limits, probed before any money moves', () => {
+  const probe = new MediaProbe(
+    { allowPrivateAddresses: false, timeoutMs: 3000, maxReadBytes: 1024 * 1024 },
+    { forbidden: (address) => (address === '127.0.0.1' ? null : forbiddenAddressClass(address)) },
+  );
+  const { state, submits, submit } = harness({ probe });
+  let media: MediaServer;
+  beforeAll(async () => {
+    media = await startMediaServer(FILES);
+  });
+  afterAll(() => media.close());
+  const at = (path: string) => `${media.origin}/${path}`;
+  const image = (path: string) => ({ type: 'image', file_url: at(path) });
+  const video = (path: string) => ({ type: 'video', file_url: at(path) });
+
+  it('accepts files within the limits, probing each URL once', async () => {
+    const { h, http } = state;
+    const { accountId, key } = await h.t.accountWithKey();
+    const { response, body } = await submit(key, {
+      model: 'clip-rm',
+      style_id: 'rm-talk',
+      source_video_url: at('talk-hevc.mov'),
+      materials: [image('photo.jpg'), image('still.webp'), video('b-roll-55.mp4'), image('photo.jpg')],
+      bgm: { mode: 'custom', url: at('voice.wav') },
+      cover_url: at('photo.jpg'),
+    });
+    expect(response.status, JSON.stringify(body)).toBe(200);
+    expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd('3.00'));
+    // photo.jpg is named three times and fetched as one probe (a HEAD, then a ranged read).
+    expect(media.seen.filter((s) => s.path === '/photo.jpg' && s.method === 'HEAD')).toHaveLength(1);
+    expect((await http.until(`/v1/videos/generations/${body.id}`, key, ended)).status).toBe('succeeded');
+  });
+
+  it.each([
+    ['the source video format', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'voice.wav' }, /^source_video_url: source video: must be mp4, mov; http:\/\/127\.0\.0\.1:\d+\/voice\.wav is wav$/],
+    ['the source video length', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'long-talk.mp4' }, /^source_video_url: source video: must be under 300 s; .*long-talk\.mp4 is 300 s$/],
+    ['a still material image', { model: 'clip-mx', style_id: 'mix-promo', audio_url: 'voice.mp3', materials: [['image', 'photo.jpg'], ['image', 'animated.webp']] }, /^materials\[1\]\.file_url: material image: must be a still image; .*animated\.webp is animated$/],
+    ['a material image side', { model: 'clip-mx', style_id: 'mix-promo', audio_url: 'voice.mp3', materials: [['image', 'wide.png']] }, /^materials\[0\]\.file_url: material image: each side must be under 2000 px; .*wide\.png is 2000x10$/],
+    ['a material image that is a video', { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: [['image', 'talk.mp4']] }, /^materials\[0\]\.file_url: material image: must be jpg, png, webp; .*talk\.mp4 is mp4$/],
+    ['a material video over 60 s', { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: [['video', 'b-roll-55.mp4'], ['video', 'b-roll-61.mp4']] }, /^materials\[1\]\.file_url: material video: must be at most 60 s; .*b-roll-61\.mp4 is 61 s$/],
+    [
+      'the materials together over 300 s (images count 2 s each)',
+      { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: [...Array.from({ length: 5 }, () => ['video', 'b-roll-59.mp4']), ['image', 'photo.jpg'], ['image', 'still.webp'], ['image', 'photo.jpg']] },
+      'materials: together at most 300 s (each image counts 2 s, each video its length); these come to 301 s',
+    ],
+    [
+      'the materials together over 300 s (six videos)',
+      { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: Array.from({ length: 6 }, () => ['video', 'b-roll-55.mp4']) },
+      'materials: together at most 300 s (each image counts 2 s, each video its length); these come to 330 s',
+    ],
+    ['the spoken audio length', { model: 'clip-mx', style_id: 'mix-promo', audio_url: 'long.wav', materials: [['image', 'photo.jpg']] }, /^audio_url: spoken audio: must be at most 300 s; .*long\.wav is 301 s$/],
+    ['the spoken audio format', { model: 'clip-mx', style_id: 'mix-promo', audio_url: 'talk.mp4', materials: [['image', 'photo.jpg']] }, /^audio_url: spoken audio: must be mp3, wav, m4a; .*talk\.mp4 is mp4$/],
+    ['the bgm length', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'talk.mp4', bgm: { mode: 'custom', url: 'long.wav' } }, /^bgm\.url: background music: must be at most 300 s; .*long\.wav is 301 s$/],
+    ['the cover format', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'talk.mp4', cover_url: 'still.webp' }, /^cover_url: cover: must be jpg, png; .*still\.webp is webp$/],
+    ['the cover side', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'talk.mp4', cover_url: 'wide.png' }, /^cover_url: cover: each side must be under 2000 px; .*wide\.png is 2000x10$/],
+  ])('refuses %s with a 400 naming the limit, nothing held, no upstream task', async (_what, shape, message) => {
+    const { h } = state;
+    const { accountId, key } = await h.t.accountWithKey();
+    const body: Record<string, unknown> = { ...shape };
+    for (const field of ['source_video_url', 'audio_url', 'cover_url'] as const) if (typeof body[field] === 'string') body[field] = at(body[field] as string);
+    if (Array.isArray(body.materials)) body.materials = (body.materials as Array<[string, string]>).map(([type, path]) => ({ type, file_url: at(path) }));
+    const bgm = body.bgm as { mode: string; url: string } | undefined;
+    if (bgm) body.bgm = { ...bgm, url: at(bgm.url) };
+    const { response, body: answer } = await submit(key, body);
+    expect(response.status, JSON.stringify(answer)).toBe(400);
+    expect(response.headers.get('x-gateway-trace')).toMatch(/^req_/);
+    expect(answer.error).toMatchObject({ code: 'invalid_request', type: 'invalid_request_error' });
+    const text = (answer.error as { message: string }).message;
+    if (typeof message === 'string') expect(text).toBe(message);
+    else expect(text).toMatch(message);
+    expect(submits()).toHaveLength(0);
+    expect(await h.t.gateway.ledger.wallet(accountId)).toMatchObject({ balance: GRANT, held: 0n });
+    expect((await ledgerEvents(h, accountId)).filter((e) => e.type === 'FundsReserved')).toHaveLength(0);
+  });
+
+  it('refuses a URL on a private or link-local address (the SSRF guard) without fetching it', async () => {
+    const { h } = state;
+    const { accountId, key } = await h.t.accountWithKey();
+    const { response, body } = await submit(key, {
+      model: 'clip-mx',
+      style_id: 'mix-promo',
+      audio_url: at('voice.mp3'),
+      materials: [image('photo.jpg'), { type: 'video', file_url: 'http://169.254.169.254/latest/meta-data?token=secret' }],
+    });
+    expect(response.status).toBe(400);
+    const message = (body.error as { message: string }).message;
+    expect(message).toBe('materials[1].file_url: the URL names 169.254.169.254, the cloud metadata address (link-local); media URLs must be on public addresses');
+    expect(message).not.toContain('secret');
+    expect(submits()).toHaveLength(0);
+    expect(await h.t.gateway.ledger.wallet(accountId)).toMatchObject({ balance: GRANT, held: 0n });
+  });
+
+  it('passes on a URL that cannot be probed (the upstream decides)', async () => {
+    const { h } = state;
+    const { key } = await h.t.accountWithKey();
+    const missing = at('gone.mp4');
+    const { response } = await submit(key, { model: 'clip-rm', style_id: 'rm-talk', source_video_url: missing, materials: [image('photo.jpg?nohead&norange')] });
+    expect(response.status).toBe(200);
+    expect(submits()[0]!.body).toMatchObject({ source_video_url: missing });
+  });
+
+  it('probes the URLs at the same time, and the whole wait stays within a few seconds', async () => {
+    const { h } = state;
+    const { key } = await h.t.accountWithKey();
+    // Each trickles its bytes one every 50 ms: each probe runs into its own 3 s limit. One after another
+    // they would take 15 s.
+    const slow = (i: number) => ({ type: 'video', file_url: at(`talk.mp4?trickle&n=${i}`) });
+    const started = Date.now();
+    const { response } = await submit(key, { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: Array.from({ length: 5 }, (_, i) => slow(i)) });
+    const took = Date.now() - started;
+    expect(response.status).toBe(200);
+    expect(took).toBeLessThan(5_500);
+  });
+});
