@@ -293,6 +293,16 @@ describe('smart clip', () => {
     const done = await http.until(`/v1/videos/generations/${body.id}`, key, ended);
     expect(done.status).toBe('succeeded');
   });
+
+  it('does not let a slow template upstream hold the submission past the probes\' budget', async () => {
+    const { h } = state;
+    const { key } = await h.t.accountWithKey();
+    h.sim.enqueueFor({ pathPrefix: '/clip-a/api/v3/clip-templates' }, 'slow_first_byte:8000');
+    const started = Date.now();
+    const { response } = await submit(key, { model: 'clip-rm', style_id: 'vm-anchor', source_video_url: SRC });
+    expect(response.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(7_000);
+  });
 });
 
 // Real small files on a local server (test/probe/fixtures): the probe may fetch from 127.0.0.1, and

@@ -1,6 +1,7 @@
 import type { ModelConfig } from '../../config/schema';
 import { ALL_LAYERS, checkClipFields, CLIP_SKUS, ClipBody, reservedSeconds, upstreamFields, type ClipKind, type TemplateFlags } from '../../clip/fields';
-import { judgeMedia, mediaChecks, probeAll } from '../../clip/media';
+import { CLIP_PROBE_BUDGET_MS, judgeMedia, mediaChecks, probeAll } from '../../clip/media';
+import type { TemplateLookup } from '../../clip/templates';
 import type { ClipTemplate } from '../../upstream/protocols/clip-templates';
 import { perSecond, VIDEO_LIFETIME_S } from './video-standard';
 import type { VideoContext, VideoPlan, VideoSku } from './video-skus';
@@ -20,13 +21,31 @@ export function planClip(kind: ClipKind, body: ClipBody, model: ModelConfig): Vi
 async function templateOf(kind: ClipKind, styleId: string, model: ModelConfig, context: VideoContext): Promise<TemplateFlags | { invalid: string }> {
   const templates = context.clipTemplates;
   if (!templates) return ALL_LAYERS;
-  const lookup = await templates.template(templates.channelsFor([model]), styleId);
+  // Within the probes' budget: a slow template upstream must not hold the submission (the fetch goes on
+  // and fills the cache; the submission goes on as if the template could not be read).
+  const lookup = await within(
+    templates.template(templates.channelsFor([model]), styleId).catch((): TemplateLookup<ClipTemplate> => UNREAD),
+    CLIP_PROBE_BUDGET_MS,
+    UNREAD,
+  );
   if (lookup.kind === 'not_found') return { invalid: `style_id: no clip template ${JSON.stringify(styleId)} (GET /v1/videos/clip-templates?scene=${CLIP_SKUS[kind].scene} lists them)` };
   if (lookup.kind === 'failed') return ALL_LAYERS;
   const template: ClipTemplate = lookup.value;
   const scene = CLIP_SKUS[kind].scene;
   if (template.scene !== undefined && template.scene !== scene) return { invalid: `style_id: ${JSON.stringify(styleId)} is a ${template.scene} template; ${kind} takes ${scene} templates` };
   return { hasTitle: template.has_title !== false, hasPersona: template.has_persona !== false };
+}
+
+const UNREAD: TemplateLookup<ClipTemplate> = { kind: 'failed', failure: { kind: 'timeout', message: 'the template could not be read in time' } };
+
+/** `promise`'s value, or `late` after `ms`. */
+async function within<T>(promise: Promise<T>, ms: number, late: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(late), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function clipSku(kind: ClipKind): VideoSku<ClipBody> {
