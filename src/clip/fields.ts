@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { CLIP_LIMITS } from '../probe/rules';
 import type { ClipScene } from './templates';
 
 // The smart-clip SKUs' body (spec, "Smart clip"): one schema for the three, and per SKU which fields it
@@ -63,14 +64,14 @@ export const CLIP_SKUS: Readonly<Record<ClipKind, ClipSkuRules>> = {
 
 const isWebUrl = (url: string) => /^https?:\/\/[^/?#\s]+/i.test(url);
 
-/** Every URL of the body and where it sits, as a 400 names it. */
-export function urlsOf(body: ClipBody): Array<{ readonly field: string; readonly url: string }> {
-  const urls: Array<{ field: string; url: string }> = [];
-  if (body.source_video_url !== undefined) urls.push({ field: 'source_video_url', url: body.source_video_url });
-  if (body.audio_url !== undefined) urls.push({ field: 'audio_url', url: body.audio_url });
-  body.materials?.forEach((m, i) => urls.push({ field: `materials[${i}].file_url`, url: m.file_url }));
-  if (body.bgm?.url !== undefined) urls.push({ field: 'bgm.url', url: body.bgm.url });
-  if (body.cover_url !== undefined) urls.push({ field: 'cover_url', url: body.cover_url });
+/** Every URL of the body: where it sits (as a 400 names it) and which of the spec's media limits it answers to. */
+export function urlsOf(body: ClipBody): Array<{ readonly field: string; readonly url: string; readonly limit: keyof typeof CLIP_LIMITS }> {
+  const urls: Array<{ field: string; url: string; limit: keyof typeof CLIP_LIMITS }> = [];
+  if (body.source_video_url !== undefined) urls.push({ field: 'source_video_url', url: body.source_video_url, limit: 'sourceVideo' });
+  if (body.audio_url !== undefined) urls.push({ field: 'audio_url', url: body.audio_url, limit: 'spokenAudio' });
+  body.materials?.forEach((m, i) => urls.push({ field: `materials[${i}].file_url`, url: m.file_url, limit: m.type === 'image' ? 'materialImage' : 'materialVideo' }));
+  if (body.bgm?.url !== undefined) urls.push({ field: 'bgm.url', url: body.bgm.url, limit: 'bgm' });
+  if (body.cover_url !== undefined) urls.push({ field: 'cover_url', url: body.cover_url, limit: 'cover' });
   return urls;
 }
 

@@ -75,8 +75,8 @@ describe('upstreamFields', () => {
     expect(upstreamFields('clip-realman', body, ALL_LAYERS)).toMatchObject({ title: 'T', introduce_card: { name: 'N', description: 'D' } });
   });
 
-  it('lists every URL by where it sits', () => {
+  it('lists every URL by where it sits and the limit it answers to', () => {
     const body = parse({ ...VALID['clip-mixcut'], bgm: { mode: 'custom', url: 'https://e.com/m.mp3' }, cover_url: 'https://e.com/c.jpg' });
-    expect(urlsOf(body).map((u) => u.field)).toEqual(['audio_url', 'materials[0].file_url', 'bgm.url', 'cover_url']);
+    expect(urlsOf(body).map((u) => [u.field, u.limit])).toEqual([['audio_url', 'spokenAudio'], ['materials[0].file_url', 'materialImage'], ['bgm.url', 'bgm'], ['cover_url', 'cover']]);
   });
 });

@@ -1,6 +1,6 @@
 import type { Probe, UrlProbe } from '../probe/port';
 import { checkMedia, CLIP_LIMITS, MATERIAL_IMAGE_SECONDS, MATERIALS_MAX_SECONDS, type MediaRule } from '../probe/rules';
-import type { ClipBody } from './fields';
+import { urlsOf, type ClipBody } from './fields';
 
 // The spec's "Media limits for clip inputs" applied to a clip body: which limit each URL answers to
 // (pure), the probes (concurrent, within one time budget), and the verdict (pure).
@@ -19,15 +19,12 @@ export interface MediaCheck {
 }
 
 export function mediaChecks(body: ClipBody): MediaCheck[] {
-  const checks: MediaCheck[] = [];
-  if (body.source_video_url !== undefined) checks.push({ field: 'source_video_url', url: body.source_video_url, rule: CLIP_LIMITS.sourceVideo });
-  if (body.audio_url !== undefined) checks.push({ field: 'audio_url', url: body.audio_url, rule: CLIP_LIMITS.spokenAudio });
-  body.materials?.forEach((m, i) =>
-    checks.push({ field: `materials[${i}].file_url`, url: m.file_url, rule: m.type === 'image' ? CLIP_LIMITS.materialImage : CLIP_LIMITS.materialVideo, material: m.type }),
-  );
-  if (body.bgm?.url !== undefined) checks.push({ field: 'bgm.url', url: body.bgm.url, rule: CLIP_LIMITS.bgm });
-  if (body.cover_url !== undefined) checks.push({ field: 'cover_url', url: body.cover_url, rule: CLIP_LIMITS.cover });
-  return checks;
+  return urlsOf(body).map(({ field, url, limit }) => ({
+    field,
+    url,
+    rule: CLIP_LIMITS[limit],
+    ...(limit === 'materialImage' ? { material: 'image' as const } : limit === 'materialVideo' ? { material: 'video' as const } : {}),
+  }));
 }
 
 /**

@@ -17,6 +17,18 @@ export function planClip(kind: ClipKind, body: ClipBody, model: ModelConfig): Vi
   return { reserved: (price * BigInt(basis) + 999n) / 1000n, billing: { unit: 'millisecond', price, per: 1000, cap: true }, basis };
 }
 
+const UNREAD: TemplateLookup<ClipTemplate> = { kind: 'failed', failure: { kind: 'timeout', message: 'the template could not be read in time' } };
+
+/** `promise`'s value, or `late` after `ms`. */
+async function within<T>(promise: Promise<T>, ms: number, late: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(late), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The template's flags, or a 400 when it is not one of this SKU's; unknown when it could not be read (passed on). */
 async function templateOf(kind: ClipKind, styleId: string, model: ModelConfig, context: VideoContext): Promise<TemplateFlags | { invalid: string }> {
   const templates = context.clipTemplates;
@@ -36,18 +48,6 @@ async function templateOf(kind: ClipKind, styleId: string, model: ModelConfig, c
   return { hasTitle: template.has_title !== false, hasPersona: template.has_persona !== false };
 }
 
-const UNREAD: TemplateLookup<ClipTemplate> = { kind: 'failed', failure: { kind: 'timeout', message: 'the template could not be read in time' } };
-
-/** `promise`'s value, or `late` after `ms`. */
-async function within<T>(promise: Promise<T>, ms: number, late: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(late), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 function clipSku(kind: ClipKind): VideoSku<ClipBody> {
   return {
     schema: ClipBody,
@@ -58,10 +58,7 @@ function clipSku(kind: ClipKind): VideoSku<ClipBody> {
       // The template and every URL at once: the slowest of them bounds the wait.
       const [flags, probes] = await Promise.all([
         templateOf(kind, body.style_id!, model, context),
-        probeAll(
-          context.probe,
-          checks.map((c) => c.url),
-        ),
+        probeAll(context.probe, checks.map((c) => c.url)),
       ]);
       if ('invalid' in flags) return flags;
       const broken = judgeMedia(checks, probes);
