@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { NO_PROBE } from '../../src/probe/port';
 import { CLIP_TEMPLATES, type Simulator } from '../../src/upstream/simulator';
@@ -23,16 +23,23 @@ function config(sim: Simulator): GatewayConfig {
   };
 }
 
-/** The gateway's clock runs with real time, plus whatever a test moves it on by. */
+/** The gateway's clock runs with real time, plus whatever a test moves it on by; a test may stop it. */
 let skewS = 0;
+let stoppedAt: number | null = null;
+const clock = () => stoppedAt ?? Math.floor(Date.now() / 1000) + skewS;
 let h: SimulatedGateway;
 let http: ReturnType<typeof api>;
 beforeAll(async () => {
-  h = await startTaskHarness(config, { probe: NO_PROBE, now: () => Math.floor(Date.now() / 1000) + skewS });
+  h = await startTaskHarness(config, { probe: NO_PROBE, now: clock });
   http = api(h);
 });
 afterAll(() => h.close());
 beforeEach(() => h.sim.reset());
+// A stopped clock runs on from where it stood.
+afterEach(() => {
+  if (stoppedAt !== null) skewS = stoppedAt - Math.floor(Date.now() / 1000);
+  stoppedAt = null;
+});
 
 const templateFetches = () => h.sim.requests.filter((r) => r.method === 'GET' && r.path.includes('/api/v3/clip-templates'));
 const errorOf = async (response: Response) => ((await response.json()) as { error: { code: string; type: string; message: string } }).error;
@@ -129,17 +136,19 @@ describe('the template cache', () => {
   it('asks the upstream once within 10 minutes, and again after', async () => {
     const { key } = await h.t.accountWithKey();
     skewS += 3600;
+    // Stopped, so that a real second passing does not move it past the edge being tested.
+    stoppedAt = clock();
     const list = () => http.get('/v1/videos/clip-templates?scene=oralMixCutting', key);
     const one = () => http.get('/v1/videos/clip-templates/mix-promo', key);
     expect((await list()).status).toBe(200);
     expect((await one()).status).toBe(200);
     expect(templateFetches()).toHaveLength(2);
-    skewS += 599;
+    stoppedAt += 599;
     const cached = (await (await list()).json()) as { templates: unknown[] };
     expect(cached.templates).toHaveLength(CLIP_TEMPLATES.oralMixCutting!.length);
     expect((await one()).status).toBe(200);
     expect(templateFetches()).toHaveLength(2);
-    skewS += 1;
+    stoppedAt += 1;
     expect((await list()).status).toBe(200);
     expect((await one()).status).toBe(200);
     expect(templateFetches()).toHaveLength(4);
