@@ -115,7 +115,7 @@ export function channelServes(channel: { protocol: string; translation?: boolean
  * `per_1m_completion_tokens` instead of per second.
  */
 /** The kinds of video SKU, each with its own body and rules (src/http/media/video-skus.ts). */
-export const VIDEO_KINDS = ['standard'] as const;
+export const VIDEO_KINDS = ['standard', 'clip-realman', 'clip-mixcut', 'clip-news'] as const;
 export type VideoKind = (typeof VIDEO_KINDS)[number];
 
 export const VideoRulesSchema = z

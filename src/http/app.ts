@@ -30,6 +30,8 @@ import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
 import { videoRoutes } from './media/videos';
+import { clipTemplateRoutes } from './media/clip-templates';
+import { ClipTemplates } from '../clip/templates';
 import { NO_PROBE, type UrlProbe } from '../probe/port';
 import { speechRoutes } from './media/speech';
 import type { SpeechTimings } from './media/speech-calls';
@@ -192,7 +194,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     submitTimeoutMs: deps.taskSubmitTimeoutMs ?? TASK_SUBMIT_TIMEOUT_MS,
     viewsAt: (position: Position | null) => deps.runner.waitFor(position),
   };
-  await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE }));
+  // Smart-clip templates, kept 10 minutes on the gateway's clock (tests move it with `now`).
+  const clipTemplates = new ClipTemplates(deps.registry, { now: () => now() * 1000 });
+  await app.register(clipTemplateRoutes(clipTemplates));
+  await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE, clipTemplates }));
   const speech = {
     ...taskSubmit,
     registry: deps.registry,

@@ -66,10 +66,12 @@ export class GatewayError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** A status other than the code's own, where the spec gives one (Errors, rule 8: 403 `model_not_allowed`). */
+    status?: number,
   ) {
     super(message);
     this.name = 'GatewayError';
-    this.status = ERROR_CODES[code].status;
+    this.status = status ?? ERROR_CODES[code].status;
   }
 
   /** Fastify's name for the status: scopes with their own error handler (admin, MCP) read it. */

@@ -74,3 +74,20 @@ export function jpegWithPadding(jpeg: Buffer, padding: number): Buffer {
   }
   return Buffer.concat([jpeg.subarray(0, 2), ...segments, jpeg.subarray(2)]);
 }
+
+/** A real mp4 whose movie header (`mvhd`) says it lasts `seconds`: a long video without its bytes (the
+ * probe reads the length from the header; the samples stay the short clip's). */
+export function mp4WithSeconds(mp4: Buffer, seconds: number): Buffer {
+  const file = Buffer.from(mp4);
+  const at = file.indexOf('mvhd', 0, 'latin1');
+  if (at < 0) throw new Error('no mvhd box');
+  const version = file.readUInt8(at + 4);
+  if (version === 0) {
+    const timescale = file.readUInt32BE(at + 4 + 4 + 8);
+    file.writeUInt32BE(Math.round(seconds * timescale), at + 4 + 4 + 8 + 4);
+  } else {
+    const timescale = file.readUInt32BE(at + 4 + 4 + 16);
+    file.writeBigUInt64BE(BigInt(Math.round(seconds * timescale)), at + 4 + 4 + 16 + 4);
+  }
+  return file;
+}

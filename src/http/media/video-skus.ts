@@ -2,6 +2,8 @@ import type { z } from 'zod';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../../config/schema';
 import type { TaskBilling } from '../../events/catalog';
 import type { UrlProbe } from '../../probe/port';
+import type { ClipTemplates } from '../../clip/templates';
+import { CLIP_VIDEO_SKUS } from './video-clip';
 import { standardVideo } from './video-standard';
 
 /** What a video task costs: the hold, how it is settled, and what the hold stands for (TaskCreated.basis). */
@@ -28,6 +30,8 @@ export interface VideoContext {
   readonly accountId: string;
   /** What the gateway may learn of a URL the body names, before any money moves (src/probe). */
   readonly probe: UrlProbe;
+  /** Smart-clip templates (a `style_id`'s flags), from the model's channels through the gateway's cache. */
+  readonly clipTemplates?: ClipTemplates;
 }
 
 /**
@@ -45,6 +49,9 @@ export interface VideoSku<B> {
 /** Every kind of video SKU; `standard` unless the model's `video.kind` says. */
 export const VIDEO_SKUS: Readonly<Record<VideoKind, VideoSku<never>>> = {
   standard: standardVideo as VideoSku<never>,
+  'clip-realman': CLIP_VIDEO_SKUS['clip-realman'] as VideoSku<never>,
+  'clip-mixcut': CLIP_VIDEO_SKUS['clip-mixcut'] as VideoSku<never>,
+  'clip-news': CLIP_VIDEO_SKUS['clip-news'] as VideoSku<never>,
 };
 
 export function videoSkuOf(model: ModelConfig): VideoSku<unknown> {

@@ -10,6 +10,7 @@ import type { GatewayError } from '../errors';
 import type { RouteDoc } from '../openapi/route-doc';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
 import type { UrlProbe } from '../../probe/port';
+import type { ClipTemplates } from '../../clip/templates';
 import { VideoBody } from './video-standard';
 import { videoSkuOf } from './video-skus';
 import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
@@ -19,6 +20,7 @@ export interface VideoDeps extends TaskSubmitDeps {
   readonly router: Router;
   readonly queries: TaskQueries;
   readonly probe: UrlProbe;
+  readonly clipTemplates: ClipTemplates;
 }
 
 const ListQuery = z.looseObject({
@@ -127,7 +129,7 @@ async function submitVideo(deps: VideoDeps, request: FastifyRequest, reply: Fast
   const sku = videoSkuOf(model);
   const parsed = sku.schema.safeParse(request.body);
   if (!parsed.success) return reject('invalid_request', zodMessage(parsed.error));
-  const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId, probe: deps.probe });
+  const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId, probe: deps.probe, clipTemplates: deps.clipTemplates });
   if ('invalid' in prepared) return reject('invalid_request', prepared.invalid);
   const routes = model.kind === 'video' ? deps.router.routes(model.id, 'videos', prepared.channels) : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for video generation.`);

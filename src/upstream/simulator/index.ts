@@ -26,6 +26,7 @@ export { deepStrings, markersIn, stripMarkers, validateScenario, ScenarioError, 
 export { STREAM_ERRORS, vendorError } from './errors';
 export { imageTokens, isGrid4, PNG_BASE64 } from './protocols/images';
 export { videoTokens, VIDEO_FPS } from './protocols/videos';
+export { CLIP_FPS, CLIP_TEMPLATES, DEFAULT_CLIP_SECONDS, type SimClipTemplate } from './protocols/clip';
 export { taskFamily, FAMILY_PROTOCOL, type TaskFamily, type TaskStatus } from './protocols/tasks';
 export { DEFAULT_SONG_SECONDS, lyricsFor, MUSIC_ACTIONS, SONGS_PER_TASK } from './protocols/music';
 export { transcriptOf, type Transcript } from './protocols/transcripts';

@@ -11,6 +11,7 @@ import { handleImages } from './protocols/images';
 import { handleMessages, messagesMarkerText } from './protocols/messages';
 import { handleResponses, responsesMarkerText } from './protocols/responses';
 import { handleSpeech, handleVoiceCreate } from './protocols/speech';
+import { handleClipTemplates } from './protocols/clip';
 import { handleTaskDelete, handleTaskGet, handleTaskSubmit, taskProtocol, type Task } from './protocols/tasks';
 import { deepStrings, markersIn, normalizeEntry, ScenarioError, toScenarioSet } from './scenarios';
 import type { Protocol, RecordedRequest, Scenario, ScenarioFilter, ScenarioSet, Simulator, SimulatorOptions } from './types';
@@ -19,11 +20,13 @@ type Route =
   | { kind: 'chat' | 'responses' | 'messages' | 'images-generations' | 'images-edits' | 'task-submit' | 'speech' | 'voices'; protocol: Protocol }
   | { kind: 'generate'; protocol: Protocol; model: string; stream: boolean }
   | { kind: 'task-get' | 'task-delete'; protocol: Protocol; id: string }
+  | { kind: 'clip-templates'; protocol: Protocol; id: string | undefined }
   | { kind: 'file'; name: string }
   | { kind: 'health' };
 
 const GENERATE_RE = /\/(?:v1beta|v1alpha|v1)\/models\/([^/]+):(generateContent|streamGenerateContent)$/;
 const TASKS_RE = /\/api\/v3\/contents\/generations\/tasks(?:\/([^/]+))?$/;
+const CLIP_TEMPLATES_RE = /\/api\/v3\/clip-templates(?:\/([^/]+))?$/;
 
 /**
  * Endpoints match by suffix, so a channel base_url may carry a path prefix (`${sim.url}/channel-a`).
@@ -41,6 +44,8 @@ function route(method: string, path: string, body: unknown, tasks: ReadonlyMap<s
     if (method === 'DELETE' && id !== undefined) return { kind: 'task-delete', protocol, id };
     return undefined;
   }
+  const c = CLIP_TEMPLATES_RE.exec(path);
+  if (c && method === 'GET') return { kind: 'clip-templates', protocol: 'videos', id: c[1] === undefined ? undefined : decodeURIComponent(c[1]) };
   if (method !== 'POST') return undefined;
   if (path.endsWith('/v1/chat/completions')) return { kind: 'chat', protocol: 'chat-completions' };
   if (path.endsWith('/v1/responses')) return { kind: 'responses', protocol: 'responses' };
@@ -229,6 +234,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         return handleTaskGet(ctx, r.id);
       case 'task-delete':
         return handleTaskDelete(ctx, r.id);
+      case 'clip-templates':
+        return handleClipTemplates(ctx, r.id);
       case 'speech':
         return handleSpeech(ctx);
       case 'voices':
