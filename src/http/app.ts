@@ -31,6 +31,7 @@ import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
 import { videoRoutes } from './media/videos';
 import { NO_PROBE, type UrlProbe } from '../probe/port';
+import { avatarRoutes } from './media/avatars';
 import { speechRoutes } from './media/speech';
 import type { SpeechTimings } from './media/speech-calls';
 import { voiceRoutes } from './media/voices';
@@ -193,6 +194,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     viewsAt: (position: Position | null) => deps.runner.waitFor(position),
   };
   await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE }));
+  await app.register(avatarRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE }));
   const speech = {
     ...taskSubmit,
     registry: deps.registry,

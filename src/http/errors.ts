@@ -66,10 +66,12 @@ export class GatewayError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** The code's status from the table, unless an endpoint's own list says otherwise (Errors rule 8). */
+    status?: number,
   ) {
     super(message);
     this.name = 'GatewayError';
-    this.status = ERROR_CODES[code].status;
+    this.status = status ?? ERROR_CODES[code].status;
   }
 
   /** Fastify's name for the status: scopes with their own error handler (admin, MCP) read it. */
