@@ -1,7 +1,12 @@
 import type { z } from 'zod';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../../config/schema';
 import type { TaskBilling } from '../../events/catalog';
+import type { TaskService } from '../../commands/task/service';
+import type { ModelRegistry } from '../../config/registry';
 import type { UrlProbe } from '../../probe/port';
+import { dhAvatarVideo } from './video-dh-avatar';
+import { dhLipSyncVideo } from './video-dh-lipsync';
+import { dhMotionVideo } from './video-dh-motion';
 import { standardVideo } from './video-standard';
 
 /** What a video task costs: the hold, how it is settled, and what the hold stands for (TaskCreated.basis). */
@@ -28,6 +33,10 @@ export interface VideoContext {
   readonly accountId: string;
   /** What the gateway may learn of a URL the body names, before any money moves (src/probe). */
   readonly probe: UrlProbe;
+  /** The account's avatars and cloned voices, read from their task streams (a dh-avatar's references). */
+  readonly tasks: Pick<TaskService, 'state'>;
+  /** The config's presets and channels. */
+  readonly registry: ModelRegistry;
 }
 
 /**
@@ -45,6 +54,9 @@ export interface VideoSku<B> {
 /** Every kind of video SKU; `standard` unless the model's `video.kind` says. */
 export const VIDEO_SKUS: Readonly<Record<VideoKind, VideoSku<never>>> = {
   standard: standardVideo as VideoSku<never>,
+  'dh-avatar': dhAvatarVideo as VideoSku<never>,
+  'dh-lipsync': dhLipSyncVideo as VideoSku<never>,
+  'dh-motion': dhMotionVideo as VideoSku<never>,
 };
 
 export function videoSkuOf(model: ModelConfig): VideoSku<unknown> {

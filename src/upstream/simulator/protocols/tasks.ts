@@ -12,11 +12,12 @@ import { vendorError } from '../errors';
 import { nowSeconds, pad, sendJson, type Ctx } from '../http';
 import type { Protocol, ScenarioSet } from '../types';
 import { avatarSubmission } from './avatars';
+import { digitalHumanSubmission } from './digital-humans';
 import { musicAssetSubmission, musicSubmission } from './music';
 import { transcriptSubmission } from './transcripts';
 import { videoSubmission } from './videos';
 
-export type TaskFamily = 'video' | 'music' | 'music-asset' | 'transcript' | 'avatar';
+export type TaskFamily = 'video' | 'digital-human' | 'music' | 'music-asset' | 'transcript' | 'avatar';
 export type TaskStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'expired' | 'cancelled';
 type FinalStatus = Exclude<TaskStatus, 'queued' | 'running'>;
 
@@ -63,6 +64,7 @@ const DEFAULT_POLLS = 3;
 
 export const FAMILY_PROTOCOL: Record<TaskFamily, Protocol> = {
   video: 'videos',
+  'digital-human': 'videos',
   music: 'music',
   'music-asset': 'music',
   transcript: 'transcripts',
@@ -70,12 +72,14 @@ export const FAMILY_PROTOCOL: Record<TaskFamily, Protocol> = {
 };
 
 /**
- * The family of a submit body, first match wins: `content` array → video; `url` string → transcript;
+ * The family of a submit body, first match wins: `avatar` or `source_video_url` → digital-human video;
+ * `content` array → video; `url` string → transcript;
  * `source_url` → avatar; `action` string → music follow-up; `prompt` or `lyrics` → music; else video
  * (whose validation then names the missing `content`).
  */
 export function taskFamily(body: unknown): TaskFamily {
   const b = asRecord(body);
+  if (b.avatar !== undefined || b.source_video_url !== undefined) return 'digital-human';
   if (Array.isArray(b.content)) return 'video';
   if (typeof b.url === 'string') return 'transcript';
   if (b.source_url !== undefined) return 'avatar';
@@ -95,6 +99,8 @@ function submission(family: TaskFamily, b: Record<string, unknown>, s: SubmitCon
   switch (family) {
     case 'video':
       return videoSubmission(b, s);
+    case 'digital-human':
+      return digitalHumanSubmission(b, s);
     case 'music':
       return musicSubmission(b, s);
     case 'music-asset':
@@ -138,6 +144,7 @@ export function handleTaskSubmit(ctx: Ctx): void {
 
 const FAILURE_NOUN: Record<TaskFamily, string> = {
   video: 'video generation',
+  'digital-human': 'digital-human video generation',
   music: 'music generation',
   'music-asset': 'music generation',
   transcript: 'transcription',
