@@ -29,9 +29,9 @@ export interface AvatarDeps extends TaskSubmitDeps {
   readonly probe: UrlProbe;
 }
 
-/** The gateway's id of an avatar: `avatar_` and its task's id. */
-const AVATAR_ID = /^avatar_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
-export const avatarIdOf = (taskId: string) => `avatar_${taskId}`;
+/** An avatar's id is its task's id: the call log's `task_id` of its creation finds it. */
+const AVATAR_ID = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+export const avatarIdOf = (taskId: string) => taskId;
 
 /** The spec's "Other constants": avatar name 1-20 characters; list up to 200. */
 export const AVATAR_NAME_MAX = 20;
@@ -247,11 +247,9 @@ export async function resolveAvatar(
   accountId: string,
   id: string,
 ): Promise<AvatarReference | { readonly invalid: string }> {
+  if (presetsOf(registry).avatars.some((p) => p.id === id)) return { reference: id, channel: null };
   const match = AVATAR_ID.exec(id);
-  if (!match) {
-    if (presetsOf(registry).avatars.some((p) => p.id === id)) return { reference: id, channel: null };
-    return { invalid: `avatar: ${JSON.stringify(id.slice(0, 200))} is neither an avatar of this account nor a preset avatar` };
-  }
+  if (!match) return { invalid: `avatar: ${JSON.stringify(id.slice(0, 200))} is neither an avatar of this account nor a preset avatar` };
   const state = await tasks.state(match[1]!);
   if (state.phase === 'none' || state.family !== 'avatar' || state.accountId !== accountId || !state.visible) return { invalid: `avatar: no avatar ${id} exists for this account` };
   if (state.phase !== 'succeeded' || !state.upstream) {
