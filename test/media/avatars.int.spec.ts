@@ -61,6 +61,8 @@ const remove = (key: string, id: string) => fetch(`${h.baseUrl}/v1/videos/avatar
 describe('POST /v1/videos/avatars', () => {
   it('answers pending, holds the per_call fee, settles it once the upstream made the avatar ready', async () => {
     const { accountId, key } = await h.t.accountWithKey();
+    // Pending long enough for the hold to be seen (the poller runs every 40 ms here).
+    h.sim.enqueueFor({ protocol: 'avatars' }, 'task_polls:20');
     const { response, body } = await create(key, { name: 'Host Anna', source_url: photo() });
     expect(response.status).toBe(200);
     expect(response.headers.get('x-gateway-trace')).toMatch(/^req_/);
@@ -99,7 +101,7 @@ describe('POST /v1/videos/avatars', () => {
     ['task_cancelled', 'The task was cancelled.'],
   ])('refunds the fee in full when the upstream task ends %s: the avatar is failed with the error text', async (scenario, message) => {
     const { accountId, key } = await h.t.accountWithKey();
-    h.sim.enqueueFor({ protocol: 'avatars' }, scenario);
+    h.sim.enqueueFor({ protocol: 'avatars' }, [scenario, 'task_polls:20']);
     const { body } = await create(key, { name: 'Doomed', source_url: photo() });
     expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd('2.00'));
     const failed = await http.until(`/v1/videos/avatars/${body.id}`, key, settledAvatar);
@@ -147,6 +149,7 @@ describe('POST /v1/videos/avatars', () => {
     const notVideo = await create(key, { name: 'A', source_url: photo(), source_kind: 'video' });
     expect(notVideo.response.status).toBe(400);
     expect(notVideo.body).toMatchObject({ error: { message: expect.stringContaining('source video: must be mp4, mov') } });
+    h.sim.enqueueFor({ protocol: 'avatars' }, 'task_polls:20');
     const missing = await create(key, { name: 'A', source_url: `${media.origin}/nothing.png` });
     // A URL nothing could be learnt from is passed on: the upstream decides.
     expect(missing.response.status).toBe(200);

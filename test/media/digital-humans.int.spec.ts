@@ -84,7 +84,7 @@ describe('dh-avatar', () => {
   it('drives an own ready avatar with an audio_url: reserves price × duration, sends the upstream reference, settles the delivered seconds', async () => {
     const { accountId, key } = await h.t.accountWithKey();
     const id = await avatar(key);
-    h.sim.enqueueFor({ protocol: 'videos' }, 'task_duration_ms:6500');
+    h.sim.enqueueFor({ protocol: 'videos' }, ['task_duration_ms:6500', 'task_polls:20']);
     const { response, body } = await submit(key, { model: 'dh-avatar', avatar: id, audio_url: url('voice.mp3'), duration: 8, title: 'Weekly news' });
     expect(response.status).toBe(200);
     expect(response.headers.get('x-gateway-trace')).toMatch(/^req_/);
@@ -135,7 +135,7 @@ describe('dh-avatar', () => {
     ['task_expired', 'expired'],
   ])('refunds the reservation in full when the upstream task ends %s', async (scenario, status) => {
     const { accountId, key } = await h.t.accountWithKey();
-    h.sim.enqueueFor({ protocol: 'videos' }, scenario);
+    h.sim.enqueueFor({ protocol: 'videos' }, [scenario, 'task_polls:20']);
     const { body } = await submit(key, { model: 'dh-avatar', avatar: 'preset-anna', audio_url: url('voice.mp3'), duration: 6 });
     expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd('0.60'));
     expect(await http.until(`/v1/videos/generations/${body.id}`, key, ended)).toMatchObject({ status });
@@ -221,7 +221,7 @@ describe('lip-sync', () => {
     ['dh-lipsync-max', '0.40'],
   ])('%s reserves its per-second price × duration and settles the delivered seconds', async (model, price) => {
     const { accountId, key } = await h.t.accountWithKey();
-    h.sim.enqueueFor({ protocol: 'videos' }, 'task_duration_ms:4000');
+    h.sim.enqueueFor({ protocol: 'videos' }, ['task_duration_ms:4000', 'task_polls:20']);
     const { response, body } = await submit(key, { model, source_video_url: url('clip.mp4'), audio_url: url('voice.mp3'), duration: 5 });
     expect(response.status).toBe(200);
     expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd(price) * 5n);
@@ -279,6 +279,7 @@ describe('motion transfer', () => {
     ['max', '0.25'],
   ])('resolution %s selects the unit price tier', async (resolution, price) => {
     const { accountId, key } = await h.t.accountWithKey();
+    h.sim.enqueueFor({ protocol: 'videos' }, 'task_polls:20');
     const { response, body } = await submit(key, { model: 'dh-motion', source_video_url: url('clip.mp4'), content: images(2), face_count: 2, duration: 10, ...(resolution ? { resolution } : {}) });
     expect(response.status).toBe(200);
     expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd(price) * 10n);
@@ -293,6 +294,7 @@ describe('motion transfer', () => {
 
   it('takes 7 images; face_count defaults to their number; a flat per_second prices every tier', async () => {
     const { accountId, key } = await h.t.accountWithKey();
+    h.sim.enqueueFor({ protocol: 'videos' }, 'task_polls:20');
     const { response } = await submit(key, { model: 'dh-motion-flat', source_video_url: url('clip.mp4'), content: images(7), resolution: 'max', duration: 2 });
     expect(response.status).toBe(200);
     expect(videoSubmits()[0]!.body).toMatchObject({ face_count: 7 });
