@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
 import { MediaProbe } from '../../src/probe/media-probe';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Scenario, Simulator } from '../../src/upstream/simulator';
 import { startMediaServer, type MediaServer } from '../probe/media-server';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
@@ -95,7 +95,7 @@ describe('POST /v1/videos/avatars', () => {
     expect((await h.t.gateway.ledger.wallet(accountId)).balance).toBe(GRANT - parseUsd('3.00'));
   });
 
-  it.each([
+  it.each<[Scenario, string]>([
     ['task_failed', 'The avatar creation failed (simulated).'],
     ['task_expired', 'The task expired before it could finish (simulated).'],
     ['task_cancelled', 'The task was cancelled.'],

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig, ModelConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
 import { MediaProbe } from '../../src/probe/media-probe';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Scenario, Simulator } from '../../src/upstream/simulator';
 import { startMediaServer, type MediaServer } from '../probe/media-server';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
@@ -69,7 +69,7 @@ async function submit(key: string, body: Record<string, unknown>, headers: Recor
 }
 
 /** An avatar of the account, once the upstream made it (ready) or failed it. */
-async function avatar(key: string, scenario?: string): Promise<string> {
+async function avatar(key: string, scenario?: Scenario): Promise<string> {
   if (scenario) h.sim.enqueueFor({ protocol: 'avatars' }, scenario);
   const response = await http.post('/v1/videos/avatars', key, { name: 'Host', source_url: url('photo.jpg') });
   const id = String(((await response.json()) as { id: string }).id);
@@ -130,7 +130,7 @@ describe('dh-avatar', () => {
     expect(await http.until(`/v1/videos/generations/${body.id}`, key, ended)).toMatchObject({ status: 'succeeded' });
   });
 
-  it.each([
+  it.each<[Scenario, string]>([
     ['task_failed', 'failed'],
     ['task_expired', 'expired'],
   ])('refunds the reservation in full when the upstream task ends %s', async (scenario, status) => {
