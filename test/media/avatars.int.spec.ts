@@ -237,6 +237,8 @@ describe('GET and DELETE /v1/videos/avatars', () => {
     const { key } = await h.t.accountWithKey();
     h.sim.enqueueFor({ protocol: 'avatars' }, 'task_failed');
     const first = (await create(key, { name: 'First', source_url: photo() })).body;
+    // Task times are whole seconds (the spec's created_at): within one second the order is the ids'.
+    await new Promise((r) => setTimeout(r, 1100));
     const second = (await create(key, { name: 'Second', source_url: photo() })).body;
     await http.until(`/v1/videos/avatars/${first.id}`, key, settledAvatar);
     await http.until(`/v1/videos/avatars/${second.id}`, key, settledAvatar);

@@ -37,8 +37,15 @@ function config(sim: Simulator): GatewayConfig {
       mediaModel({ id: 'dh-motion-flat', kind: 'video', price: { per_second: '0.07' }, video: video('dh-motion') }),
       mediaModel({ id: 'dh-nochannel', kind: 'video', price: { per_second: '0.10' }, video: video('dh-avatar') }),
       mediaModel({ id: 'vid-flat', kind: 'video', price: { per_second: '0.15' } }),
+      mediaModel({ id: 'dh-avatar-far', kind: 'video', price: { per_second: '0.10' }, video: video('dh-avatar') }),
     ],
-    channels: [mediaChannel(sim, 'av-a', 'avatars', ['avatar-std']), mediaChannel(sim, 'sp-a', 'speech', ['tts']), mediaChannel(sim, 'dh-a', 'videos', DH)],
+    channels: [
+      mediaChannel(sim, 'av-a', 'avatars', ['avatar-std']),
+      mediaChannel(sim, 'sp-a', 'speech', ['tts']),
+      mediaChannel(sim, 'dh-a', 'videos', DH),
+      // Another upstream (another origin): it cannot know avatars made on av-a.
+      { ...mediaChannel(sim, 'dh-far', 'videos', ['dh-avatar-far']), base_url: `${sim.url.replace('127.0.0.1', 'localhost')}/dh-far` },
+    ],
     presets: { voices: [{ id: 'preset-voice', name: 'Narrator' }], avatars: [{ id: 'preset-anna', name: 'Anna' }] },
   } as GatewayConfig;
 }
@@ -196,6 +203,16 @@ describe('dh-avatar', () => {
     expect(taskSubmits()).toHaveLength(0);
     const [row] = await logRows(h, accountId);
     expect(row).toMatchObject({ status: 'rejected', error_code: 'invalid_request', cost_usd: '0.00' });
+  });
+
+  it('sends an own avatar only to video channels of the upstream that made it (none: 503)', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    const id = await avatar(key);
+    const { response, body } = await submit(key, { model: 'dh-avatar-far', avatar: id, audio_url: url('voice.mp3'), duration: 5 });
+    expect(response.status).toBe(503);
+    expect(body).toMatchObject({ error: { code: 'no_channel_available', message: expect.stringContaining('upstream that holds') } });
+    expect(videoSubmits()).toHaveLength(0);
+    expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(0n);
   });
 
   it('takes text of exactly 10000 characters and a title of 20', async () => {

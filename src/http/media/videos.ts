@@ -145,7 +145,11 @@ async function submitVideo(deps: VideoDeps, request: FastifyRequest, reply: Fast
   const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId, probe: deps.probe, tasks: deps.tasks, registry: deps.registry });
   if ('invalid' in prepared) return reject('invalid_request', prepared.invalid);
   const routes = model.kind === 'video' ? deps.router.routes(model.id, 'videos', prepared.channels) : [];
-  if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for video generation.`);
+  if (routes.length === 0) {
+    // A reference (an avatar, a cloned voice) held by an upstream with no video channel for this model.
+    const elsewhere = prepared.channels !== undefined && model.kind === 'video' && deps.router.hasRoute(model.id, 'videos');
+    return reject('no_channel_available', elsewhere ? `The model \`${model.id}\` has no channel on the upstream that holds this call's avatar or voice.` : `The model \`${model.id}\` has no channel for video generation.`);
+  }
   const submitted = await submitUpstreamTask(deps, {
     facts,
     family: 'video',
