@@ -217,8 +217,10 @@ describe('dh-avatar', () => {
 
   it('takes text of exactly 10000 characters and a title of 20', async () => {
     const { key } = await h.t.accountWithKey();
-    const { response } = await submit(key, { model: 'dh-avatar', avatar: 'preset-anna', voice: 'preset-voice', text: '字'.repeat(10_000), title: '题'.repeat(20), duration: 5 });
+    const { response, body } = await submit(key, { model: 'dh-avatar', avatar: 'preset-anna', voice: 'preset-voice', text: '字'.repeat(10_000), title: '题'.repeat(20), duration: 5 });
     expect(response.status).toBe(200);
+    // Ended before the next test: its polls would take the scenarios that test queues.
+    await http.until(`/v1/videos/generations/${body.id}`, key, ended);
   });
 
   it('probes audio_url as spoken audio before money moves', async () => {
@@ -312,10 +314,11 @@ describe('motion transfer', () => {
   it('takes 7 images; face_count defaults to their number; a flat per_second prices every tier', async () => {
     const { accountId, key } = await h.t.accountWithKey();
     h.sim.enqueueFor({ protocol: 'videos' }, 'task_polls:20');
-    const { response } = await submit(key, { model: 'dh-motion-flat', source_video_url: url('clip.mp4'), content: images(7), resolution: 'max', duration: 2 });
+    const { response, body } = await submit(key, { model: 'dh-motion-flat', source_video_url: url('clip.mp4'), content: images(7), resolution: 'max', duration: 2 });
     expect(response.status).toBe(200);
     expect(videoSubmits()[0]!.body).toMatchObject({ face_count: 7 });
     expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd('0.14'));
+    await http.until(`/v1/videos/generations/${body.id}`, key, ended);
   });
 
   it.each<[string, Record<string, unknown>, RegExp]>([
