@@ -115,7 +115,10 @@ export function channelServes(channel: { protocol: string; translation?: boolean
  * `per_1m_completion_tokens` instead of per second.
  */
 /** The kinds of video SKU, each with its own body and rules (src/http/media/video-skus.ts). */
-export const VIDEO_KINDS = ['standard', 'clip-realman', 'clip-mixcut', 'clip-news'] as const;
+/** `dh-avatar` (a digital human speaking), `dh-lipsync` (a video's lips to an audio), `dh-motion` (motion
+ * transfer): the digital-human SKUs, whose `duration` is required and only the reservation's basis;
+ * `clip-realman`, `clip-mixcut`, `clip-news`: the smart-clip SKUs (src/clip). */
+export const VIDEO_KINDS = ['standard', 'dh-avatar', 'dh-lipsync', 'dh-motion', 'clip-realman', 'clip-mixcut', 'clip-news'] as const;
 export type VideoKind = (typeof VIDEO_KINDS)[number];
 
 export const VideoRulesSchema = z

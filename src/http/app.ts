@@ -33,6 +33,7 @@ import { videoRoutes } from './media/videos';
 import { clipTemplateRoutes } from './media/clip-templates';
 import { ClipTemplates } from '../clip/templates';
 import { NO_PROBE, type UrlProbe } from '../probe/port';
+import { avatarRoutes } from './media/avatars';
 import { speechRoutes } from './media/speech';
 import type { SpeechTimings } from './media/speech-calls';
 import { voiceRoutes } from './media/voices';
@@ -198,6 +199,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const clipTemplates = new ClipTemplates(deps.registry, { now: () => now() * 1000 });
   await app.register(clipTemplateRoutes(clipTemplates));
   await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE, clipTemplates }));
+  await app.register(avatarRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE }));
   const speech = {
     ...taskSubmit,
     registry: deps.registry,

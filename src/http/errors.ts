@@ -66,7 +66,7 @@ export class GatewayError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly headers: Record<string, string> = {},
-    /** A status other than the code's own, where the spec gives one (Errors, rule 8: 403 `model_not_allowed`). */
+    /** The code's status from the table, unless an endpoint's own list says otherwise (Errors rule 8). */
     status?: number,
   ) {
     super(message);

@@ -81,7 +81,11 @@ function routeTakes(url: string, path: string): boolean {
 }
 
 function routeOf(method: string, path: string): RegisteredRoute {
-  const matching = registered.filter((r) => r.method === method && r.excluded === undefined && routeTakes(r.url, path));
+  const candidates = registered.filter((r) => r.method === method && r.excluded === undefined && routeTakes(r.url, path));
+  // A static route wins over a parametric one that also takes its path, as in fastify's router
+  // (`/v1/videos/avatars/presets` before `/v1/videos/avatars/:id`).
+  const exact = candidates.filter((r) => r.url === path);
+  const matching = exact.length > 0 ? exact : candidates;
   expect(matching.map((r) => r.url), `${method} ${path}`).toHaveLength(1);
   return matching[0]!;
 }

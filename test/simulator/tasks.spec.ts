@@ -150,6 +150,33 @@ describe('avatars', () => {
   });
 });
 
+describe('digital-human videos', () => {
+  it('drive a ready avatar of this simulator (or a preset) for the body duration; a pending or unknown avatar is refused', async () => {
+    const avatar = await submitTask(sim, { model: 'avatar-1', source_url: 'https://cdn.example/me.png', name: 'me' });
+    const early = await post(`${sim.url}${TASKS}`, { model: 'dh-avatar', avatar, audio_url: 'https://cdn.example/a.mp3' });
+    expect(early.status).toBe(400);
+    await finalTask(sim, avatar);
+    const id = await submitTask(sim, { model: 'dh-avatar', avatar, audio_url: 'https://cdn.example/a.mp3', duration: 7.5 });
+    expect(sim.requests.at(-1)!.protocol).toBe('videos');
+    const done = await finalTask(sim, id);
+    expect(done).toMatchObject({ status: 'succeeded', content: { video_url: `${sim.url}/files/${id}.mp4` }, duration: 7.5, framespersecond: 24 });
+    expect(done).not.toHaveProperty('usage');
+    const preset = await finalTask(sim, await submitTask(sim, { model: 'dh-avatar', avatar: 'preset-anna', voice: 'nova', text: 'hi [[sim:task_duration_ms:3200]]' }));
+    expect(preset).toMatchObject({ status: 'succeeded', duration: 3.2 });
+    expect((await post(`${sim.url}${TASKS}`, { model: 'dh-avatar', avatar: 'cgt-sim999999', audio_url: 'https://cdn.example/a.mp3' })).status).toBe(404);
+    expect((await post(`${sim.url}${TASKS}`, { model: 'dh-avatar', avatar: 'preset-anna' })).status).toBe(400);
+  });
+
+  it('take lip-sync and motion-transfer bodies (default 5 s); a source video alone is a 400', async () => {
+    const lipsync = await finalTask(sim, await submitTask(sim, { model: 'dh-lipsync', source_video_url: 'https://cdn.example/v.mp4', audio_url: 'https://cdn.example/a.mp3' }));
+    expect(lipsync).toMatchObject({ status: 'succeeded', duration: 5 });
+    const motion = await submitTask(sim, { model: 'dh-motion', source_video_url: 'https://cdn.example/v.mp4', content: [{ type: 'image_url', image_url: { url: 'https://cdn.example/p.png' } }], duration: 4 });
+    expect(sim.requests.at(-1)!.protocol).toBe('videos');
+    expect(await finalTask(sim, motion)).toMatchObject({ status: 'succeeded', duration: 4 });
+    expect((await post(`${sim.url}${TASKS}`, { model: 'dh-lipsync', source_video_url: 'https://cdn.example/v.mp4' })).status).toBe(400);
+  });
+});
+
 describe('video output files', () => {
   it('lists subtitle files only for model ids containing "subtitle", one per asked language', async () => {
     const plain = await finalTask(sim, await submitTask(sim, video));

@@ -109,9 +109,11 @@ export type TaskCommand =
     }
   | { type: 'Fail'; outcome: Outcome; error: TaskError; result?: Record<string, unknown>; run?: TaskRun; now: number }
   /** The gateway's own deadline: refused before it. */
-  | { type: 'Expire'; now: number };
+  | { type: 'Expire'; now: number }
+  /** The owner deletes what a finished task made (an avatar): refused while it is in flight. */
+  | { type: 'Delete'; now: number };
 
-export type TaskErrorCode = 'task_exists' | 'task_not_found' | 'task_finished' | 'task_not_due' | 'task_submitted' | 'invalid_task';
+export type TaskErrorCode = 'task_exists' | 'task_not_found' | 'task_finished' | 'task_not_due' | 'task_submitted' | 'task_in_flight' | 'invalid_task';
 
 /** cost(q) = ceil(q × price / per), never above the reservation when the billing is capped. */
 export function costOf(billing: TaskBilling, units: number, reserved: bigint): bigint {
@@ -189,6 +191,8 @@ export function evolve(state: TaskState, event: TaskEvent): TaskState {
         progress: null,
         ...ranWith(state, event.data.run),
       };
+    case 'TaskDeleted':
+      return { ...state, visible: false };
     default:
       return assertNever(event);
   }
@@ -237,6 +241,12 @@ export function decide(command: TaskCommand, state: TaskState): TaskDecision {
     });
   }
   if (state.phase === 'none') return refuse('task_not_found', 'no such task');
+  if (command.type === 'Delete') {
+    // A task nobody can see (refused at submission, or deleted already) is not there to delete.
+    if (!state.visible) return refuse('task_not_found', 'no such task');
+    if (isInFlight(state.phase)) return refuse('task_in_flight', `task ${state.taskId} is still in flight`);
+    return accept({ type: 'TaskDeleted', data: { at: at(state, command.now) } });
+  }
   if (isFinished(state.phase)) {
     // The same upstream acceptance recorded twice (a retried job) is no change.
     if (command.type === 'RecordSubmission' && state.upstream?.taskId === command.upstreamTaskId) return accept();

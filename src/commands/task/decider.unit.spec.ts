@@ -271,3 +271,29 @@ describe('times', () => {
     ]);
   });
 });
+
+describe('Delete (what a finished task made: an avatar)', () => {
+  const deleted = (at: number): TaskEvent => ({ type: 'TaskDeleted', data: { at } });
+  const visible = (events: TaskEvent[]): TaskEvent[] => [created({ visible: true }), ...events.slice(1)];
+
+  it('hides a finished, visible task; its money and phase stay as they were', () => {
+    for (const name of ['succeeded', 'failed', 'expired', 'cancelled']) {
+      const state = given(visible(ENDED[name]!)).when({ type: 'Delete', now: T0 + 100 }).then([deleted(T0 + 100)]);
+      expect(state).toMatchObject({ visible: false, phase: name });
+    }
+  });
+
+  it('is refused while the task is in flight (task_in_flight)', () => {
+    for (const events of [visible(IN_FLIGHT.queued!), visible(IN_FLIGHT.running!)]) given(events).when({ type: 'Delete', now: T0 + 5 }).thenRefused('task_in_flight');
+  });
+
+  it('is refused for a task nobody sees: unknown, refused at submission, or deleted already (task_not_found)', () => {
+    given().when({ type: 'Delete', now: T0 }).thenRefused('task_not_found');
+    given(ENDED.refused!).when({ type: 'Delete', now: T0 + 5 }).thenRefused('task_not_found');
+    given([...visible(ENDED.succeeded!), deleted(T0 + 70)]).when({ type: 'Delete', now: T0 + 80 }).thenRefused('task_not_found');
+  });
+
+  it('times the deletion no earlier than the creation', () => {
+    given(visible(ENDED.failed!)).when({ type: 'Delete', now: T0 - 50 }).then([deleted(T0)]);
+  });
+});

@@ -70,6 +70,14 @@ export const VOICE = rules('voice', 'gateway', { created: 'pending', queued: 'pe
   'failed',
 ]);
 
+/** Avatar: an upstream task; pending → ready | failed (the spec's avatar states). An avatar the upstream
+ * expired or cancelled is `failed` too: the spec gives avatars no other ending. */
+export const AVATAR = rules('avatar', 'upstream', { created: 'pending', queued: 'pending', running: 'pending', succeeded: 'ready', expired: 'failed', cancelled: 'failed' }, [
+  'pending',
+  'ready',
+  'failed',
+]);
+
 export const FAMILIES: Readonly<Record<TaskFamily, FamilyRules>> = {
   video: VIDEO,
   image: IMAGE,
@@ -77,6 +85,7 @@ export const FAMILIES: Readonly<Record<TaskFamily, FamilyRules>> = {
   speech: SPEECH,
   transcript: TRANSCRIPT,
   voice: VOICE,
+  avatar: AVATAR,
 };
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FAMILIES, IMAGE, isFinished, isInFlight, MUSIC, SPEECH, statusFilter, TRANSCRIPT, VIDEO, VOICE, type FamilyRules, type Phase } from './families';
+import { AVATAR, FAMILIES, IMAGE, isFinished, isInFlight, MUSIC, SPEECH, statusFilter, TRANSCRIPT, VIDEO, VOICE, type FamilyRules, type Phase } from './families';
 
 const PHASES: readonly Phase[] = ['created', 'queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled', 'refused'];
 
@@ -28,6 +28,10 @@ describe("each family's status of each phase, as the spec names them", () => {
     expect(statusesOf(VOICE)).toEqual({ created: 'pending', queued: 'pending', running: 'pending', succeeded: 'ready', failed: 'failed', expired: 'failed', cancelled: 'failed', refused: 'failed' });
   });
 
+  it('avatar: pending while the upstream creates it, then ready or failed (expired and cancelled too)', () => {
+    expect(statusesOf(AVATAR)).toEqual({ created: 'pending', queued: 'pending', running: 'pending', succeeded: 'ready', failed: 'failed', expired: 'failed', cancelled: 'failed', refused: 'failed' });
+  });
+
   it('every family shows each phase as one of its own statuses, in flight as in flight', () => {
     for (const family of Object.values(FAMILIES)) {
       for (const phase of PHASES) expect(family.statuses, `${family.family} ${phase}`).toContain(family.statusOf(phase));
@@ -45,6 +49,7 @@ describe("each family's status of each phase, as the spec names them", () => {
       image: 'gateway',
       speech: 'gateway',
       voice: 'gateway',
+      avatar: 'upstream',
     });
   });
 

@@ -8,8 +8,9 @@ import { Int32, Timestamp, Units, defineEvent, type EventOf } from './codec';
  */
 export const taskStream = (taskId: string) => `task-${taskId}`;
 
-/** Transcripts and voice clones are short tasks: the client waits for their end. */
-export const TASK_FAMILIES = ['video', 'image', 'music', 'speech', 'transcript', 'voice'] as const;
+/** Transcripts and voice clones are short tasks: the client waits for their end. An avatar is the
+ * upstream task that creates it: its id is the avatar's id, its upstream task id the avatar's reference. */
+export const TASK_FAMILIES = ['video', 'image', 'music', 'speech', 'transcript', 'voice', 'avatar'] as const;
 export type TaskFamily = (typeof TASK_FAMILIES)[number];
 
 /**
@@ -101,6 +102,10 @@ export const TaskFailed = defineEvent(
   z.object({ outcome: z.enum(['failed', 'expired', 'cancelled']), error: TaskError, result: Json.optional(), run: TaskRun.optional(), at: Timestamp }),
 );
 
-export const taskEvents = [TaskCreated, TaskSubmitted, TaskSubmissionRefused, TaskStarted, TaskProgressed, TaskSucceeded, TaskFailed] as const;
+/** The owner deleted what the finished task made (an avatar): it leaves polls and lists and can no
+ * longer be used. Its money was settled or released when it ended; deleting moves none. */
+export const TaskDeleted = defineEvent('TaskDeleted', z.object({ at: Timestamp }));
+
+export const taskEvents = [TaskCreated, TaskSubmitted, TaskSubmissionRefused, TaskStarted, TaskProgressed, TaskSucceeded, TaskFailed, TaskDeleted] as const;
 
 export type TaskEvent = EventOf<(typeof taskEvents)[number]>;

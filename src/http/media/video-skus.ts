@@ -1,9 +1,14 @@
 import type { z } from 'zod';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../../config/schema';
 import type { TaskBilling } from '../../events/catalog';
+import type { TaskService } from '../../commands/task/service';
+import type { ModelRegistry } from '../../config/registry';
 import type { UrlProbe } from '../../probe/port';
 import type { ClipTemplates } from '../../clip/templates';
 import { CLIP_VIDEO_SKUS } from './video-clip';
+import { dhAvatarVideo } from './video-dh-avatar';
+import { dhLipSyncVideo } from './video-dh-lipsync';
+import { dhMotionVideo } from './video-dh-motion';
 import { standardVideo } from './video-standard';
 
 /** What a video task costs: the hold, how it is settled, and what the hold stands for (TaskCreated.basis). */
@@ -32,6 +37,10 @@ export interface VideoContext {
   readonly probe: UrlProbe;
   /** Smart-clip templates (a `style_id`'s flags), from the model's channels through the gateway's cache. */
   readonly clipTemplates?: ClipTemplates;
+  /** The account's avatars and cloned voices, read from their task streams (a dh-avatar's references). */
+  readonly tasks: Pick<TaskService, 'state'>;
+  /** The config's presets and channels. */
+  readonly registry: ModelRegistry;
 }
 
 /**
@@ -52,6 +61,9 @@ export const VIDEO_SKUS: Readonly<Record<VideoKind, VideoSku<never>>> = {
   'clip-realman': CLIP_VIDEO_SKUS['clip-realman'] as VideoSku<never>,
   'clip-mixcut': CLIP_VIDEO_SKUS['clip-mixcut'] as VideoSku<never>,
   'clip-news': CLIP_VIDEO_SKUS['clip-news'] as VideoSku<never>,
+  'dh-avatar': dhAvatarVideo as VideoSku<never>,
+  'dh-lipsync': dhLipSyncVideo as VideoSku<never>,
+  'dh-motion': dhMotionVideo as VideoSku<never>,
 };
 
 export function videoSkuOf(model: ModelConfig): VideoSku<unknown> {

@@ -7,6 +7,7 @@ import { zodMessage } from '../../upstream/protocols/chat-completions';
 import type { Router } from '../../upstream/routing';
 import { beginCall, callableModel, replayRefusal } from '../billable-call';
 import type { GatewayError } from '../errors';
+import { digitalHumanError, rejectingByRuleEight } from './digital-human-errors';
 import type { RouteDoc } from '../openapi/route-doc';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
 import type { UrlProbe } from '../../probe/port';
@@ -110,18 +111,32 @@ function mayReplay(deps: VideoDeps, request: FastifyRequest): GatewayError | nul
   const named = NamesModel.safeParse(request.body ?? {});
   if (!named.success) return null; // never stored: only successes are
   const caller = request.caller!;
+  const asAnswered = (error: GatewayError | null) => (error && followsRuleEight(deps.registry, named.data.model) ? digitalHumanError(error) : error);
   const model = callableModel(deps.registry, caller.key.settings.allowed_models, named.data.model);
-  if ('code' in model) return replayRefusal(caller, model, () => 0n);
+  if ('code' in model) return asAnswered(replayRefusal(caller, model, () => 0n));
   const parsed = videoSkuOf(model).schema.safeParse(request.body);
   if (!parsed.success) return null;
-  return replayRefusal(caller, model, (m) => videoSkuOf(m).reservation(parsed.data, m));
+  return asAnswered(replayRefusal(caller, model, (m) => videoSkuOf(m).reservation(parsed.data, m)));
+}
+
+/**
+ * Whether a submission naming this model answers by Errors rule 8 (the digital-human list: 404
+ * `model_not_found`, 403 `model_not_allowed`) rather than the main table: every SKU kind but `standard`
+ * (digital humans, smart clip). An id the registry does not know is judged by its prefix (`dh-`, `clip-`).
+ */
+export function followsRuleEight(registry: ModelRegistry, id: string): boolean {
+  const model = registry.resolve(id);
+  if (model) return model.kind === 'video' && (model.video?.kind ?? 'standard') !== 'standard';
+  return /^(dh|clip)-/i.test(id);
 }
 
 async function submitVideo(deps: VideoDeps, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const caller = request.caller!;
-  const { facts, reject } = beginCall(deps.ledger, deps.now, request, 'videos.generations', 'second');
+  const begun = beginCall(deps.ledger, deps.now, request, 'videos.generations', 'second');
+  const { facts } = begun;
   const named = NamesModel.safeParse(request.body ?? {});
-  if (!named.success) return reject('invalid_request', zodMessage(named.error));
+  if (!named.success) return begun.reject('invalid_request', zodMessage(named.error));
+  const reject = followsRuleEight(deps.registry, named.data.model) ? rejectingByRuleEight(begun.reject) : begun.reject;
   const model = callableModel(deps.registry, caller.key.settings.allowed_models, named.data.model);
   if ('code' in model) return reject(model.code, model.message);
   facts.model = model.id;
@@ -129,10 +144,14 @@ async function submitVideo(deps: VideoDeps, request: FastifyRequest, reply: Fast
   const sku = videoSkuOf(model);
   const parsed = sku.schema.safeParse(request.body);
   if (!parsed.success) return reject('invalid_request', zodMessage(parsed.error));
-  const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId, probe: deps.probe, clipTemplates: deps.clipTemplates });
+  const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId, probe: deps.probe, tasks: deps.tasks, registry: deps.registry, clipTemplates: deps.clipTemplates });
   if ('invalid' in prepared) return reject('invalid_request', prepared.invalid);
   const routes = model.kind === 'video' ? deps.router.routes(model.id, 'videos', prepared.channels) : [];
-  if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for video generation.`);
+  if (routes.length === 0) {
+    // A reference (an avatar, a cloned voice) held by an upstream with no video channel for this model.
+    const elsewhere = prepared.channels !== undefined && model.kind === 'video' && deps.router.hasRoute(model.id, 'videos');
+    return reject('no_channel_available', elsewhere ? `The model \`${model.id}\` has no channel on the upstream that holds this call's avatar or voice.` : `The model \`${model.id}\` has no channel for video generation.`);
+  }
   const submitted = await submitUpstreamTask(deps, {
     facts,
     family: 'video',

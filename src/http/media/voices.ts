@@ -230,7 +230,7 @@ export interface ClonedVoiceRoute {
  * An id of the gateway's form that is not one of the account's ready voices is the caller's error:
  * no upstream could know it. Read from the task's stream, not a view: a voice cloned a moment ago works.
  */
-export async function resolveVoice(deps: SpeechDeps, accountId: string, voice: SpeechVoice): Promise<ClonedVoiceRoute | null | { invalid: string }> {
+export async function resolveVoice(deps: { readonly tasks: Pick<SpeechDeps['tasks'], 'state'> }, accountId: string, voice: SpeechVoice): Promise<ClonedVoiceRoute | null | { invalid: string }> {
   const id = typeof voice === 'string' ? voice : voice.id;
   const match = VOICE_ID.exec(id);
   if (!match) return null;

@@ -119,6 +119,9 @@ async function apply(tx: SqlQuery, event: DomainEvent, recorded: RecordedEvent):
       );
       return;
     }
+    case 'TaskDeleted':
+      await tx.query(`UPDATE tasks SET visible = false WHERE task_id = $1`, [taskId]);
+      return;
     default:
       return;
   }

@@ -1,5 +1,6 @@
 import type { TaskFamily } from '../../events/catalog';
 import type { DeliveryOf } from '../delivery';
+import { avatarDelivery } from './avatar';
 import { musicDelivery } from './music';
 import { transcriptDelivery } from './transcript';
 import { videoDelivery } from './video';
@@ -9,4 +10,5 @@ export const DELIVERIES: Partial<Record<TaskFamily, DeliveryOf>> = {
   video: videoDelivery,
   music: musicDelivery,
   transcript: transcriptDelivery,
+  avatar: avatarDelivery,
 };

@@ -13,11 +13,12 @@ import { nowSeconds, pad, sendJson, type Ctx } from '../http';
 import type { Protocol, ScenarioSet } from '../types';
 import { avatarSubmission } from './avatars';
 import { clipSubmission } from './clip';
+import { digitalHumanSubmission } from './digital-humans';
 import { musicAssetSubmission, musicSubmission } from './music';
 import { transcriptSubmission } from './transcripts';
 import { videoSubmission } from './videos';
 
-export type TaskFamily = 'video' | 'clip' | 'music' | 'music-asset' | 'transcript' | 'avatar';
+export type TaskFamily = 'video' | 'clip' | 'digital-human' | 'music' | 'music-asset' | 'transcript' | 'avatar';
 export type TaskStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'expired' | 'cancelled';
 type FinalStatus = Exclude<TaskStatus, 'queued' | 'running'>;
 
@@ -65,6 +66,7 @@ const DEFAULT_POLLS = 3;
 export const FAMILY_PROTOCOL: Record<TaskFamily, Protocol> = {
   video: 'videos',
   clip: 'videos',
+  'digital-human': 'videos',
   music: 'music',
   'music-asset': 'music',
   transcript: 'transcripts',
@@ -72,13 +74,15 @@ export const FAMILY_PROTOCOL: Record<TaskFamily, Protocol> = {
 };
 
 /**
- * The family of a submit body, first match wins: `style_id` → smart clip; `content` array → video; `url` string → transcript;
+ * The family of a submit body, first match wins: `style_id` → smart clip; `avatar` or `source_video_url` →
+ * digital-human video; `content` array → video; `url` string → transcript;
  * `source_url` → avatar; `action` string → music follow-up; `prompt` or `lyrics` → music; else video
  * (whose validation then names the missing `content`).
  */
 export function taskFamily(body: unknown): TaskFamily {
   const b = asRecord(body);
   if (b.style_id !== undefined) return 'clip';
+  if (b.avatar !== undefined || b.source_video_url !== undefined) return 'digital-human';
   if (Array.isArray(b.content)) return 'video';
   if (typeof b.url === 'string') return 'transcript';
   if (b.source_url !== undefined) return 'avatar';
@@ -100,6 +104,8 @@ function submission(family: TaskFamily, b: Record<string, unknown>, s: SubmitCon
       return videoSubmission(b, s);
     case 'clip':
       return clipSubmission(b, s);
+    case 'digital-human':
+      return digitalHumanSubmission(b, s);
     case 'music':
       return musicSubmission(b, s);
     case 'music-asset':
@@ -144,6 +150,7 @@ export function handleTaskSubmit(ctx: Ctx): void {
 const FAILURE_NOUN: Record<TaskFamily, string> = {
   video: 'video generation',
   clip: 'smart clip',
+  'digital-human': 'digital-human video generation',
   music: 'music generation',
   'music-asset': 'music generation',
   transcript: 'transcription',
