@@ -244,6 +244,22 @@ describe('smart clip', () => {
     expect(rows.find((r) => r.error_code === 'quota_exceeded')).toMatchObject({ status: 'rejected', model: 'clip-dear', cost_usd: '0.00' });
   });
 
+  it('answers model errors by Errors rule 8: 403 model_not_allowed, 404 model_not_found, nothing held', async () => {
+    const { h } = state;
+    const { accountId, key } = await h.t.accountWithKey({ allowed_models: ['clip-nw'] });
+    const refused = await submit(key, { model: 'clip-rm', style_id: 'rm-talk', source_video_url: SRC });
+    expect(refused.response.status).toBe(403);
+    expect(refused.response.headers.get('x-gateway-trace')).toMatch(/^req_/);
+    expect(refused.body).toMatchObject({ error: { code: 'model_not_allowed', type: 'invalid_request_error' } });
+    const unknown = await submit(key, { model: 'clip-unknown', style_id: 'rm-talk', source_video_url: SRC });
+    expect(unknown.response.status).toBe(404);
+    expect(unknown.body).toMatchObject({ error: { code: 'model_not_found' } });
+    expect(submits()).toHaveLength(0);
+    expect(await h.t.gateway.ledger.wallet(accountId)).toMatchObject({ balance: GRANT, held: 0n });
+    const rows = await logRows(h, accountId);
+    expect(rows.map((r) => [r.status, r.error_code]).sort()).toEqual([['rejected', 'model_not_allowed'], ['rejected', 'model_not_found']]);
+  });
+
   it('answers 503 no_channel_available for a clip model no channel serves, holding nothing', async () => {
     const { h } = state;
     const { accountId, key } = await h.t.accountWithKey();
