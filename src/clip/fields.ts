@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isWebUrl } from '../probe/checks';
 import type { CLIP_LIMITS } from '../probe/rules';
 import type { ClipScene } from './templates';
 
@@ -61,8 +62,6 @@ export const CLIP_SKUS: Readonly<Record<ClipKind, ClipSkuRules>> = {
   'clip-mixcut': { scene: 'oralMixCutting', takes: [...COMMON, 'audio_url', 'materials'], requires: ['style_id', 'audio_url', 'materials'] },
   'clip-news': { scene: 'newsMixCutting', takes: [...COMMON, 'materials', 'material_composition'], requires: ['style_id', 'materials', 'title'] },
 };
-
-const isWebUrl = (url: string) => /^https?:\/\/[^/?#\s]+/i.test(url);
 
 /** Every URL of the body: where it sits (as a 400 names it) and which of the spec's media limits it answers to. */
 export function urlsOf(body: ClipBody): Array<{ readonly field: string; readonly url: string; readonly limit: keyof typeof CLIP_LIMITS }> {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { MediaFacts, Probe, UrlProbe } from '../probe/port';
 import { ClipBody } from './fields';
-import { judgeMedia, mediaChecks, probeAll } from './media';
+import { probeAll } from '../probe/checks';
+import { judgeMedia, mediaChecks } from './media';
 
 const facts = (url: string, more: Partial<MediaFacts>): Probe => ({
   kind: 'probed',

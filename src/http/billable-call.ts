@@ -61,12 +61,15 @@ export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<
 
 /** A call refused before it could hold money still gets its call-log row (cost 0). The record is
  * queued before the answer leaves, so every later read of the wallet sees it; not awaited. */
-export function rejectCall(ledger: Ledger, facts: CallFacts, code: ErrorCode, message: string, fields: Partial<CallRecord> = {}): never {
+export function rejectCall(ledger: Ledger, facts: CallFacts, code: ErrorCode, message: string, fields: Partial<CallRecord> = {}, statuses: EndpointStatuses = {}): never {
   ledger
     .recordRejected(facts.request.caller!.accountId, callRecord(facts, Object.assign({}, fields, { status: 'rejected' as const, error_code: code, error_message: message })), true)
     .catch((error: unknown) => facts.request.log.error({ err: error }, 'could not record a rejected call'));
-  throw new GatewayError(code, message);
+  throw new GatewayError(code, message, {}, statuses[code]);
 }
+
+/** An endpoint's own statuses for some codes, where the spec lists them apart from the main table (Errors rule 8). */
+export type EndpointStatuses = Partial<Record<ErrorCode, number>>;
 
 /** The canonical model a call names, if it exists, is callable and the key may use it. */
 export function callableModel(registry: ModelRegistry, allowList: readonly string[] | null, id: string): ModelConfig | { code: ErrorCode; message: string } {
@@ -97,8 +100,9 @@ export function failureSummary(failure: Failure, errorMessage: (body: unknown) =
 }
 
 /** A billable call as it begins: its facts (attempts and channel filled in as it goes), and its refusal
- * before any hold, a `rejected` call-log row of `unitType` and the error thrown. */
-export function beginCall(ledger: Ledger, now: () => number, request: FastifyRequest, endpoint: string, unitType: string) {
+ * before any hold, a `rejected` call-log row of `unitType` and the error thrown (with the endpoint's own
+ * `statuses`, where it has any). */
+export function beginCall(ledger: Ledger, now: () => number, request: FastifyRequest, endpoint: string, unitType: string, statuses: EndpointStatuses = {}) {
   const facts: CallFacts = {
     request,
     endpoint,
@@ -108,7 +112,7 @@ export function beginCall(ledger: Ledger, now: () => number, request: FastifyReq
     attempts: 0,
     channelId: null,
   };
-  const reject = (code: ErrorCode, message: string): never => rejectCall(ledger, facts, code, message, { unit_type: unitType });
+  const reject = (code: ErrorCode, message: string): never => rejectCall(ledger, facts, code, message, { unit_type: unitType }, statuses);
   return { facts, reject };
 }
 

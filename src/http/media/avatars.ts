@@ -5,17 +5,19 @@ import type { ModelRegistry } from '../../config/registry';
 import type { ChannelConfig, ModelConfig, Presets } from '../../config/schema';
 import { parseUsd } from '../../money/usd';
 import type { UrlProbe } from '../../probe/port';
+import { mediaRefusal, WebUrl } from '../../probe/checks';
 import { CLIP_LIMITS } from '../../probe/rules';
+import { isInFlight } from '../../commands/task/decider';
 import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
 import type { Router } from '../../upstream/routing';
 import { beginCall, callableModel, replayRefusal } from '../billable-call';
 import { GatewayError, type ErrorCode } from '../errors';
 import type { RouteDoc } from '../openapi/route-doc';
-import { digitalHumanError, rejectingByRuleEight } from './digital-human-errors';
-import { isWebUrl, mediaRefusal } from './probed-url';
+import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';
+import { upTo } from './video-dh';
 import { sendRefused, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
-import { MEDIA_READ, MEDIA_ROUTE } from './task-views';
+import { MEDIA_READ, MEDIA_ROUTE, TASK_ID } from './task-views';
 
 // Avatars (spec "Avatar", "Avatar endpoints"): an avatar IS a task of the `avatar` family. Its upstream
 // task (the content-generation tasks API on an `avatars` channel) creates it; that task's upstream id is
@@ -29,9 +31,7 @@ export interface AvatarDeps extends TaskSubmitDeps {
   readonly probe: UrlProbe;
 }
 
-/** An avatar's id is its task's id: the call log's `task_id` of its creation finds it. */
-const AVATAR_ID = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
-export const avatarIdOf = (taskId: string) => taskId;
+// An avatar's id is its task's id: the call log's `task_id` of its creation finds it.
 
 /** The spec's "Other constants": avatar name 1-20 characters; list up to 200. */
 export const AVATAR_NAME_MAX = 20;
@@ -39,15 +39,13 @@ export const AVATAR_LIST_LIMIT = 200;
 /** The upstream usually takes 5-10 minutes; past an hour the gateway gives up (failed, refunded). */
 export const AVATAR_LIFETIME_S = 3600;
 
-const codePoints = (s: string) => [...s].length;
-
 const AvatarBody = z.looseObject({
   name: z
     .string()
     .min(1)
-    .refine((s) => codePoints(s) <= AVATAR_NAME_MAX, `must be at most ${AVATAR_NAME_MAX} characters`)
+    .pipe(upTo(AVATAR_NAME_MAX))
     .describe(`The avatar's name, 1-${AVATAR_NAME_MAX} characters.`),
-  source_url: z.string().min(1).max(4096).refine(isWebUrl, 'must be a public http(s) URL').describe('A public http(s) link to the image or video the avatar is made from.'),
+  source_url: WebUrl.describe('A public http(s) link to the image or video the avatar is made from.'),
   source_kind: z.enum(['image', 'video']).default('image').describe('What `source_url` is: `image` (default) or `video`.'),
   model: z.string().min(1).optional().describe('The avatar model (kind `avatar`) whose `per_call` fee is charged and whose channels create it (default: the first callable one).'),
 });
@@ -130,7 +128,7 @@ export function avatarRoutes(deps: AvatarDeps) {
         throw avatarNotFound(request.params.id);
       }
       await deps.viewsAt(deleted.position);
-      return { id: avatarIdOf(row.task_id), deleted: true };
+      return { id: row.task_id, deleted: true };
     });
   };
 }
@@ -140,7 +138,7 @@ export const presetsOf = (registry: ModelRegistry): Presets => registry.config.p
 /** The avatar record, the spec's fields exactly. */
 export function avatarBody(row: TaskRow): Record<string, unknown> {
   return {
-    id: avatarIdOf(row.task_id),
+    id: row.task_id,
     name: row.params.name ?? null,
     source_kind: row.params.source_kind ?? 'image',
     status: row.status,
@@ -154,8 +152,7 @@ function avatarNotFound(id: string): GatewayError {
 }
 
 async function ownAvatar(deps: AvatarDeps, accountId: string, id: string): Promise<TaskRow> {
-  const match = AVATAR_ID.exec(id);
-  const row = match ? await deps.queries.get(accountId, 'avatar', match[1]!) : null;
+  const row = TASK_ID.test(id) ? await deps.queries.get(accountId, 'avatar', id) : null;
   if (!row) throw avatarNotFound(id);
   return row;
 }
@@ -190,9 +187,7 @@ function mayReplay(deps: AvatarDeps, request: FastifyRequest): GatewayError | nu
 /** `POST /v1/videos/avatars`: everything checked (the source probed) before the fee is held. */
 async function createAvatar(deps: AvatarDeps, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const caller = request.caller!;
-  const begun = beginCall(deps.ledger, deps.now, request, 'videos.avatars', 'call');
-  const { facts } = begun;
-  const reject = rejectingByRuleEight(begun.reject);
+  const { facts, reject } = beginCall(deps.ledger, deps.now, request, 'videos.avatars', 'call', RULE_EIGHT_STATUS);
   const parsed = AvatarBody.safeParse(request.body ?? {});
   if (!parsed.success) return reject('invalid_request', zodMessage(parsed.error));
   const body: AvatarBody = parsed.data;
@@ -201,7 +196,7 @@ async function createAvatar(deps: AvatarDeps, request: FastifyRequest, reply: Fa
   facts.model = model.id;
   const routes = deps.router.routes(model.id, 'avatars');
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for avatars.`);
-  const refused = await mediaRefusal(deps.probe, 'source_url', body.source_url, body.source_kind === 'video' ? CLIP_LIMITS.sourceVideo : CLIP_LIMITS.materialImage);
+  const refused = await mediaRefusal(deps.probe, [{ field: 'source_url', url: body.source_url, rule: body.source_kind === 'video' ? CLIP_LIMITS.sourceVideo : CLIP_LIMITS.materialImage }]);
   if (refused) return reject('invalid_request', refused);
 
   const fee = feeOf(model);
@@ -221,7 +216,7 @@ async function createAvatar(deps: AvatarDeps, request: FastifyRequest, reply: Fa
   if (!submitted.ok) return sendRefused(reply, submitted.answer);
   const { state } = submitted;
   return reply.code(200).send({
-    id: avatarIdOf(state.taskId),
+    id: state.taskId,
     name: body.name,
     source_kind: body.source_kind,
     status: 'pending',
@@ -248,13 +243,11 @@ export async function resolveAvatar(
   id: string,
 ): Promise<AvatarReference | { readonly invalid: string }> {
   if (presetsOf(registry).avatars.some((p) => p.id === id)) return { reference: id, channel: null };
-  const match = AVATAR_ID.exec(id);
-  if (!match) return { invalid: `avatar: ${JSON.stringify(id.slice(0, 200))} is neither an avatar of this account nor a preset avatar` };
-  const state = await tasks.state(match[1]!);
+  if (!TASK_ID.test(id)) return { invalid: `avatar: ${JSON.stringify(id.slice(0, 200))} is neither an avatar of this account nor a preset avatar` };
+  const state = await tasks.state(id);
   if (state.phase === 'none' || state.family !== 'avatar' || state.accountId !== accountId || !state.visible) return { invalid: `avatar: no avatar ${id} exists for this account` };
   if (state.phase !== 'succeeded' || !state.upstream) {
-    const status = state.phase === 'created' || state.phase === 'queued' || state.phase === 'running' ? 'pending' : 'failed';
-    return { invalid: `avatar: the avatar ${id} is not ready (${status})` };
+    return { invalid: `avatar: the avatar ${id} is not ready (${isInFlight(state.phase) ? 'pending' : 'failed'})` };
   }
   return { reference: state.upstream.taskId, channel: registry.config.channels.find((c) => c.id === state.upstream!.channelId) ?? null };
 }

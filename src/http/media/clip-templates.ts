@@ -4,6 +4,7 @@ import { CLIP_SCENES, type ClipScene, type ClipTemplates, type TemplateLookup } 
 import { tasksErrorMessage } from '../../upstream/protocols/tasks';
 import type { Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody } from '../errors';
+import { RULE_EIGHT_STATUS } from './digital-human-errors';
 import type { RouteDoc } from '../openapi/route-doc';
 import { MEDIA_READ } from './task-views';
 
@@ -62,7 +63,7 @@ export function clipTemplateRoutes(templates: ClipTemplates) {
 /** The channels to ask for this key: those of the clip models it may call (Errors, rule 8: 403 when none). */
 function channelsOf(templates: ClipTemplates, request: FastifyRequest) {
   const models = templates.allowedClipModels(request.caller!.key.settings.allowed_models);
-  if (models.length === 0) throw new GatewayError('model_not_allowed', 'This API key is not allowed to use any smart-clip (clip-*) model.', {}, 403);
+  if (models.length === 0) throw new GatewayError('model_not_allowed', 'This API key is not allowed to use any smart-clip (clip-*) model.', {}, RULE_EIGHT_STATUS.model_not_allowed);
   const channels = templates.channelsFor(models);
   if (channels.length === 0) throw new GatewayError('no_channel_available', 'No channel serves a smart-clip (clip-*) model.');
   return channels;

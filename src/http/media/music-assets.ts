@@ -11,7 +11,7 @@ import type { RouteDoc } from '../openapi/route-doc';
 import { echoed, MUSIC_LIFETIME_S, SongFields, type MusicDeps } from './music';
 import { perCall, perCallPlan, perCallReplayRefusal } from './per-call';
 import { sendRefused, submittedBody, submitUpstreamTask } from './task-submit';
-import { MEDIA_ROUTE, taskNotFound } from './task-views';
+import { MEDIA_ROUTE, TASK_ID, taskNotFound } from './task-views';
 
 /** The follow-ups of a song, after Suno-style APIs: lyrics from a prompt; extend, cover (two new songs);
  * stems (vocals and instrumental), wav, video (files) of a song already made. */
@@ -19,7 +19,6 @@ export const MUSIC_ACTIONS = ['lyrics', 'extend', 'cover', 'stems', 'wav', 'vide
 type MusicAction = (typeof MUSIC_ACTIONS)[number];
 
 /** Gateway task ids are UUIDs: anything else names no task (and no stream is read for it). */
-const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const AssetBody = z
   .looseObject({

@@ -13,6 +13,8 @@ export const MEDIA_READ = { ...MEDIA_ROUTE, free: true } as const;
 export const LIST_LIMIT = { default: 30, max: 100 } as const;
 
 /** A task id as a path parameter: opaque, bounded (a longer one names no task). */
+/** A task id as the gateway makes them (a UUID): anything else names no task. */
+export const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const TaskIdParam = z.string().min(1).max(200).describe('The task id the submission answered with.');
 
 /** The `status` filter of a family's list: comma-separated statuses (or `all`, or a group); else a 400 naming the words. */

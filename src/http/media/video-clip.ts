@@ -1,9 +1,10 @@
 import type { ModelConfig } from '../../config/schema';
 import { ALL_LAYERS, checkClipFields, CLIP_SKUS, ClipBody, reservedSeconds, upstreamFields, type ClipKind, type TemplateFlags } from '../../clip/fields';
-import { CLIP_PROBE_BUDGET_MS, judgeMedia, mediaChecks, probeAll } from '../../clip/media';
+import { judgeMedia, mediaChecks } from '../../clip/media';
+import { PROBE_BUDGET_MS, probeAll } from '../../probe/checks';
 import type { TemplateLookup } from '../../clip/templates';
 import type { ClipTemplate } from '../../upstream/protocols/clip-templates';
-import { perSecond, VIDEO_LIFETIME_S } from './video-standard';
+import { perSecond, perSecondPlan, VIDEO_LIFETIME_S } from './video-standard';
 import type { VideoContext, VideoPlan, VideoSku } from './video-skus';
 
 // The smart-clip SKUs (clip-realman, clip-mixcut, clip-news): the body's rules (src/clip/fields.ts), the
@@ -12,9 +13,7 @@ import type { VideoContext, VideoPlan, VideoSku } from './video-skus';
 
 /** The reservation and billing: per delivered second, capped by the hold. */
 export function planClip(kind: ClipKind, body: ClipBody, model: ModelConfig): VideoPlan {
-  const basis = reservedSeconds(kind, body) * 1000;
-  const price = perSecond(model, undefined);
-  return { reserved: (price * BigInt(basis) + 999n) / 1000n, billing: { unit: 'millisecond', price, per: 1000, cap: true }, basis };
+  return perSecondPlan(perSecond(model, undefined), reservedSeconds(kind, body));
 }
 
 const UNREAD: TemplateLookup<ClipTemplate> = { kind: 'failed', failure: { kind: 'timeout', message: 'the template could not be read in time' } };
@@ -37,7 +36,7 @@ async function templateOf(kind: ClipKind, styleId: string, model: ModelConfig, c
   // and fills the cache; the submission goes on as if the template could not be read).
   const lookup = await within(
     templates.template(templates.channelsFor([model]), styleId).catch((): TemplateLookup<ClipTemplate> => UNREAD),
-    CLIP_PROBE_BUDGET_MS,
+    PROBE_BUDGET_MS,
     UNREAD,
   );
   if (lookup.kind === 'not_found') return { invalid: `style_id: no clip template ${JSON.stringify(styleId)} (GET /v1/videos/clip-templates?scene=${CLIP_SKUS[kind].scene} lists them)` };

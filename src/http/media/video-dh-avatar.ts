@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { CLIP_LIMITS } from '../../probe/rules';
 import { presetsOf, resolveAvatar } from './avatars';
-import { mediaRefusal } from './probed-url';
-import { perSecond } from './video-standard';
-import { DH_LIFETIME_S, DhDuration, dhPlan, sameUpstreamAs, upTo, WebUrl } from './video-dh';
+import { mediaRefusal, WebUrl } from '../../probe/checks';
+import { perSecond, perSecondPlan } from './video-standard';
+import { DH_LIFETIME_S, DhDuration, sameUpstreamAs, upTo } from './video-dh';
 import type { VideoSku } from './video-skus';
 import { resolveVoice } from './voices';
 
@@ -46,12 +46,12 @@ export const dhAvatarVideo: VideoSku<DhAvatarBody> = {
       fields.voice = cloned === null ? body.voice : cloned.upstreamVoice;
       fields.text = body.text;
     } else {
-      const refused = await mediaRefusal(context.probe, 'audio_url', body.audio_url!, CLIP_LIMITS.spokenAudio);
+      const refused = await mediaRefusal(context.probe, [{ field: 'audio_url', url: body.audio_url!, rule: CLIP_LIMITS.spokenAudio }]);
       if (refused) return { invalid: refused };
       fields.audio_url = body.audio_url;
     }
     const channels = sameUpstreamAs([avatar.channel, voiceChannel]);
-    return { ...dhPlan(perSecond(model, undefined), body.duration), params: {}, fields, lifetimeS: DH_LIFETIME_S, ...(channels ? { channels } : {}) };
+    return { ...perSecondPlan(perSecond(model, undefined), body.duration), params: {}, fields, lifetimeS: DH_LIFETIME_S, ...(channels ? { channels } : {}) };
   },
-  reservation: (body, model) => dhPlan(perSecond(model, undefined), body.duration).reserved,
+  reservation: (body, model) => perSecondPlan(perSecond(model, undefined), body.duration).reserved,
 };

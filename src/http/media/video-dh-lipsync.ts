@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { CLIP_LIMITS } from '../../probe/rules';
-import { firstRefusal, mediaRefusal } from './probed-url';
-import { perSecond } from './video-standard';
-import { DH_LIFETIME_S, DhDuration, dhPlan, WebUrl } from './video-dh';
+import { mediaRefusal, WebUrl } from '../../probe/checks';
+import { perSecond, perSecondPlan } from './video-standard';
+import { DH_LIFETIME_S, DhDuration } from './video-dh';
 import type { VideoSku } from './video-skus';
 
 // Lip-sync (dh-lipsync, dh-lipsync-pro, dh-lipsync-max): a source video's lips moved to an audio. The
@@ -19,13 +19,13 @@ type LipSyncBody = z.output<typeof LipSyncBody>;
 export const dhLipSyncVideo: VideoSku<LipSyncBody> = {
   schema: LipSyncBody,
   async prepare(body, model, context) {
-    const refused = await firstRefusal([
-      mediaRefusal(context.probe, 'source_video_url', body.source_video_url, CLIP_LIMITS.sourceVideo),
-      mediaRefusal(context.probe, 'audio_url', body.audio_url, CLIP_LIMITS.spokenAudio),
+    const refused = await mediaRefusal(context.probe, [
+      { field: 'source_video_url', url: body.source_video_url, rule: CLIP_LIMITS.sourceVideo },
+      { field: 'audio_url', url: body.audio_url, rule: CLIP_LIMITS.spokenAudio },
     ]);
     if (refused) return { invalid: refused };
     const fields = { source_video_url: body.source_video_url, audio_url: body.audio_url, duration: body.duration };
-    return { ...dhPlan(perSecond(model, undefined), body.duration), params: {}, fields, lifetimeS: DH_LIFETIME_S };
+    return { ...perSecondPlan(perSecond(model, undefined), body.duration), params: {}, fields, lifetimeS: DH_LIFETIME_S };
   },
-  reservation: (body, model) => dhPlan(perSecond(model, undefined), body.duration).reserved,
+  reservation: (body, model) => perSecondPlan(perSecond(model, undefined), body.duration).reserved,
 };

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import type { ModelConfig } from '../../config/schema';
 import { parseUsd } from '../../money/usd';
 import { CLIP_LIMITS } from '../../probe/rules';
-import { firstRefusal, mediaRefusal } from './probed-url';
-import { DH_LIFETIME_S, DhDuration, dhPlan, WebUrl } from './video-dh';
+import { mediaRefusal, WebUrl } from '../../probe/checks';
+import { DH_LIFETIME_S, DhDuration } from './video-dh';
+import { perSecondPlan } from './video-standard';
 import type { VideoSku } from './video-skus';
 
 // Motion transfer (dh-motion): the motion of a source video carried onto 1-7 people's images. The output's
@@ -45,9 +46,9 @@ export const dhMotionVideo: VideoSku<MotionBody> = {
     const tier = body.resolution ?? DEFAULT_MOTION_TIER;
     const price = motionPrice(model, tier);
     if (price === null) return { invalid: `resolution: the model ${model.id} is not priced for "${tier}"` };
-    const refused = await firstRefusal([
-      mediaRefusal(context.probe, 'source_video_url', body.source_video_url, CLIP_LIMITS.sourceVideo),
-      ...body.content.map((item, i) => mediaRefusal(context.probe, `content[${i}].image_url`, item.image_url.url, CLIP_LIMITS.materialImage)),
+    const refused = await mediaRefusal(context.probe, [
+      { field: 'source_video_url', url: body.source_video_url, rule: CLIP_LIMITS.sourceVideo },
+      ...body.content.map((item, i) => ({ field: `content[${i}].image_url`, url: item.image_url.url, rule: CLIP_LIMITS.materialImage })),
     ]);
     if (refused) return { invalid: refused };
     const fields = {
@@ -57,7 +58,7 @@ export const dhMotionVideo: VideoSku<MotionBody> = {
       resolution: tier,
       duration: body.duration,
     };
-    return { ...dhPlan(price, body.duration), params: body.resolution !== undefined ? { resolution: body.resolution } : {}, fields, lifetimeS: DH_LIFETIME_S };
+    return { ...perSecondPlan(price, body.duration), params: body.resolution !== undefined ? { resolution: body.resolution } : {}, fields, lifetimeS: DH_LIFETIME_S };
   },
-  reservation: (body, model) => dhPlan(motionPrice(model, body.resolution ?? DEFAULT_MOTION_TIER) ?? 0n, body.duration).reserved,
+  reservation: (body, model) => perSecondPlan(motionPrice(model, body.resolution ?? DEFAULT_MOTION_TIER) ?? 0n, body.duration).reserved,
 };

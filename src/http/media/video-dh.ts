@@ -1,7 +1,5 @@
 import { z } from 'zod';
 import type { ChannelConfig } from '../../config/schema';
-import type { VideoPlan } from './video-skus';
-import { isWebUrl } from './probed-url';
 import { VIDEO_LIFETIME_S } from './video-standard';
 
 // What the digital-human SKUs (dh-avatar, dh-lipsync, dh-motion) share: `duration` is required and only
@@ -23,14 +21,6 @@ export const DhDuration = z
   .positive()
   .max(DH_MAX_SECONDS)
   .describe('Required: the seconds the reservation is based on. Settlement uses the delivered seconds, capped by the reservation.');
-
-export const WebUrl = z.string().min(1).max(4096).refine(isWebUrl, 'must be a public http(s) URL');
-
-/** price per second × duration held; settled per delivered millisecond, capped by the hold. */
-export function dhPlan(pricePerSecond: bigint, durationS: number): VideoPlan {
-  const basis = Math.round(durationS * 1000);
-  return { reserved: (pricePerSecond * BigInt(basis) + 999n) / 1000n, billing: { unit: 'millisecond', price: pricePerSecond, per: 1000, cap: true }, basis };
-}
 
 const originOf = (url: string): string | null => {
   try {

@@ -3,8 +3,9 @@ import { ModelRegistry } from '../../config/registry';
 import type { ChannelConfig, GatewayConfig, ModelConfig } from '../../config/schema';
 import { parseUsd } from '../../money/usd';
 import { GatewayError } from '../errors';
-import { digitalHumanError, rejectingByRuleEight } from './digital-human-errors';
-import { dhPlan, sameUpstreamAs } from './video-dh';
+import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';
+import { sameUpstreamAs } from './video-dh';
+import { perSecondPlan as dhPlan } from './video-standard';
 import { motionPrice } from './video-dh-motion';
 import { followsRuleEight } from './videos';
 
@@ -72,11 +73,9 @@ describe('Errors rule 8', () => {
     }
   });
 
-  it('wraps a reject so its thrown error follows the rule', () => {
-    const reject = rejectingByRuleEight((code, message) => {
-      throw new GatewayError(code, message);
-    });
-    expect(() => reject('model_not_allowed', 'no')).toThrow(expect.objectContaining({ status: 403, code: 'model_not_allowed' }));
-    expect(() => reject('invalid_request', 'bad')).toThrow(expect.objectContaining({ status: 400 }));
+  it('gives a rejected call the rule\'s status (as rejectCall throws it), and the table\'s for other codes', () => {
+    const rejected = (code: 'model_not_allowed' | 'invalid_request', message: string) => new GatewayError(code, message, {}, RULE_EIGHT_STATUS[code]);
+    expect(rejected('model_not_allowed', 'no')).toMatchObject({ status: 403, code: 'model_not_allowed' });
+    expect(rejected('invalid_request', 'bad')).toMatchObject({ status: 400 });
   });
 });

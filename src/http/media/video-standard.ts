@@ -92,6 +92,13 @@ export function perSecond(model: ModelConfig, resolution: string | undefined): b
   return Object.values(tiers).reduce((max, price) => (parseUsd(price) > max ? parseUsd(price) : max), 0n);
 }
 
+/** price per second × `seconds` held; settled per delivered millisecond, never above the hold (the
+ * digital-human and smart-clip SKUs). */
+export function perSecondPlan(pricePerSecond: bigint, seconds: number): VideoPlan {
+  const basis = Math.round(seconds * 1000);
+  return { reserved: (pricePerSecond * BigInt(basis) + 999n) / 1000n, billing: { unit: 'millisecond', price: pricePerSecond, per: 1000, cap: true }, basis };
+}
+
 /** The reservation and the billing: per delivered second, or per token for a reference video in the token-billed family. */
 export function planVideo(body: VideoBody, model: ModelConfig): VideoPlan {
   const price = perSecond(model, body.resolution);

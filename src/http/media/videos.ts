@@ -7,7 +7,7 @@ import { zodMessage } from '../../upstream/protocols/chat-completions';
 import type { Router } from '../../upstream/routing';
 import { beginCall, callableModel, replayRefusal } from '../billable-call';
 import type { GatewayError } from '../errors';
-import { digitalHumanError, rejectingByRuleEight } from './digital-human-errors';
+import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';
 import type { RouteDoc } from '../openapi/route-doc';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
 import type { UrlProbe } from '../../probe/port';
@@ -132,11 +132,10 @@ export function followsRuleEight(registry: ModelRegistry, id: string): boolean {
 
 async function submitVideo(deps: VideoDeps, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const caller = request.caller!;
-  const begun = beginCall(deps.ledger, deps.now, request, 'videos.generations', 'second');
-  const { facts } = begun;
   const named = NamesModel.safeParse(request.body ?? {});
-  if (!named.success) return begun.reject('invalid_request', zodMessage(named.error));
-  const reject = followsRuleEight(deps.registry, named.data.model) ? rejectingByRuleEight(begun.reject) : begun.reject;
+  const statuses = named.success && followsRuleEight(deps.registry, named.data.model) ? RULE_EIGHT_STATUS : {};
+  const { facts, reject } = beginCall(deps.ledger, deps.now, request, 'videos.generations', 'second', statuses);
+  if (!named.success) return reject('invalid_request', zodMessage(named.error));
   const model = callableModel(deps.registry, caller.key.settings.allowed_models, named.data.model);
   if ('code' in model) return reject(model.code, model.message);
   facts.model = model.id;

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { isWebUrl } from '../../probe/checks';
 import type { ModelConfig } from '../../config/schema';
 import { trackCall } from '../../lifecycle/http';
 import { parseUsd } from '../../money/usd';
@@ -42,15 +43,6 @@ const VoiceBody = z.looseObject({
   model: z.string().min(1).optional().describe('The speech model whose `per_voice` price the clone is billed at, and whose channels clone it (default: the first callable speech model).'),
 });
 type VoiceBody = z.output<typeof VoiceBody>;
-
-function isWebUrl(text: string): boolean {
-  if (!/^https?:\/\//i.test(text)) return false;
-  try {
-    return new URL(text).hostname !== '';
-  } catch {
-    return false;
-  }
-}
 
 const ListQuery = z.looseObject({
   limit: countQuery(1, VOICE_LIST_LIMIT).describe(`Voices to list (default and most: ${VOICE_LIST_LIMIT}).`),
