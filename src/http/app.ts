@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { KnowledgeService } from '../commands/knowledge/service';
 import type { Ledger } from '../commands/ledger';
 import type { ModelRegistry } from '../config/registry';
@@ -100,6 +100,18 @@ export interface AppDeps {
   readonly drain?: Drain;
 }
 
+/**
+ * fastify's two lines per request ("incoming request", "request completed") are replaced by one
+ * access line written with the call's model, key, tokens and cost (src/metrics/access-log.ts).
+ * Its error lines stay (a failed response, a broken stream).
+ */
+class AccessLogController extends LogController {
+  override incomingRequest(): void {}
+  override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply, metadata: unknown): void {
+    if (error) super.requestCompleted(error, request, reply, metadata as never);
+  }
+}
+
 export const requestSerializers = {
   req(request: { method: string; url: string; ip?: string; id?: string }) {
     return { method: request.method, url: redactUrl(request.url), remoteAddress: request.ip, id: request.id };
@@ -118,6 +130,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 600 },
     genReqId: () => `req_${crypto.randomUUID().replaceAll('-', '')}`,
     requestIdHeader: false,
+    logController: new AccessLogController(),
     // While closing, the drain plugin refuses requests in their endpoint's shape (fastify's own 503 has none).
     return503OnClosing: deps.drain === undefined,
     // A URL the router cannot take (a malformed percent-encoding) has no route: answered in the

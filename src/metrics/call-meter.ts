@@ -1,5 +1,6 @@
 import type { CallRecord } from '../events/catalog';
 import type { Failure } from '../upstream/upstream-call';
+import type { AccessCall } from './access-log';
 import type { AttemptResult, GatewayMetrics } from './metrics';
 
 /** Why an attempt failed, as a label. */
@@ -28,7 +29,10 @@ export class CallMeter {
   private attempts = 0;
   private failed: { readonly channel: string; readonly cause: AttemptResult } | null = null;
   private charged = 0n;
-  private finished = false;
+  private record: CallRecord | null = null;
+  /** The access line of a response that ended before its record was built (a stream settles
+   * after its last byte): written by `finish`. */
+  private pendingLine: ((call: AccessCall | null) => void) | null = null;
   /** The request has been counted among its route's responses (src/metrics/http.ts). */
   responseCounted = false;
 
@@ -79,8 +83,8 @@ export class CallMeter {
 
   /** The call's outcome: recorded once (a second record of the same request changes nothing). */
   finish(record: CallRecord): void {
-    if (this.finished) return;
-    this.finished = true;
+    if (this.record) return;
+    this.record = record;
     const now = performance.now();
     const answered = record.status === 'success' || record.status === 'interrupted';
     const relayedMs = this.answeredAt === 0 ? 0 : (this.streamEndedAt || this.answeredAt) - this.answeredFrom;
@@ -91,5 +95,20 @@ export class CallMeter {
       upstream: this.attempts > 0 ? (this.failedMs + relayedMs) / 1000 : null,
       cost: this.charged,
     });
+    const line = this.pendingLine;
+    if (line) {
+      this.pendingLine = null;
+      line({ record, cost: this.charged });
+    }
+  }
+
+  /**
+   * The response ended: `line` is written now, with the call's record when it has one, or once
+   * the record is built when `awaitRecord` (an answer whose settlement follows its last byte).
+   */
+  responded(line: (call: AccessCall | null) => void, awaitRecord: boolean): void {
+    if (this.record) line({ record: this.record, cost: this.charged });
+    else if (awaitRecord) this.pendingLine = line;
+    else line(null);
   }
 }

@@ -108,3 +108,32 @@ describe('CallMeter', () => {
     expect(s.text).not.toContain('key_secret_id');
   });
 });
+
+describe('CallMeter.responded (the access line)', () => {
+  it('writes the line with the record when the record came first', () => {
+    const meter = new CallMeter(metrics(), 0);
+    meter.charge(21_000n);
+    meter.finish(record());
+    const lines: unknown[] = [];
+    meter.responded((call) => lines.push(call), true);
+    expect(lines).toEqual([{ record: record(), cost: 21_000n }]);
+  });
+
+  it('waits for the record of a response that ended first, and writes the line once', () => {
+    const meter = new CallMeter(metrics(), 0);
+    const lines: unknown[] = [];
+    meter.responded((call) => lines.push(call), true);
+    expect(lines).toEqual([]);
+    meter.charge(5n);
+    meter.finish(record({ output_tokens: 7 }));
+    meter.finish(record({ output_tokens: 8 }));
+    expect(lines).toEqual([{ record: record({ output_tokens: 7 }), cost: 5n }]);
+  });
+
+  it('writes a line without a record at once when none is awaited', () => {
+    const meter = new CallMeter(metrics(), 0);
+    const lines: unknown[] = [];
+    meter.responded((call) => lines.push(call), false);
+    expect(lines).toEqual([null]);
+  });
+});

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { CallRecord } from '../events/catalog';
+import { logAccess } from './access-log';
 import { CallMeter } from './call-meter';
 import type { GatewayMetrics, RouteSeries } from './metrics';
 
@@ -55,10 +56,19 @@ export const metricsPlugin = fp<{ metrics: GatewayMetrics }>(
       // A response that ended ('finish'; or failed, 'error').
       prependRouteHook(route, 'onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
         const meter = request.callMeter;
-        if (meter) meter.responseCounted = true;
+        const status = reply.statusCode;
+        const elapsedMs = reply.elapsedTime;
         const counted = seriesOf(request);
-        counted.responded(reply.statusCode, reply.elapsedTime / 1000);
-        if (replayable && reply.getHeader('idempotency-replayed') === 'true') counted.replayed();
+        counted.responded(status, elapsedMs / 1000);
+        const replayed = replayable && reply.getHeader('idempotency-replayed') === 'true';
+        if (replayed) counted.replayed();
+        if (meter) {
+          meter.responseCounted = true;
+          // A success with no record yet is a stream whose settlement follows its last byte; an
+          // async task's record comes when the task ends, and a replay has none of its own.
+          const awaitRecord = status < 400 && !request.callRecorded && !replayed;
+          meter.responded((call) => logAccess(request, status, elapsedMs, call), awaitRecord);
+        } else logAccess(request, status, elapsedMs, null);
         done();
       });
       // A billable response the client closed before it ended (a stream it left, an answer it did
@@ -73,7 +83,9 @@ export const metricsPlugin = fp<{ metrics: GatewayMetrics }>(
           raw.once('close', () => {
             if (raw.writableFinished || meter.responseCounted) return;
             meter.responseCounted = true;
-            seriesOf(request).responded(CLIENT_CLOSED, (performance.now() - meter.startedAt) / 1000);
+            const elapsedMs = performance.now() - meter.startedAt;
+            seriesOf(request).responded(CLIENT_CLOSED, elapsedMs / 1000);
+            meter.responded((call) => logAccess(request, CLIENT_CLOSED, elapsedMs, call), !request.callRecorded);
           });
           done();
         });
@@ -89,6 +101,7 @@ export const metricsPlugin = fp<{ metrics: GatewayMetrics }>(
           unmatched.set(request.method, counted);
         }
         counted.responded(reply.statusCode, reply.elapsedTime / 1000);
+        logAccess(request, reply.statusCode, reply.elapsedTime, null);
       }
       done();
     });
