@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { verifyLedger } from './projections/verify';
 import { allProjections } from './projections';
 import { ProjectionRunner } from './projections/runner/runner';
+import { finalLine, progressLine } from './projections/runner/rebuild-progress';
 import { requestSerializers } from './http/app';
 import { adminTokenOf, createGateway, openStorage, SettingError, settingsFromEnv, type Settings } from './runtime/gateway';
 
@@ -341,11 +342,20 @@ export async function main(argv: string[]): Promise<void> {
     case 'projections rebuild':
       return withRunner(settings, async (runner) => {
         const names = rest[0] ? [runner.byName(rest[0]).name] : runner.projections.map((p) => p.name);
-        for (const name of names) {
-          const started = Date.now();
-          await runner.rebuild(name);
-          process.stdout.write(`rebuilt ${name} in ${Date.now() - started} ms\n`);
-        }
+        const started = performance.now();
+        const tty = process.stderr.isTTY;
+        let told = started;
+        let events = 0;
+        await runner.rebuild(names, (progress) => {
+          events = progress.events;
+          const now = performance.now();
+          if (now - told < 1000) return;
+          told = now;
+          // A terminal sees one line rewritten; a log file one line a second.
+          process.stderr.write(`${tty ? '\r\x1b[2K' : ''}${progressLine(progress, now - started)}${tty ? '' : '\n'}`);
+        });
+        if (tty && told !== started) process.stderr.write('\r\x1b[2K');
+        process.stdout.write(`${finalLine(names, events, performance.now() - started)}\n`);
       });
 
     case 'projections status':

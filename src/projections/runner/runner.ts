@@ -24,6 +24,25 @@ export { StreamGapError } from './revisions';
 export type { ParkedEvent, Parking } from './parked';
 
 const BATCH = 500;
+/** A rebuild reads the log in larger batches: nothing else waits behind its statements. */
+const REBUILD_BATCH = 5000;
+
+/** Where a rebuild stands, told after each batch. */
+export interface RebuildProgress {
+  /** Events read from the log so far (each read once, for every projection rebuilt). */
+  readonly events: number;
+  /** The log position reached, and the head the rebuild runs to. */
+  readonly at: Position;
+  readonly head: Position;
+}
+
+/** How `advance` reads: the batch size, whether statements may be sliced, who is told of each batch. */
+interface Pass {
+  readonly batch: number;
+  readonly rebuilding: boolean;
+  readonly onBatch?: (events: number, to: Position) => void;
+}
+const FOLLOWING: Pass = { batch: BATCH, rebuilding: false };
 /** Busier than this (share of the time between two batches), the gateway has no time to spare for
  * the runner's extra round trips: it writes a batch in whole statements (BatchWrites). */
 const SLICES_BELOW_LOOP_UTILIZATION = 0.75;
@@ -146,7 +165,7 @@ export class ProjectionRunner {
   /** Applies batches until each projection has read an empty or short batch: a short one
    * ended at what was readable then, which is all a catch-up promises. A projection that
    * meets a gap or an error stops; the others go on, and the first failure is thrown at the end. */
-  private async advance(projections: readonly Projection[]): Promise<void> {
+  private async advance(projections: readonly Projection[], pass: Pass = FOLLOWING): Promise<void> {
     let at = await this.checkpoints(projections);
     let failure: unknown = null;
     const decoded: Decoded = new Map();
@@ -154,17 +173,18 @@ export class ProjectionRunner {
       const next = new Map<Projection, Position>();
       const moved: Projection[] = [];
       for (const [from, group] of groupByPosition(at)) {
-        const batch = await this.store.readAll({ after: from, maxCount: BATCH });
+        const batch = await this.store.readAll({ after: from, maxCount: pass.batch });
         if (batch.length === 0) {
           for (const p of group) this.positions.set(p.name, from);
           continue;
         }
         const to = batch[batch.length - 1]!.position;
-        const outcome = await this.applyGroup(group, from, batch, decoded);
+        const outcome = await this.applyGroup(group, from, batch, decoded, pass);
         for (const p of outcome.applied) {
           this.positions.set(p.name, to);
-          if (batch.length === BATCH) next.set(p, to);
+          if (batch.length === pass.batch) next.set(p, to);
         }
+        pass.onBatch?.(batch.length, to);
         moved.push(...outcome.moved);
         failure ??= outcome.failure;
         for (const { projection, events } of outcome.parked) this.onParked(projection, events);
@@ -180,17 +200,17 @@ export class ProjectionRunner {
    * projection holds back only itself and is the one that reports. A projection that fails alone
    * on an error that would come back (see `deterministic`) applies the batch again event by event,
    * parking the events it cannot apply. */
-  private async applyGroup(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Decoded, eventByEvent = false): Promise<Outcome> {
+  private async applyGroup(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Decoded, pass: Pass, eventByEvent = false): Promise<Outcome> {
     try {
-      return await this.applyTogether(group, from, batch, decoded, eventByEvent);
+      return await this.applyTogether(group, from, batch, decoded, pass, eventByEvent);
     } catch (error) {
       if (group.length === 1) {
-        if (!eventByEvent && deterministic(error)) return this.applyGroup(group, from, batch, decoded, true);
+        if (!eventByEvent && deterministic(error)) return this.applyGroup(group, from, batch, decoded, pass, true);
         return { applied: [], moved: [], failure: error, parked: [] };
       }
       const outcome: Outcome = { applied: [], moved: [], failure: null, parked: [] };
       for (const projection of group) {
-        const alone = await this.applyGroup([projection], from, batch, decoded);
+        const alone = await this.applyGroup([projection], from, batch, decoded, pass);
         outcome.applied.push(...alone.applied);
         outcome.moved.push(...alone.moved);
         outcome.parked.push(...alone.parked);
@@ -200,7 +220,7 @@ export class ProjectionRunner {
     }
   }
 
-  private applyTogether(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Decoded, eventByEvent: boolean): Promise<Outcome> {
+  private applyTogether(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Decoded, pass: Pass, eventByEvent: boolean): Promise<Outcome> {
     const to = batch[batch.length - 1]!.position;
     // Not durable: a batch lost with the database's last unflushed moments is applied again
     // from the log (its checkpoint is lost with it), and the WAL is flushed in order, so a
@@ -223,8 +243,8 @@ export class ProjectionRunner {
       }
       if (ready.length === 0) return outcome;
 
-      // A full batch (the runner is behind the log) or a busy gateway: the runner's throughput is what counts.
-      const writes = batch.length < BATCH && !this.busy() ? IN_SLICES : WHOLE;
+      // A rebuild, a full batch (the runner is behind the log) or a busy gateway: the runner's throughput is what counts.
+      const writes = !pass.rebuilding && batch.length < pass.batch && !this.busy() ? IN_SLICES : WHOLE;
       const followed = new Map(ready.map((p) => [p, batch.filter((e) => p.streams.some((prefix) => e.streamId.startsWith(prefix)))]));
       const { clean, gap, parked } = await checkRevisions(tx, followed);
       outcome.failure = gap;
@@ -259,25 +279,44 @@ export class ProjectionRunner {
     }
   }
 
-  /** Empties a projection's tables and replays the whole log into them. */
-  async rebuild(name: string): Promise<void> {
-    const projection = this.byName(name);
+  /**
+   * Empties the named projections' tables and replays the whole log into all of them in one pass:
+   * each batch is read and decoded once and applied to every projection in one transaction, in
+   * whole statements. `onProgress` is told after each batch.
+   */
+  async rebuild(names: string | readonly string[], onProgress?: (progress: RebuildProgress) => void): Promise<void> {
+    const projections = (typeof names === 'string' ? [names] : names).map((name) => this.byName(name));
+    const named = projections.map((p) => p.name);
     await this.sql.transaction(async (tx) => {
-      await tx.query('SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [name]);
-      for (const table of projection.tables) await tx.query(`DELETE FROM ${table}`);
-      await tx.query('DELETE FROM projection_stream_revisions WHERE projection = $1', [name]);
-      await tx.query('DELETE FROM projection_parked_events WHERE projection = $1', [name]);
-      await tx.query('UPDATE projection_checkpoints SET commit_position = -1, prepare_position = -1, updated_at = now() WHERE name = $1', [name]);
+      await tx.query('SELECT 1 FROM projection_checkpoints WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE', [named]);
+      // One TRUNCATE for every table: no row-by-row delete of a large read model.
+      await tx.query(`TRUNCATE ${projections.flatMap((p) => p.tables).join(', ')}`);
+      await tx.query('DELETE FROM projection_stream_revisions WHERE projection = ANY($1::text[])', [named]);
+      await tx.query('DELETE FROM projection_parked_events WHERE projection = ANY($1::text[])', [named]);
+      await tx.query('UPDATE projection_checkpoints SET commit_position = -1, prepare_position = -1, updated_at = now() WHERE name = ANY($1::text[])', [named]);
     });
-    this.positions.delete(name);
+    for (const name of named) this.positions.delete(name);
     const head = await this.store.headPosition();
+    let events = 0;
+    const pass: Pass = {
+      batch: REBUILD_BATCH,
+      rebuilding: true,
+      onBatch: (count, at) => {
+        events += count;
+        onProgress?.({ events, at, head });
+      },
+    };
     for (;;) {
-      await this.advance([projection]);
-      const at = this.positions.get(name);
-      if (at !== undefined && comparePositions(at, head) >= 0) return;
+      await this.advance(projections, pass);
+      if (named.every((name) => this.reachedBy(name, head))) return;
       // The head is committed but hidden behind an older transaction still in flight.
       await new Promise((r) => setTimeout(r, 20));
     }
+  }
+
+  private reachedBy(name: string, position: Position): boolean {
+    const at = this.positions.get(name);
+    return at !== undefined && comparePositions(at, position) >= 0;
   }
 
   /** Parked events per projection, every projection named (0 when it has none). */
