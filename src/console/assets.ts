@@ -68,12 +68,16 @@ export const CONSOLE_JS = `
   });
   // The sign-in code travels in the link's fragment (never sent to the server, never logged).
   var code = document.getElementById('token');
-  if (code && location.hash.length > 1) {
+  function fromFragment() {
+    if (!code || location.hash.length < 2) return;
     code.value = decodeURIComponent(location.hash.slice(1));
-    history.replaceState(null, '', location.pathname);
+    history.replaceState(null, '', location.pathname + location.search);
     var go = document.getElementById('sign-in');
     if (go) go.focus();
   }
+  fromFragment();
+  // A second link opened in the same tab changes only the fragment: no new page load.
+  window.addEventListener('hashchange', fromFragment);
   // Copy buttons: the text of the element they name.
   document.querySelectorAll('button[data-copy]').forEach(function (b) {
     b.hidden = false;

@@ -192,7 +192,8 @@ export function consoleRoutes(options: ConsoleOptions) {
     });
 
     // ---- overview ----
-    app.get('/', { config: { openapi: doc('consoleOverview', 'Overview: balance, holds, spend caps, usage chart, last calls, top-ups', 'GET') } }, async (request, reply) => {
+    // Only `/console/`: every link names it so (a second route for `/console` would be a second operation).
+    app.get('/', { prefixTrailingSlash: 'slash', config: { openapi: doc('consoleOverview', 'Overview: balance, holds, spend caps, usage chart, last calls, top-ups', 'GET') } }, async (request, reply) => {
       const viewer = viewerOf(request);
       const at = now();
       const to = at + 1;
