@@ -1,15 +1,16 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Ledger } from '../../commands/ledger';
 import type { ConsoleSessions } from '../../console/sessions';
 import type { Position } from '../../events/store/port';
 import type { RouteDoc } from '../openapi/route-doc';
 import { AdminError } from './admin-error';
+import { baseUrlOf } from '../resources/wiki';
 
 export interface ConsoleLinkOptions {
   readonly ledger: Ledger;
   readonly consoleSessions: ConsoleSessions;
   readonly settled: (position: Position | null) => Promise<void>;
-  /** Base of the link; default the admin request's own origin. */
+  /** Base of the link; default the address the admin request arrived on. */
   readonly publicBaseUrl?: string | undefined;
 }
 
@@ -21,8 +22,6 @@ const LOGIN_LINK_DOC: RouteDoc = {
   errors: { 404: 'No such account: `account_not_found`.', 409: 'The account is inactive: `account_inactive`.' },
 };
 
-const originOf = (request: FastifyRequest) => `${request.protocol}://${request.headers.host ?? 'localhost'}`;
-
 /** `POST /admin/v1/accounts/:id/login-link`: the operator hands the account holder a sign-in link. */
 export function consoleLinkRoutes(options: ConsoleLinkOptions) {
   return async (app: FastifyInstance) => {
@@ -32,7 +31,7 @@ export function consoleLinkRoutes(options: ConsoleLinkOptions) {
       if (wallet.status !== 'active') throw new AdminError(409, 'account_inactive', `account ${request.params.id} is inactive; reactivate it first`);
       const link = await options.consoleSessions.issueLink(request.params.id, 'admin');
       await options.settled(link.position);
-      const base = (options.publicBaseUrl ?? originOf(request)).replace(/\/+$/, '');
+      const base = baseUrlOf(request, options.publicBaseUrl);
       return reply.code(201).send({ account_id: request.params.id, url: `${base}/console/sign-in#${link.token}`, expires_at: link.expiresAt });
     });
   };
