@@ -159,6 +159,12 @@ describe('the console in a browser', () => {
     await page.goto(`${h.baseUrl}/console/keys`);
     await expect(page.locator('#keys tbody tr').count()).resolves.toBe(1);
 
+    // Disable and enable again.
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await expect(page.locator('#keys tbody tr td:nth-child(3)').textContent()).resolves.toBe('disabled');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await expect(page.locator('#keys tbody tr td:nth-child(3)').textContent()).resolves.toBe('active');
+
     // Revoke (after the confirmation dialog): the next call is refused with 401.
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'Revoke' }).click();
@@ -166,6 +172,11 @@ describe('the console in a browser', () => {
     const refused = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'again' }] }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(OpenAI.APIError);
     expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(401);
+
+    await expect(page.locator('#keys tbody tr td:nth-child(3)').textContent()).resolves.toBe('revoked');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No keys yet').waitFor();
 
     // Sign out: the session is over on the server, not only in this browser.
     const sessionCookie = (await context.cookies())[0]!;
@@ -177,7 +188,7 @@ describe('the console in a browser', () => {
 
     await h.t.gateway.runner.waitFor(await h.t.gateway.storage.store.headPosition());
     const trail = await audit(accountId);
-    expect(trail).toEqual(expect.arrayContaining(['ConsoleLinkIssued:admin', 'ConsoleSignedIn:console', 'KeyIssued:console', `KeyRevealed:console:${accountId}`, 'KeyRevoked:console', 'ConsoleSignedOut:console']));
+    expect(trail).toEqual(expect.arrayContaining(['ConsoleLinkIssued:admin', 'ConsoleSignedIn:console', 'KeyIssued:console', `KeyRevealed:console:${accountId}`, 'KeyUpdated:console', 'KeyRevoked:console', 'KeyDeleted:console', 'ConsoleSignedOut:console']));
     await context.close();
   });
 
