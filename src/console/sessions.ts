@@ -70,8 +70,9 @@ export class ConsoleSessions {
     const hash = digest(token);
     const at = this.now();
     const expiresAt = at + LINK_TTL_S;
-    await this.sql.query(`INSERT INTO console_links (token_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`, [hash, accountId, at, expiresAt]);
+    // Recorded first: a link that works is always in the audit trail (one recorded but never stored opens nothing).
     const position = await this.audit(accountId, 'ConsoleLinkIssued', { link: fingerprintOf(hash), expires_at: expiresAt, at }, actor);
+    await this.sql.query(`INSERT INTO console_links (token_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`, [hash, accountId, at, expiresAt]);
     return { token, expiresAt, position };
   }
 
@@ -97,6 +98,7 @@ export class ConsoleSessions {
       at,
       session.expiresAt,
     ]);
+    // A failure here fails the request: the cookie is never set, so the unaudited session opens nothing.
     await this.audit(session.accountId, 'ConsoleSignedIn', { link: fingerprintOf(hash), session: session.fingerprint, expires_at: session.expiresAt, ip, at }, 'console');
     return { ok: true, sessionId, session };
   }
