@@ -192,7 +192,6 @@ export function consoleRoutes(options: ConsoleOptions) {
     });
 
     // ---- overview ----
-    // Only `/console/`: every link names it so (a second route for `/console` would be a second operation).
     app.get('/', { prefixTrailingSlash: 'slash', config: { openapi: doc('consoleOverview', 'Overview: balance, holds, spend caps, usage chart, last calls, top-ups', 'GET') } }, async (request, reply) => {
       const viewer = viewerOf(request);
       const at = now();
@@ -217,6 +216,10 @@ export function consoleRoutes(options: ConsoleOptions) {
         '/console/',
       );
     });
+
+    app.get('', { prefixTrailingSlash: 'no-slash', config: { consolePublic: true, openapi: doc('consoleRoot', 'The console: redirects to /console/', 'GET', { responses: { 303: { description: 'To `/console/`.', mediaTypes: [] } } }) } }, async (_request, reply) =>
+      reply.redirect('/console/', 303),
+    );
 
     // ---- keys ----
     const callableModels = registry.config.models.filter((m) => m.callable !== false).map((m) => m.id);

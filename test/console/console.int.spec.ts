@@ -84,6 +84,9 @@ describe('the console in a browser', () => {
     const [cookie] = await context.cookies();
     expect(cookie).toMatchObject({ name: 'gateway_console', path: '/console', httpOnly: true, sameSite: 'Lax', secure: false });
 
+    const root = await fetch(`${h.baseUrl}/console`, { redirect: 'manual' });
+    expect([root.status, root.headers.get('location')]).toEqual([303, '/console/']);
+
     // Security headers on every page: a CSP without inline scripts, never framed.
     const keysResponse = await page.goto(`${h.baseUrl}/console/keys`);
     const headers = keysResponse!.headers();
