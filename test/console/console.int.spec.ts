@@ -142,7 +142,15 @@ describe('the console in a browser', () => {
     expect(await page.locator('figure.chart svg rect').count()).toBeGreaterThan(0);
     await expect(page.locator('#log tbody tr').count()).resolves.toBe(1);
     await screenshot(page, 'overview');
+    // Knowledge: the bases with their page counts, and a search preview.
+    const put = await admin('PUT', `/accounts/${accountId}/kbs/default/pages/refunds`, { title: 'Refund policy', summary: 'How refunds work', body: 'A refund goes back to the wallet within a day.' });
+    expect(put.status).toBe(201);
     await page.goto(`${h.baseUrl}/console/knowledge`);
+    await expect(page.locator('#kbs tbody tr td:nth-child(4)').allTextContents()).resolves.toEqual(['1']);
+    await page.getByLabel('Search text').fill('refund wallet');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/[?&]q=refund/);
+    await expect(page.locator('main ol li strong').allTextContents()).resolves.toEqual(['Refund policy']);
     await screenshot(page, 'knowledge');
 
     // Reveal again, with a confirmation; recorded in the audit trail.
