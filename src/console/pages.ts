@@ -213,6 +213,9 @@ ${
 }`;
 }
 
+/** The search's snippet marks its matches with `**` (the REST and MCP answers are Markdown): here, <mark>. */
+const highlighted = (snippet: string): Html => html`${snippet.split('**').map((part, i) => (i % 2 === 1 ? html`<mark>${part}</mark>` : part))}`;
+
 export function knowledgePage(kbs: readonly ReadableKb[], counts: ReadonlyMap<string, number>, search: { kb: string; q: string; total: number; hits: readonly SearchHit[] } | null): Html {
   return html`<h1>Knowledge bases</h1>
 ${
@@ -231,7 +234,7 @@ ${
   search
     ? search.hits.length === 0
       ? html`<p class="muted">No page matches “${search.q}”. Try fewer or other words.</p>`
-      : html`<p>${search.total} page(s) match.</p><ol>${search.hits.map((h) => html`<li><strong>${h.title}</strong> <code>${h.id}</code><br><span class="muted">${h.snippet}</span></li>`)}</ol>`
+      : html`<p>${search.total} page(s) match.</p><ol>${search.hits.map((h) => html`<li><strong>${h.title}</strong> <code>${h.id}</code><br><span class="muted">${highlighted(h.snippet)}</span></li>`)}</ol>`
     : ''
 }`
 }`;
