@@ -11,6 +11,7 @@ import type { Sql } from '../storage/sql';
 import { stringify } from 'csv-stringify/sync';
 import { CSV_EXPORT_BYTES, inertCell, withinBytes } from '../http/admin/logs';
 import type { RouteDoc } from '../http/openapi/route-doc';
+import { GatewayError } from '../http/errors';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
@@ -113,13 +114,18 @@ export function consoleRoutes(options: ConsoleOptions) {
       done(null, Object.fromEntries(new URLSearchParams(String(text))));
     });
 
-    app.addHook('onRequest', async (request, reply) => {
+    // On every answer, refusals and not-found pages included (those may end a request before its hooks).
+    app.addHook('onSend', (_request, reply, payload, done) => {
       reply
         .header('content-security-policy', CSP)
         .header('x-frame-options', 'DENY')
         .header('x-content-type-options', 'nosniff')
-        .header('referrer-policy', 'same-origin')
-        .header('cache-control', 'no-store');
+        .header('referrer-policy', 'same-origin');
+      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+      done(null, payload);
+    });
+
+    app.addHook('onRequest', async (request, reply) => {
       if (request.routeOptions.config?.consolePublic) return;
       const sessionId = cookieOf(request, SESSION_COOKIE);
       const session = sessionId ? await sessions.session(sessionId) : null;
@@ -145,12 +151,17 @@ export function consoleRoutes(options: ConsoleOptions) {
 
     app.setErrorHandler((error, request, reply) => {
       if (error instanceof ConsoleRefusal) return send(reply, error.status, error.title, error.body, viewers.get(request) ?? null);
-      const status = (error as { statusCode?: number }).statusCode;
+      // The intake's refusals (a form over its limit, a NUL in the path) and fastify's own, as a page.
+      const status = error instanceof GatewayError ? error.status : (error as { statusCode?: number }).statusCode;
+      if (status === 404) return send(reply, 404, 'Not found', notFoundPage, viewers.get(request) ?? null);
       if (status !== undefined && status >= 400 && status < 500)
         return send(reply, status, 'Bad request', notice(`The request was refused: ${(error as Error).message}`, 'error'), viewers.get(request) ?? null);
       request.log.error({ err: error }, 'console request failed');
       return send(reply, 500, 'Error', notice(html`Something went wrong on our side (request id <code>${request.id}</code>). Try again; if it goes on, tell your operator that id.`, 'error'), viewers.get(request) ?? null);
     });
+
+    const notFoundPage = html`${notice('There is no such page in the console.', 'error')}<p><a href="/console/">Go to the overview</a></p>`;
+    app.setNotFoundHandler((request, reply) => send(reply, 404, 'Not found', notFoundPage, viewers.get(request) ?? null));
 
     app.get('/assets/console.css', { config: { consolePublic: true, openapi: doc('consoleCss', "The console's stylesheet", 'GET', { responses: { 200: { description: 'CSS.', mediaTypes: ['text/css'] } } }) } }, async (_request, reply) =>
       reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CONSOLE_CSS),

@@ -95,6 +95,11 @@ describe('the console in a browser', () => {
     expect(headers['content-security-policy']).not.toContain('unsafe-inline');
     expect(headers['x-frame-options']).toBe('DENY');
     expect(await page.locator('script:not([src])').count()).toBe(0);
+    const missing = await page.goto(`${h.baseUrl}/console/no-such-page`);
+    expect(missing!.status()).toBe(404);
+    expect(missing!.headers()['x-frame-options']).toBe('DENY');
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('no such page');
+    await page.goto(`${h.baseUrl}/console/keys`);
 
     // Create a key: its raw form is shown once.
     await page.getByLabel('Name').fill('laptop');
