@@ -244,6 +244,11 @@ describe('the console in a browser', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 12; i++) statuses.push((await again.request.post(`${h.baseUrl}/console/sign-in`, { form: { token: `guess-${i}` } })).status());
     expect(statuses).toEqual([...new Array(10).fill(400), 429, 429]);
+
+    // No link for an unknown or an inactive account.
+    expect((await admin('POST', '/accounts/acct_nobody/login-link', {})).status).toBe(404);
+    expect((await admin('POST', `/accounts/${accountId}/deactivate`, {})).status).toBe(200);
+    expect(await admin('POST', `/accounts/${accountId}/login-link`, {})).toMatchObject({ status: 409, json: { error: { code: 'account_inactive' } } });
     await context.close();
   });
 });
