@@ -5,11 +5,10 @@ import type { ModelRegistry } from '../config/registry';
 import { UsdString } from '../config/schema';
 import type { Position } from '../events/store/port';
 import { parseUsd } from '../money/usd';
-import { CSV_COLUMNS, CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, usageTotals, type LogFilter } from '../projections/call-log/queries';
+import { CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, usageTotals, type LogFilter } from '../projections/call-log/queries';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { Sql } from '../storage/sql';
-import { stringify } from 'csv-stringify/sync';
-import { CSV_EXPORT_BYTES, inertCell, withinBytes } from '../http/admin/logs';
+import { logsCsv } from '../http/admin/logs';
 import type { RouteDoc } from '../http/openapi/route-doc';
 import { GatewayError } from '../http/errors';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
@@ -352,14 +351,9 @@ export function consoleRoutes(options: ConsoleOptions) {
       const viewer = viewerOf(request);
       const { filter, problem } = logFilter(viewer.accountId, request.query);
       if (problem) throw new ConsoleRefusal(400, 'Bad filter', html`${notice(problem, 'error')}<p><a href="/console/logs">Call log</a></p>`);
-      const rows = await queryLogs(sql, { ...filter, cursor: undefined }, CSV_ROW_CAP);
-      const all = rows.slice(0, CSV_ROW_CAP).map((row) => CSV_COLUMNS.map((column) => inertCell(column === 'result_urls' ? row.result_urls.join('|') : row[column])));
-      const records = withinBytes(all, CSV_EXPORT_BYTES, (r) => Buffer.byteLength(JSON.stringify(r)));
-      if (rows.length > records.length) reply.header('x-truncated', 'true');
-      return reply
-        .type('text/csv; charset=utf-8')
-        .header('content-disposition', `attachment; filename="calls-${viewer.accountId}.csv"`)
-        .send(stringify(records, { header: true, columns: [...CSV_COLUMNS], cast: { boolean: (v) => String(v) } }));
+      const csv = logsCsv(await queryLogs(sql, { ...filter, cursor: undefined }, CSV_ROW_CAP));
+      if (csv.truncated) reply.header('x-truncated', 'true');
+      return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="calls-${viewer.accountId}.csv"`).send(csv.text);
     });
 
     app.get<{ Params: { id: string } }>('/logs/:id', { config: { openapi: doc('consoleCall', "A call's detail: its ledger events and price arithmetic", 'GET') } }, async (request, reply) => {
