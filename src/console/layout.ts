@@ -13,6 +13,8 @@ export interface ConsoleViewer {
   readonly accountId: string;
   readonly accountName: string;
   readonly csrfToken: string;
+  /** Who the audit trail says acted: `console:{session fingerprint}` (the `session` of its ConsoleSignedIn). */
+  readonly actor: string;
 }
 
 /** The console's pages in navigation order. A new page (issue 20's enterprise agents and key

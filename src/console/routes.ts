@@ -134,7 +134,7 @@ export function consoleRoutes(options: ConsoleOptions) {
         throw new ConsoleRefusal(401, 'Signed out', html`${notice('Your session has ended. Open a new sign-in link to go on.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
       }
       const wallet = await ledger.wallet(session.accountId);
-      viewers.set(request, { accountId: session.accountId, accountName: wallet.name, csrfToken: session.csrfToken });
+      viewers.set(request, { accountId: session.accountId, accountName: wallet.name, csrfToken: session.csrfToken, actor: `console:${session.fingerprint}` });
     });
 
     // Every state-changing request carries the session's CSRF token, and comes from this origin.
@@ -261,7 +261,7 @@ export function consoleRoutes(options: ConsoleOptions) {
       const result = await ledger.issueKey(
         viewer.accountId,
         { name: body.name, allowed_models: models.length > 0 ? models : null, expires_at: expiresAt, enabled: true, spend_cap: body.spend_cap_usd === '' ? null : parseUsd(body.spend_cap_usd) },
-        'console',
+        viewer.actor,
       );
       if (!result.ok) return keysView(request, reply, 409, notice(`The key was not created: ${result.error.message}.`, 'error'));
       await settled(result.position);
@@ -283,24 +283,24 @@ export function consoleRoutes(options: ConsoleOptions) {
 
     app.post<{ Params: { id: string } }>('/keys/:id/reveal', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleRevealKey', 'Reveal a key (recorded as an audit event)', 'POST') } }, async (request, reply) => {
       const key = await ownKey(request);
-      const result = await ledger.revealKey(key.keyId, `console:${viewerOf(request).accountId}`);
+      const result = await ledger.revealKey(key.keyId, viewerOf(request).actor);
       if (!result.ok) return keysView(request, reply, 409, notice(`The key cannot be revealed: ${result.error.message}.`, 'error'));
       await settled(result.position);
       return keysView(request, reply, 200, secretBox(`The key “${key.name}”:`, result.raw));
     });
 
-    const keyAction = (action: 'enable' | 'disable' | 'revoke' | 'delete', done: string, run: (keyId: string) => ReturnType<Ledger['revokeKey']>) =>
+    const keyAction = (action: 'enable' | 'disable' | 'revoke' | 'delete', done: string, run: (keyId: string, actor: string) => ReturnType<Ledger['revokeKey']>) =>
       app.post<{ Params: { id: string } }>(`/keys/:id/${action}`, { bodyLimit: FORM_BYTES, config: { openapi: doc(`console${action[0]!.toUpperCase()}${action.slice(1)}Key`, `${action[0]!.toUpperCase()}${action.slice(1)} a key`, 'POST') } }, async (request, reply) => {
         const key = await ownKey(request);
-        const result = await run(key.keyId);
+        const result = await run(key.keyId, viewerOf(request).actor);
         if (!result.ok) return keysView(request, reply, 409, notice(`Nothing changed: ${result.error.message}.`, 'error'));
         await settled(result.position);
         return reply.redirect(`/console/keys?done=${done}`, 303);
       });
-    keyAction('enable', 'enabled', (id) => ledger.updateKey(id, { enabled: true }, 'console'));
-    keyAction('disable', 'disabled', (id) => ledger.updateKey(id, { enabled: false }, 'console'));
-    keyAction('revoke', 'revoked', (id) => ledger.revokeKey(id, 'revoked in the console', 'console'));
-    keyAction('delete', 'deleted', (id) => ledger.deleteKey(id, 'console'));
+    keyAction('enable', 'enabled', (id, actor) => ledger.updateKey(id, { enabled: true }, actor));
+    keyAction('disable', 'disabled', (id, actor) => ledger.updateKey(id, { enabled: false }, actor));
+    keyAction('revoke', 'revoked', (id, actor) => ledger.revokeKey(id, 'revoked in the console', actor));
+    keyAction('delete', 'deleted', (id, actor) => ledger.deleteKey(id, actor));
 
     // ---- call log ----
     const LogFilterQuery = z.object({

@@ -99,7 +99,7 @@ export class ConsoleSessions {
       session.expiresAt,
     ]);
     // A failure here fails the request: the cookie is never set, so the unaudited session opens nothing.
-    await this.audit(session.accountId, 'ConsoleSignedIn', { link: fingerprintOf(hash), session: session.fingerprint, expires_at: session.expiresAt, ip, at }, 'console');
+    await this.audit(session.accountId, 'ConsoleSignedIn', { link: fingerprintOf(hash), session: session.fingerprint, expires_at: session.expiresAt, ip, at }, `console:${session.fingerprint}`);
     return { ok: true, sessionId, session };
   }
 
@@ -117,7 +117,7 @@ export class ConsoleSessions {
     const hash = digest(sessionId);
     const at = this.now();
     const [ended] = await this.sql.query<{ account_id: string }>(`UPDATE console_sessions SET ended_at = $2 WHERE id_hash = $1 AND ended_at IS NULL RETURNING account_id`, [hash, at]);
-    if (ended) await this.audit(ended.account_id, 'ConsoleSignedOut', { session: fingerprintOf(hash), at }, 'console');
+    if (ended) await this.audit(ended.account_id, 'ConsoleSignedOut', { session: fingerprintOf(hash), at }, `console:${fingerprintOf(hash)}`);
   }
 
   /** Forgets links and sessions a day past their expiry (the audit trail keeps their history). */
