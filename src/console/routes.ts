@@ -81,7 +81,10 @@ const field = (body: unknown, name: string): string => {
   return typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : '';
 };
 
-const DateText = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date is written YYYY-MM-DD');
+const DateText = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date is written YYYY-MM-DD')
+  .refine((text) => !Number.isNaN(Date.parse(`${text}T00:00:00Z`)), 'is not a date');
 const dateToUnix = (text: string) => Math.floor(Date.parse(`${text}T00:00:00Z`) / 1000);
 
 const NewKey = z.object({
@@ -312,7 +315,8 @@ export function consoleRoutes(options: ConsoleOptions) {
       request_id: z.string().max(200).default(''),
       task_id: z.string().max(200).default(''),
     });
-    const CURSOR = /^\d{1,30}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+    // Seconds a JavaScript number holds exactly (the admin API refuses the rest the same way).
+    const CURSOR = /^\d{1,15}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
     function logFilter(accountId: string, query: Record<string, unknown>): { filter: LogFilter; filters: LogFilters; text: string; problem: string | null } {
       const parsed = LogFilterQuery.safeParse(Object.fromEntries(Object.entries(query).filter(([k]) => k in LogFilterQuery.shape).map(([k, v]) => [k, String(v).trim()])));

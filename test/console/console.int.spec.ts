@@ -133,6 +133,10 @@ describe('the console in a browser', () => {
     expect(await page.locator('#receipt').textContent()).toContain('Output');
     await screenshot(page, 'call');
 
+    // A filter that is not one says so, and what to do.
+    await page.goto(`${h.baseUrl}/console/logs?from=2026-13-45&cursor=${'9'.repeat(30)}:x`);
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('from: is not a date');
+
     // CSV export of the filtered log: the spec's columns, the one call.
     await page.goto(`${h.baseUrl}/console/logs?request_id=${requestId}`);
     const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#csv').click()]);
