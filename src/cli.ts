@@ -33,6 +33,7 @@ const USAGE = `Usage: gateway <command> [options]
   accounts deactivate ID [--reason TEXT]
   accounts reactivate ID
   accounts ledger ID
+  accounts login-link ID                  a one-time sign-in link to the account's web console (/console/), 15 minutes
   keys create ACCOUNT_ID --name NAME [--models a,b|none] [--expires-at UNIX] [--spend-cap USD] [--disabled]
   keys list ACCOUNT_ID
   keys update KEY_ID [--name NAME] [--models a,b|all|none] [--expires-at UNIX|never] [--spend-cap USD|none] [--enable|--disable]
@@ -85,6 +86,7 @@ async function serve(settings: Settings) {
       `gateway listening on http://${settings.host}:${settings.port}`,
       `storage: ${where}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
       adminTokenLine(settings, token),
+      `web console: http://${settings.host}:${settings.port}/console/ (sign-in link: npx gateway accounts login-link ACCOUNT_ID)`,
       ...(simulator.line ? [simulator.line] : []),
       '',
     ].join('\n'),
@@ -117,6 +119,18 @@ async function serve(settings: Settings) {
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+}
+
+/** `accounts login-link ID`: the link alone on its line (to paste into a message), and its expiry. */
+async function loginLink(settings: Settings, accountId: string) {
+  const response = await adminRequest(settings, 'POST', `/accounts/${accountId}/login-link`, {});
+  if (!response.ok) {
+    process.stdout.write(`${response.text}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const answer = JSON.parse(response.text) as { url: string; expires_at: number };
+  process.stdout.write(`${answer.url}\nworks once, until ${new Date(answer.expires_at * 1000).toISOString()}\n`);
 }
 
 async function withRunner<T>(settings: Settings, fn: (runner: ProjectionRunner, storage: Awaited<ReturnType<typeof openStorage>>) => Promise<T>) {
@@ -414,6 +428,8 @@ export async function main(argv: string[]): Promise<void> {
       return admin(settings, 'POST', `/accounts/${need(rest[0], 'ID')}/deactivate`, values.reason ? { reason: values.reason } : {});
     case 'accounts reactivate':
       return admin(settings, 'POST', `/accounts/${need(rest[0], 'ID')}/reactivate`, {});
+    case 'accounts login-link':
+      return loginLink(settings, need(rest[0], 'ID'));
     case 'accounts ledger':
       return admin(settings, 'GET', `/accounts/${need(rest[0], 'ID')}/ledger`);
     case 'keys create':

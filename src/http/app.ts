@@ -50,6 +50,8 @@ import { tracingPlugin, type RequestTracer } from '../tracing/request';
 import type { Drain } from '../lifecycle/drain';
 import { drainPlugin } from '../lifecycle/http';
 import { openApiPlugin } from './openapi/plugin';
+import { consoleRoutes } from '../console/routes';
+import type { ConsoleSessions } from '../console/sessions';
 
 export { redactUrl };
 
@@ -98,6 +100,8 @@ export interface AppDeps {
   readonly tracer?: RequestTracer | null;
   /** The gateway's shutdown: requests refused while it drains, calls it may end (src/lifecycle). */
   readonly drain?: Drain;
+  /** The account holders' web console: sign-in links and sessions (src/console). */
+  readonly consoleSessions: ConsoleSessions;
 }
 
 /**
@@ -235,6 +239,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(usageRoutes(deps.sql, now));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));
   await app.register(adminRoutes(deps), { prefix: '/admin/v1' });
+  await app.register(
+    consoleRoutes({
+      ledger: deps.ledger,
+      sql: deps.sql,
+      registry: deps.registry,
+      knowledgeQueries: deps.knowledgeQueries,
+      sessions: deps.consoleSessions,
+      settled: (position) => deps.runner.waitFor(position),
+      now,
+      publicBaseUrl: deps.publicBaseUrl,
+    }),
+    { prefix: '/console' },
+  );
   app.get('/healthz', { config: { auth: 'none' } }, async () => ({ status: 'ok' }));
   return app;
 }

@@ -33,6 +33,7 @@ import { metricsRoute, metricsTokenOf } from '../metrics/route';
 import { ProjectionRunner, type Parking } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
 import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
+import { ConsoleSessions } from '../console/sessions';
 import { acquireDataDirLock } from '../storage/data-dir-lock';
 import { openPglite, postgresSql, type Sql } from '../storage/sql';
 import { tracingSettingsOf } from '../tracing/settings';
@@ -341,6 +342,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.idempotencyMaxStoredBytes ? { maxStoredBytes: overrides.idempotencyMaxStoredBytes } : {}),
   });
   await idempotency.migrate();
+  const consoleSessions = new ConsoleSessions(storage.sql, store, clock);
+  await consoleSessions.migrate();
   const channels = new Map(config.channels.map((c) => [c.id, c]));
   const workflows = new TaskWorkflows({
     tasks,
@@ -376,6 +379,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const rateLimiter = overrides.rateLimiter ?? ownLimiter!;
   const drain = new Drain();
   const app = await buildApp({
+    consoleSessions,
     drain,
     rateLimiter,
     idempotency,
@@ -440,6 +444,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await workflows.start();
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
+  const stopConsolePurge = startChore(() => consoleSessions.purge(), 60 * 60_000, (error) => app.log.error({ err: error }, 'console session purge failed'));
   const stopMediaSweeper = startChore(() => hosted.sweep(clock()), 10 * 60_000, (error) => app.log.error({ err: error }, 'hosted media sweeper failed'));
   // The shutdown under way, and what ends its grace early (close() called again: a second signal).
   let closing: Promise<void> | null = null;
@@ -467,6 +472,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       closing = (async () => {
         stopSweeper();
         stopIdempotencyPurge();
+        stopConsolePurge();
         stopMediaSweeper();
         await closeHttp(app, drain, { graceMs: settings.shutdownGraceS * 1000, hurry: hurried, log: app.log });
         // The gateway's own task runs get the same grace; past it they are failed and refunded.

@@ -41,6 +41,23 @@ describe('the README path: serve, create an account and a key, read the balance;
     expect(badTopup.stdout).toContain('topup_below_minimum');
     expect((await gw.run(['accounts', 'topup', accountId, '134.80', '--reference', 'inv-1'])).code).toBe(0);
 
+    // The web console: a sign-in link from the CLI opens a session (docs/console.md).
+    const link = await gw.run(['accounts', 'login-link', accountId]);
+    expect(link.code, link.stderr).toBe(0);
+    const url = link.stdout.split('\n')[0]!;
+    expect(url).toMatch(new RegExp(`^${gw.base}/console/sign-in#[A-Za-z0-9_-]{43}$`));
+    const signIn = await fetch(`${gw.base}/console/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: url.slice(url.indexOf('#') + 1) }),
+      redirect: 'manual',
+    });
+    expect(signIn.status).toBe(303);
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const overview = await fetch(`${gw.base}/console/`, { headers: { cookie } });
+    expect(overview.status).toBe(200);
+    expect(await overview.text()).toContain('Newcomer');
+
     // Finance: the demo call re-rated at a corrected price, first as a dry run, then applied once.
     const priceFile = join(mkdtempSync(join(tmpdir(), 'rerate-')), 'price.yaml');
     writeFileSync(priceFile, 'input: "1.50"\ncached_input: "0.75"\noutput: "6.00"\n');

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { NewEvent, RecordedEvent } from '../store/port';
 import { jsonForm } from '../store/json';
 import type { EventDefinition } from './codec';
+import { consoleEvents, type ConsoleEvent } from './console';
 import { idempotentCallEvents, type IdempotentCallEvent } from './idempotency';
 import { keyEvents, type KeyEvent } from './key';
 import { taskEvents, type TaskEvent } from './task';
@@ -14,11 +15,12 @@ export * from './knowledge';
 export { INT32_MAX } from './codec';
 export * from './idempotency';
 export * from './task';
+export * from './console';
 
-export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent;
+export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent | ConsoleEvent;
 
 const definitions = new Map<string, EventDefinition<string, z.ZodType>>();
-for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents]) definitions.set(definition.type, definition);
+for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents, ...consoleEvents]) definitions.set(definition.type, definition);
 
 export class UnknownEventError extends Error {
   constructor(readonly type: string) {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
-import { CSV_COLUMNS, CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, type LogFilter } from '../../projections/call-log/queries';
+import { CSV_COLUMNS, CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, type LogFilter, type LogRow } from '../../projections/call-log/queries';
 import type { SqlQuery } from '../../storage/sql';
 import { z } from 'zod';
 import { pageSizeQuery, UnixSecondsQuery } from '../intake/numbers';
@@ -82,6 +82,15 @@ export function inertCell(value: unknown): unknown {
   return `'${value}`;
 }
 
+/** The CSV export of rows `queryLogs` read with the cap (the admin API's and the console's): the
+ * spec's columns, formulas made inert, at most CSV_ROW_CAP rows and CSV_EXPORT_BYTES. */
+export function logsCsv(rows: readonly LogRow[]): { text: string; truncated: boolean } {
+  const all = rows.slice(0, CSV_ROW_CAP).map((row) => CSV_COLUMNS.map((column) => inertCell(column === 'result_urls' ? row.result_urls.join('|') : row[column])));
+  // A record's JSON is about the size of its CSV line.
+  const records = withinBytes(all, CSV_EXPORT_BYTES, jsonBytes);
+  return { text: stringify(records, { header: true, columns: [...CSV_COLUMNS], cast: { boolean: (v) => String(v) } }), truncated: rows.length > records.length };
+}
+
 function filterOf(accountId: string, q: LogQuery, now: number): LogFilter {
   const to = q.to ?? now + 1;
   const from = q.from ?? to - DEFAULT_WINDOW_S;
@@ -102,15 +111,9 @@ export function logRoutes(sql: SqlQuery, now: () => number) {
     });
 
     app.get<{ Params: { id: string }; Querystring: LogQuery }>('/accounts/:id/logs.csv', { config: { openapi: CSV_DOC } }, async (request, reply) => {
-      const rows = await queryLogs(sql, filterOf(request.params.id, request.query, now()), CSV_ROW_CAP);
-      const all = rows.slice(0, CSV_ROW_CAP).map((row) => CSV_COLUMNS.map((column) => inertCell(column === 'result_urls' ? row.result_urls.join('|') : row[column])));
-      // A record's JSON is about the size of its CSV line.
-      const records = withinBytes(all, CSV_EXPORT_BYTES, jsonBytes);
-      if (rows.length > records.length) reply.header('x-truncated', 'true');
-      return reply
-        .type('text/csv; charset=utf-8')
-        .header('content-disposition', `attachment; filename="logs-${request.params.id}.csv"`)
-        .send(stringify(records, { header: true, columns: [...CSV_COLUMNS], cast: { boolean: (v) => String(v) } }));
+      const csv = logsCsv(await queryLogs(sql, filterOf(request.params.id, request.query, now()), CSV_ROW_CAP));
+      if (csv.truncated) reply.header('x-truncated', 'true');
+      return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="logs-${request.params.id}.csv"`).send(csv.text);
     });
   };
 }

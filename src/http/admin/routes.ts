@@ -23,6 +23,8 @@ import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
 import { LOG_PAGE_BYTES, logRoutes, withinBytes } from './logs';
 import { clipText } from '../../projections/call-log/bounds';
 import { rerateRoutes } from './rerate';
+import { consoleLinkRoutes } from './console-links';
+import type { ConsoleSessions } from '../../console/sessions';
 
 export interface AdminOptions extends KnowledgeAdminOptions {
   readonly now?: () => number;
@@ -34,6 +36,9 @@ export interface AdminOptions extends KnowledgeAdminOptions {
   readonly registry: ModelRegistry;
   /** Where `Idempotency-Key` claims of admin POSTs are kept (scope `admin`). */
   readonly idempotency: IdempotencyStore;
+  /** Console sign-in links (`POST /accounts/:id/login-link`). */
+  readonly consoleSessions: ConsoleSessions;
+  readonly publicBaseUrl?: string | undefined;
 }
 
 const Timestamp = z.number().int().nonnegative();
@@ -211,6 +216,7 @@ export function adminRoutes(options: AdminOptions) {
     await app.register(knowledgeAdminRoutes(options));
     await app.register(logRoutes(sql, options.now ?? (() => Math.floor(Date.now() / 1000))));
     await app.register(rerateRoutes({ ledger, runner, sql, registry }));
+    await app.register(consoleLinkRoutes({ ledger, consoleSessions: options.consoleSessions, settled, publicBaseUrl: options.publicBaseUrl }));
 
     async function existingAccount(accountId: string) {
       const state = await ledger.wallet(accountId);

@@ -12,6 +12,7 @@ export const TAGS = {
   'admin-keys': "The operator's API: API keys.",
   'admin-knowledge': "The operator's API: knowledge bases, pages and source files.",
   'admin-billing': "The operator's API: re-rating past calls.",
+  console: "The account holders' web console: HTML pages under /console/ (a session cookie from a sign-in link; a CSRF token in every form).",
   operations: 'Liveness, readiness, metrics and this description.',
 } as const;
 

@@ -1,10 +1,11 @@
 import { oneAtATime, type Projection } from '../projection';
 
-/** Append-only record of who changed what: accounts, top-ups, limits and every key
- * action (issue, change, reveal, revoke, delete). Money movements are in the ledger. */
+/** Append-only record of who changed what: accounts, top-ups, limits, every key
+ * action (issue, change, reveal, revoke, delete) and console sign-ins (link issued, signed in,
+ * signed out). Money movements are in the ledger. */
 export const auditProjection: Projection = {
   name: 'audit',
-  streams: ['wallet-', 'key-'],
+  streams: ['wallet-', 'key-', 'console-'],
   tables: ['audit_trail'],
   schema: `
 CREATE TABLE IF NOT EXISTS audit_trail (
@@ -35,11 +36,15 @@ const AUDITED = new Set([
   'KeyRevealed',
   'KeyRevoked',
   'KeyDeleted',
+  'ConsoleLinkIssued',
+  'ConsoleSignedIn',
+  'ConsoleSignedOut',
 ]);
 
 const applyAudited = oneAtATime(async (tx, event, recorded) => {
   const isKey = recorded.streamId.startsWith('key-');
-  const subjectId = isKey ? recorded.streamId.slice('key-'.length) : recorded.streamId.slice('wallet-'.length);
+  const isConsole = recorded.streamId.startsWith('console-');
+  const subjectId = recorded.streamId.slice(recorded.streamId.indexOf('-') + 1);
   let accountId = subjectId;
   if (event.type === 'KeyIssued') accountId = event.data.account_id;
   else if (isKey) {
@@ -56,6 +61,6 @@ const applyAudited = oneAtATime(async (tx, event, recorded) => {
   await tx.query(
     `INSERT INTO audit_trail (event_id, account_id, subject_type, subject_id, action, details, actor, at)
      VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8)`,
-    [recorded.id, accountId, isKey ? 'key' : 'account', subjectId, event.type, JSON.stringify(details, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)), actor, at],
+    [recorded.id, accountId, isKey ? 'key' : isConsole ? 'console' : 'account', subjectId, event.type, JSON.stringify(details, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)), actor, at],
   );
 });

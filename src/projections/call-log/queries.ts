@@ -42,6 +42,8 @@ export interface LogFilter {
   readonly keyId?: string | undefined;
   readonly requestId?: string | undefined;
   readonly taskId?: string | undefined;
+  /** One row by its id (a UUID; the console's call detail). */
+  readonly id?: string | undefined;
   /** `{created_at}:{id}` of the last row of the previous page. */
   readonly cursor?: { createdAt: number; id: string } | undefined;
 }
@@ -116,6 +118,7 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
   if (filter.keyId) add((n) => `c.key_id = $${n}`, filter.keyId);
   if (filter.requestId) add((n) => `c.request_id = $${n}`, filter.requestId);
   if (filter.taskId) add((n) => `c.task_id = $${n}`, filter.taskId);
+  if (filter.id) add((n) => `c.id = $${n}::uuid`, filter.id);
   if (filter.cursor) {
     params.push(filter.cursor.createdAt, filter.cursor.id);
     where.push(`(c.created_at, c.id) < ($${params.length - 1}::bigint, $${params.length}::uuid)`);

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import type { ModelConfig } from '../config/schema';
+import type { LogRow } from '../projections/call-log/queries';
+import { html, usd } from './html';
+import { receiptOf } from './receipt';
+import { SignInLimit } from './sign-in-limit';
+
+const model = (price: ModelConfig['price'], extra: Partial<ModelConfig> = {}) => ({ id: 'm', owned_by: 'x', kind: 'text', price, ...extra }) as ModelConfig;
+
+const row = (fields: Partial<LogRow>): LogRow => ({
+  id: '00000000-0000-0000-0000-000000000000',
+  created_at: 1_700_000_000,
+  key_id: null,
+  key_name: null,
+  key_prefix: null,
+  model: 'm',
+  status: 'success',
+  error_code: null,
+  error_message: null,
+  input_tokens: 0,
+  output_tokens: 0,
+  cached_tokens: 0,
+  unit_count: null,
+  unit_type: null,
+  cost_usd: '0.00',
+  latency_ms: 1,
+  request_id: 'req_1',
+  task_id: null,
+  submitted_at: 1_700_000_000,
+  attempts_count: 1,
+  result_urls: [],
+  result_expires_at: null,
+  adjustment_usd: '0.00',
+  adjustment_reference: null,
+  tool_fee_usd: null,
+  ...fields,
+});
+
+describe('the receipt of a call', () => {
+  it('shows each token class at its price per million, exactly, and the one rounding up', () => {
+    // 1001 × $0.15/1M = $0.00015015; 7 cached × $0.0751/1M = $0.0000005257; 333 × $0.6/1M = $0.0001998
+    const receipt = receiptOf(model({ input: '0.15', cached_input: '0.0751', output: '0.6' }), row({ input_tokens: 1008, cached_tokens: 7, output_tokens: 333, cost_usd: '0.000350476' }), []);
+    expect(receipt.lines.map((l) => [l.label, l.quantity, l.amount])).toEqual([
+      ['Input', '1001 tokens', '$0.00015015'],
+      ['Cached input', '7 tokens', '$0.0000005257'],
+      ['Output', '333 tokens', '$0.0001998'],
+    ]);
+    // $0.0003504757 rounded up to the nano-dollar
+    expect(receipt.computed).toBe('0.000350476');
+    expect(receipt.matches).toBe(true);
+    expect(receipt.note).toBeNull();
+  });
+
+  it('says so when the ledger captured another amount than today’s price list gives', () => {
+    const receipt = receiptOf(model({ input: '1', output: '2' }), row({ input_tokens: 10, output_tokens: 10, cost_usd: '0.00004', adjustment_usd: '-0.00001' }), []);
+    expect(receipt.computed).toBe('0.00003');
+    expect(receipt.charged).toBe('0.00003');
+    expect(receipt.matches).toBe(true);
+    const changed = receiptOf(model({ input: '2', output: '2' }), row({ input_tokens: 10, output_tokens: 10, cost_usd: '0.00003' }), []);
+    expect(changed.matches).toBe(false);
+    expect(changed.note).toMatch(/ledger is what counts/);
+  });
+
+  it('names the discount and long-context multipliers it applied', () => {
+    const receipt = receiptOf(
+      model({ input: '1', output: '1' }, { long_context: { threshold_tokens: 100, multiplier: '2' }, discount: { multiplier: '0.5' } } as Partial<ModelConfig>),
+      row({ input_tokens: 100, output_tokens: 0, cost_usd: '0.0001' }),
+      [],
+    );
+    expect(receipt.multipliers).toEqual(['long context (≥ 100 input tokens) × 2.00', 'discount × 0.5']);
+    expect(receipt.computed).toBe('0.0001');
+  });
+
+  it('charges a rejected call nothing and explains per-image prices', () => {
+    expect(receiptOf(model({ input: '1' }), row({ status: 'rejected' }), [])).toMatchObject({ computed: '0.00', lines: [] });
+    const image = receiptOf(model({ per_image: '0.04' }, { kind: 'image' }), row({ unit_count: 3, unit_type: 'image', cost_usd: '0.12' }), []);
+    expect(image.lines).toEqual([{ label: 'image', quantity: '3', price: '$0.04 each', amount: '$0.12' }]);
+    expect(image.matches).toBe(true);
+  });
+});
+
+describe('console HTML', () => {
+  it('escapes every interpolated text, keeps Html as it is', () => {
+    const name = `<script>alert("x")</script>&'`;
+    expect(html`<p title="${name}">${name}${usd('1.50')}</p>`.text).toBe(
+      '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;<span class="usd">$1.50</span></p>',
+    );
+    expect(html`${[1, null, undefined, false, 'a']}`.text).toBe('1a');
+  });
+});
+
+describe('sign-in attempts', () => {
+  it('admits 10 per address per window, then says how long to wait; other addresses and the next window are free', () => {
+    let now = 1000;
+    const limit = new SignInLimit(() => now);
+    for (let i = 0; i < 10; i++) expect(limit.admit('a').ok).toBe(true);
+    now += 60;
+    expect(limit.admit('a')).toEqual({ ok: false, retryAfter: 15 * 60 - 60 });
+    expect(limit.admit('b').ok).toBe(true);
+    now += 15 * 60;
+    expect(limit.admit('a').ok).toBe(true);
+  });
+});

@@ -1,0 +1,241 @@
+import { formatUsd } from '../money/usd';
+import type { LogRow } from '../projections/call-log/queries';
+import type { UsageTotals } from '../projections/call-log/queries';
+import type { ReadableKb, SearchHit } from '../projections/knowledge/queries';
+import { usageChart } from './chart';
+import { html, usd, when, type Html } from './html';
+import { csrfField, notice, type ConsoleViewer } from './layout';
+import type { Credit, DailyUsage, KeyRow, LedgerLine } from './reads';
+import type { Receipt } from './receipt';
+
+const money = (units: bigint) => usd(formatUsd(units));
+
+export function signInPage(message: Html | null): Html {
+  return html`<h1>Sign in</h1>
+${message}
+<p>Open the sign-in link your operator gave you: it fills in the code below. A link works once and for 15 minutes.
+No link? Ask the operator to run <code>gateway accounts login-link YOUR_ACCOUNT_ID</code>.</p>
+<form method="post" action="/console/sign-in">
+<label for="token">Sign-in code (the part of the link after <code>#</code>)</label>
+<input type="text" id="token" name="token" autocomplete="off" required spellcheck="false">
+<p><button type="submit" id="sign-in">Sign in</button></p>
+</form>`;
+}
+
+export interface OverviewData {
+  readonly balance: bigint;
+  readonly held: bigint;
+  readonly keys: readonly KeyRow[];
+  readonly credits: readonly Credit[];
+  readonly days: readonly string[];
+  readonly daily: readonly DailyUsage[];
+  readonly total: UsageTotals;
+  readonly byModel: ReadonlyMap<string, UsageTotals>;
+  readonly lastCalls: readonly LogRow[];
+}
+
+export function overviewPage(d: OverviewData): Html {
+  const capped = d.keys.filter((k) => k.spendCap !== null && k.status === 'active');
+  return html`<h1>Overview</h1>
+<section class="cards" aria-label="Wallet">
+<div class="card"><div class="label">Available balance</div><div class="value" id="available">${money(d.balance - d.held)}</div></div>
+<div class="card"><div class="label">Held by calls in flight</div><div class="value">${money(d.held)}</div></div>
+<div class="card"><div class="label">Balance</div><div class="value">${money(d.balance)}</div></div>
+<div class="card"><div class="label">Spent, last 30 days</div><div class="value">${money(d.total.cost)}</div></div>
+</section>
+<h2>Usage over the last ${d.days.length} days</h2>
+${d.total.total_requests === 0 ? notice(html`No calls yet. Create a key on the <a href="/console/keys">API keys</a> page and call a model with it; its cost shows here.`) : usageChart(d.days, d.daily)}
+${
+  d.byModel.size > 0
+    ? html`<div class="table-wrap"><table><caption class="muted">Totals by model, last 30 days</caption>
+<thead><tr><th scope="col">Model</th><th scope="col" class="num">Calls</th><th scope="col" class="num">Errors</th><th scope="col" class="num">Input tokens</th><th scope="col" class="num">Output tokens</th><th scope="col" class="num">Cost</th></tr></thead>
+<tbody>${[...d.byModel.entries()].map(
+        ([model, t]) =>
+          html`<tr><td>${model}</td><td class="num">${t.total_requests}</td><td class="num">${t.error_requests + t.rejected_requests + t.interrupted_requests}</td><td class="num">${t.input_tokens}</td><td class="num">${t.output_tokens}</td><td class="num">${money(t.cost)}</td></tr>`,
+      )}</tbody></table></div>`
+    : ''
+}
+<h2>Spend caps</h2>
+${
+  capped.length === 0
+    ? html`<p class="muted">No key has a spend cap. Set one when you create a key to bound what it may spend.</p>`
+    : html`<div class="table-wrap"><table><thead><tr><th scope="col">Key</th><th scope="col" class="num">Spent</th><th scope="col" class="num">Cap</th><th scope="col" class="num">Used</th></tr></thead><tbody>${capped.map(
+        (k) =>
+          html`<tr><td>${k.name}</td><td class="num">${money(k.spent)}</td><td class="num">${money(k.spendCap!)}</td><td class="num">${k.spendCap === 0n ? '100' : ((Number((k.spent * 10000n) / k.spendCap!) / 100).toFixed(2))}%</td></tr>`,
+      )}</tbody></table></div>`
+}
+<h2>Last calls</h2>
+${d.lastCalls.length === 0 ? html`<p class="muted">No calls yet.</p>` : logTable(d.lastCalls)}
+<p><a href="/console/logs">The whole call log →</a></p>
+<h2>Top-ups and grants</h2>
+${
+  d.credits.length === 0
+    ? html`<p class="muted">No top-ups yet. Your operator tops up the wallet.</p>`
+    : html`<div class="table-wrap"><table><thead><tr><th scope="col">When</th><th scope="col">Kind</th><th scope="col">Reference</th><th scope="col" class="num">Amount</th></tr></thead><tbody>${d.credits.map(
+        (c) => html`<tr><td>${when(c.at)}</td><td>${c.type === 'grant' ? 'grant' : 'top-up'}</td><td>${c.reference ?? ''}</td><td class="num">${money(c.amount)}</td></tr>`,
+      )}</tbody></table></div>`
+}`;
+}
+
+function keyState(k: KeyRow, now: number): Html {
+  if (k.status === 'revoked') return html`<span class="bad">revoked</span>`;
+  if (!k.enabled) return html`<span class="bad">disabled</span>`;
+  if (k.expiresAt !== null && k.expiresAt <= now) return html`<span class="bad">expired</span>`;
+  return html`<span class="ok">active</span>`;
+}
+
+export function secretBox(label: string, raw: string): Html {
+  return html`<section class="notice" aria-labelledby="secret-label">
+<p id="secret-label"><strong>${label}</strong></p>
+<div class="secret"><code id="raw-key">${raw}</code><button type="button" class="secondary" data-copy="raw-key" hidden>Copy</button></div>
+<p class="muted">Store it now, in a password manager or your app's secrets. This page is not kept: reloading it will not show the key again.</p>
+</section>`;
+}
+
+export function keysPage(viewer: ConsoleViewer, keys: readonly KeyRow[], now: number, top: Html | null, models: readonly string[]): Html {
+  return html`<h1>API keys</h1>
+${top}
+<h2>Create a key</h2>
+<form method="post" action="/console/keys" class="grid">
+${csrfField(viewer)}
+<div><label for="key-name">Name</label><input type="text" id="key-name" name="name" required maxlength="200" placeholder="laptop"></div>
+<div><label for="key-models">Allowed models (comma-separated; empty: all)</label><input type="text" id="key-models" name="allowed_models" list="model-ids" placeholder="gpt-4o-mini"></div>
+<div><label for="key-expires">Expires on (UTC date; empty: never)</label><input type="text" id="key-expires" name="expires_at" placeholder="YYYY-MM-DD" pattern="\\d{4}-\\d{2}-\\d{2}"></div>
+<div><label for="key-cap">Spend cap in USD (empty: none)</label><input type="text" id="key-cap" name="spend_cap_usd" inputmode="decimal" placeholder="10.00"></div>
+<div><button type="submit">Create key</button></div>
+</form>
+<datalist id="model-ids">${models.map((m) => html`<option value="${m}">`)}</datalist>
+<h2>Your keys</h2>
+${
+  keys.length === 0
+    ? html`<p class="muted">No keys yet: create one above, then send it as <code>Authorization: Bearer …</code>.</p>`
+    : html`<div class="table-wrap"><table id="keys"><thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">State</th><th scope="col" class="hide-narrow">Models</th><th scope="col" class="hide-narrow">Expires</th><th scope="col" class="num">Spent / cap</th><th scope="col" class="hide-narrow">Last used</th><th scope="col">Actions</th></tr></thead><tbody>${keys.map(
+        (k) => html`<tr data-key="${k.keyId}"><td>${k.name}</td><td><code>${k.prefix}…</code></td><td>${keyState(k, now)}</td>
+<td class="hide-narrow">${k.allowedModels === null ? html`<span class="muted">all</span>` : k.allowedModels.join(', ')}</td>
+<td class="hide-narrow">${k.expiresAt === null ? html`<span class="muted">never</span>` : when(k.expiresAt)}</td>
+<td class="num">${money(k.spent)}${k.spendCap !== null ? html` / ${money(k.spendCap)}` : ''}</td>
+<td class="hide-narrow">${when(k.lastUsedAt)}</td>
+<td><div class="actions">${
+          k.status === 'revoked'
+            ? ''
+            : html`${k.revealable ? html`<a href="/console/keys/${k.keyId}/reveal">Reveal</a>` : ''}
+<form method="post" action="/console/keys/${k.keyId}/${k.enabled ? 'disable' : 'enable'}" class="inline">${csrfField(viewer)}<button type="submit" class="secondary">${k.enabled ? 'Disable' : 'Enable'}</button></form>
+<form method="post" action="/console/keys/${k.keyId}/revoke" class="inline" data-confirm="Revoke ${k.name}? Calls with it will be refused at once; this cannot be undone.">${csrfField(viewer)}<button type="submit" class="danger">Revoke</button></form>`
+        }
+<form method="post" action="/console/keys/${k.keyId}/delete" class="inline" data-confirm="Delete ${k.name}? It disappears from this list and can never be revealed again.">${csrfField(viewer)}<button type="submit" class="danger">Delete</button></form></div></td></tr>`,
+      )}</tbody></table></div>`
+}`;
+}
+
+export function revealConfirmPage(viewer: ConsoleViewer, key: KeyRow): Html {
+  return html`<h1>Reveal ${key.name}</h1>
+<p>The raw key gives whoever sees it the use of your wallet. Revealing it is recorded in your account's audit trail.</p>
+<form method="post" action="/console/keys/${key.keyId}/reveal">${csrfField(viewer)}
+<div class="actions"><button type="submit">Reveal the key</button> <a href="/console/keys">Cancel</a></div></form>`;
+}
+
+export function logTable(rows: readonly LogRow[]): Html {
+  return html`<div class="table-wrap"><table id="log"><thead><tr><th scope="col">When</th><th scope="col">Model</th><th scope="col">Status</th><th scope="col" class="hide-narrow">Key</th><th scope="col" class="num hide-narrow">Tokens in / out</th><th scope="col" class="num">Cost</th><th scope="col">Request</th></tr></thead>
+<tbody>${rows.map(
+    (r) => html`<tr><td>${when(r.created_at)}</td><td>${r.model}</td><td class="status-${r.status}">${r.status}${r.error_code ? html` <span class="muted">(${r.error_code})</span>` : ''}</td>
+<td class="hide-narrow">${r.key_name ?? html`<span class="muted">—</span>`}</td><td class="num hide-narrow">${r.input_tokens} / ${r.output_tokens}</td><td class="num">${usd(r.cost_usd)}</td>
+<td><a href="/console/logs/${r.id}" aria-label="Details of ${r.request_id}"><code>${r.request_id.slice(0, 16)}…</code></a></td></tr>`,
+  )}</tbody></table></div>`;
+}
+
+export interface LogFilters {
+  readonly from: string;
+  readonly to: string;
+  readonly model: string;
+  readonly status: string;
+  readonly key_id: string;
+  readonly request_id: string;
+  readonly task_id: string;
+}
+
+export function logsPage(filters: LogFilters, keys: readonly KeyRow[], rows: readonly LogRow[], query: string, next: string | null, problem: string | null): Html {
+  const option = (value: string, label: string, current: string) => html`<option value="${value}"${value === current ? html` selected` : ''}>${label}</option>`;
+  return html`<h1>Call log</h1>
+<form method="get" action="/console/logs" class="grid" aria-label="Filters">
+<div><label for="f-from">From (UTC date)</label><input type="text" id="f-from" name="from" value="${filters.from}" placeholder="YYYY-MM-DD"></div>
+<div><label for="f-to">To (UTC date, exclusive)</label><input type="text" id="f-to" name="to" value="${filters.to}" placeholder="YYYY-MM-DD"></div>
+<div><label for="f-model">Model</label><input type="text" id="f-model" name="model" value="${filters.model}"></div>
+<div><label for="f-status">Status</label><select id="f-status" name="status">${option('', 'any', filters.status)}${['success', 'error', 'interrupted', 'rejected'].map((s) => option(s, s, filters.status))}</select></div>
+<div><label for="f-key">Key</label><select id="f-key" name="key_id">${option('', 'any', filters.key_id)}${keys.map((k) => option(k.keyId, `${k.name} (${k.prefix}…)`, filters.key_id))}</select></div>
+<div><label for="f-request">Request id (x-gateway-trace)</label><input type="text" id="f-request" name="request_id" value="${filters.request_id}"></div>
+<div><label for="f-task">Task id</label><input type="text" id="f-task" name="task_id" value="${filters.task_id}"></div>
+<div class="actions"><button type="submit">Filter</button> <a href="/console/logs">Clear</a></div>
+</form>
+${problem ? notice(problem, 'error') : ''}
+<p><a href="/console/logs.csv${query ? `?${query}` : ''}" id="csv" download>Download these calls as CSV</a> <span class="muted">(10,000 rows at most)</span></p>
+${
+  rows.length === 0
+    ? notice(problem ? 'Fix the filter above and try again.' : 'No calls match. Widen the time window (the default is the last 30 days) or clear the filters.')
+    : logTable(rows)
+}
+${next ? html`<p><a href="/console/logs?${query ? `${query}&` : ''}cursor=${encodeURIComponent(next)}" rel="next">Older calls →</a></p>` : ''}`;
+}
+
+export function callPage(row: LogRow, ledger: readonly LedgerLine[], receipt: Receipt): Html {
+  const fact = (label: string, value: Html | string | number | null) => html`<dt>${label}</dt><dd>${value ?? html`<span class="muted">—</span>`}</dd>`;
+  return html`<h1>Call ${row.request_id}</h1>
+<p><a href="/console/logs">← Call log</a></p>
+<dl class="facts" id="call">
+${fact('When', when(row.created_at))}
+${fact('Model', row.model)}
+${fact('Status', html`<span class="status-${row.status}">${row.status}</span>`)}
+${row.error_code ? fact('Error', `${row.error_code}: ${row.error_message ?? ''}`) : ''}
+${fact('Key', row.key_name ? `${row.key_name} (${row.key_prefix}…)` : null)}
+${fact('Request id', html`<code>${row.request_id}</code>`)}
+${row.task_id ? fact('Task id', html`<code>${row.task_id}</code>`) : ''}
+${fact('Tokens', `${row.input_tokens} in (${row.cached_tokens} cached), ${row.output_tokens} out`)}
+${row.unit_count !== null ? fact('Units', `${row.unit_count} ${row.unit_type ?? ''}`) : ''}
+${fact('Latency', `${row.latency_ms} ms`)}
+${fact('Attempts', row.attempts_count)}
+${fact('Cost', usd(row.cost_usd))}
+${row.adjustment_usd !== '0.00' ? fact('Re-rated by', html`${usd(row.adjustment_usd)} (${row.adjustment_reference ?? ''})`) : ''}
+</dl>
+<h2>Why was I charged</h2>
+<div class="table-wrap"><table id="receipt"><thead><tr><th scope="col">What</th><th scope="col" class="num">Quantity</th><th scope="col" class="num">Price</th><th scope="col" class="num">Amount</th></tr></thead>
+<tbody>${receipt.lines.map((l) => html`<tr><td>${l.label}</td><td class="num">${l.quantity}</td><td class="num">${l.price}</td><td class="num">${l.amount}</td></tr>`)}
+${receipt.multipliers.map((m) => html`<tr><td colspan="3">× ${m}</td><td></td></tr>`)}
+<tr><th scope="row" colspan="3">Rounded up to the nano-dollar</th><td class="num">${usd(receipt.computed)}</td></tr>
+<tr><th scope="row" colspan="3">Charged (ledger)</th><td class="num" id="charged">${usd(receipt.charged)}</td></tr></tbody></table></div>
+${receipt.note ? html`<p class="muted">${receipt.note}</p>` : ''}
+<h2>Ledger events</h2>
+${
+  ledger.length === 0
+    ? html`<p class="muted">None: this call held no money (it was refused before it ran).</p>`
+    : html`<div class="table-wrap"><table id="ledger"><thead><tr><th scope="col">#</th><th scope="col">When</th><th scope="col">Event</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Balance after</th><th scope="col" class="num">Held after</th></tr></thead><tbody>${ledger.map(
+        (e) =>
+          html`<tr><td>${e.seq}</td><td>${when(e.at)}</td><td>${e.type === 'hold' ? 'hold' : e.type === 'capture' ? 'settlement (capture)' : e.type === 'release' ? 'release' : e.type}${e.reference && e.type !== 'hold' ? html` <span class="muted">${e.reference}</span>` : ''}</td><td class="num">${money(e.amount)}</td><td class="num">${money(e.balanceAfter)}</td><td class="num">${money(e.heldAfter)}</td></tr>`,
+      )}</tbody></table></div>`
+}`;
+}
+
+/** The search's snippet marks its matches with `**` (the REST and MCP answers are Markdown): here, <mark>. */
+const highlighted = (snippet: string): Html => html`${snippet.split('**').map((part, i) => (i % 2 === 1 ? html`<mark>${part}</mark>` : part))}`;
+
+export function knowledgePage(kbs: readonly ReadableKb[], counts: ReadonlyMap<string, number>, search: { kb: string; q: string; total: number; hits: readonly SearchHit[] } | null): Html {
+  return html`<h1>Knowledge bases</h1>
+${
+  kbs.length === 0
+    ? notice('No knowledge bases yet. Your operator imports pages into them (gateway kb import); they then appear here and to your keys through /api/v1/ext/wiki and MCP.')
+    : html`<div class="table-wrap"><table id="kbs"><thead><tr><th scope="col">Base</th><th scope="col">Title</th><th scope="col">Access</th><th scope="col" class="num">Pages</th></tr></thead><tbody>${kbs.map(
+        (k) => html`<tr><td><code>${k.kbId}</code></td><td>${k.title}</td><td>${k.access}</td><td class="num">${counts.get(k.kbKey) ?? 0}</td></tr>`,
+      )}</tbody></table></div>
+<h2>Search preview</h2>
+<form method="get" action="/console/knowledge" class="grid">
+<div><label for="kb">Base</label><select id="kb" name="kb">${kbs.map((k) => html`<option value="${k.kbId}"${k.kbId === search?.kb ? html` selected` : ''}>${k.title} (${k.kbId})</option>`)}</select></div>
+<div><label for="q">Search text</label><input type="search" id="q" name="q" value="${search?.q ?? ''}" required></div>
+<div><button type="submit">Search</button></div>
+</form>
+${
+  search
+    ? search.hits.length === 0
+      ? html`<p class="muted">No page matches “${search.q}”. Try fewer or other words.</p>`
+      : html`<p>${search.total} page(s) match.</p><ol>${search.hits.map((h) => html`<li><strong>${h.title}</strong> <code>${h.id}</code><br><span class="muted">${highlighted(h.snippet)}</span></li>`)}</ol>`
+    : ''
+}`
+}`;
+}

@@ -1,0 +1,392 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Ledger } from '../commands/ledger';
+import type { ModelRegistry } from '../config/registry';
+import { UsdString } from '../config/schema';
+import type { Position } from '../events/store/port';
+import { parseUsd } from '../money/usd';
+import { CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, usageTotals, type LogFilter } from '../projections/call-log/queries';
+import type { KnowledgeQueries } from '../projections/knowledge/queries';
+import type { Sql } from '../storage/sql';
+import { logsCsv } from '../http/admin/logs';
+import type { RouteDoc } from '../http/openapi/route-doc';
+import { GatewayError } from '../http/errors';
+import { CONSOLE_CSS, CONSOLE_JS } from './assets';
+import { html, type Html } from './html';
+import { notice, page, type ConsoleViewer } from './layout';
+import { callPage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
+import { accountKeys, callLedger, credits, dailyUsage } from './reads';
+import { receiptOf } from './receipt';
+import { sameSecret, type ConsoleSessions } from './sessions';
+import { SignInLimit } from './sign-in-limit';
+
+export interface ConsoleOptions {
+  readonly ledger: Ledger;
+  readonly sql: Sql;
+  readonly registry: ModelRegistry;
+  readonly knowledgeQueries: KnowledgeQueries;
+  readonly sessions: ConsoleSessions;
+  /** Read-your-writes: a page after a key action shows it. */
+  readonly settled: (position: Position | null) => Promise<void>;
+  readonly now: () => number;
+  /** `https://…`: cookies are marked Secure (as they are for a request that came over TLS). */
+  readonly publicBaseUrl?: string | undefined;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A console route that needs no session (sign-in, the stylesheet and script). */
+    readonly consolePublic?: boolean;
+  }
+}
+
+export const SESSION_COOKIE = 'gateway_console';
+/** A form is a few short fields. */
+const FORM_BYTES = 16 * 1024;
+
+/** No inline script or style anywhere; nothing from another origin; never framed. */
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'";
+
+const doc = (operationId: string, summary: string, method: 'GET' | 'POST', extra: Partial<RouteDoc> = {}): RouteDoc => ({
+  operationId,
+  summary,
+  tags: ['console'],
+  responses: { 200: { description: 'An HTML page.', mediaTypes: ['text/html'] } },
+  ...(method === 'POST' ? { body: { raw: 'A form (application/x-www-form-urlencoded) with the session\'s CSRF token in `_csrf`.' } } : {}),
+  ...extra,
+});
+
+class ConsoleRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    readonly body: Html,
+  ) {
+    super(title);
+  }
+}
+
+function cookieOf(request: FastifyRequest, name: string): string | undefined {
+  const header = request.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return undefined;
+}
+
+const field = (body: unknown, name: string): string => {
+  const value = (body as Record<string, unknown> | null | undefined)?.[name];
+  return typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : '';
+};
+
+const DateText = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date is written YYYY-MM-DD')
+  .refine((text) => !Number.isNaN(Date.parse(`${text}T00:00:00Z`)), 'is not a date');
+const dateToUnix = (text: string) => Math.floor(Date.parse(`${text}T00:00:00Z`) / 1000);
+
+const NewKey = z.object({
+  name: z.string().trim().min(1, 'give the key a name').max(200, 'a name is at most 200 characters'),
+  allowed_models: z.string().max(20_000),
+  expires_at: z.union([z.literal(''), DateText]),
+  spend_cap_usd: z.union([z.literal(''), UsdString.refine((v) => parseUsd(v) <= parseUsd('1000000000'), 'a spend cap is at most 1000000000 USD')]),
+});
+
+/** The account holders' console under /console/ (docs/console.md). */
+export function consoleRoutes(options: ConsoleOptions) {
+  const { ledger, sql, registry, knowledgeQueries, sessions, settled, now } = options;
+  const limit = new SignInLimit(now);
+  const viewers = new WeakMap<FastifyRequest, ConsoleViewer>();
+  const viewerOf = (request: FastifyRequest) => viewers.get(request)!;
+  const secure = (request: FastifyRequest) =>
+    options.publicBaseUrl?.startsWith('https:') === true || request.protocol === 'https' || request.headers['x-forwarded-proto'] === 'https';
+  const cookie = (request: FastifyRequest, value: string, maxAge: number) =>
+    `${SESSION_COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure(request) ? '; Secure' : ''}`;
+
+  const send = (reply: FastifyReply, status: number, title: string, body: Html, viewer: ConsoleViewer | null, current?: string) =>
+    reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .send(page({ title, viewer, ...(current ? { current } : {}) }, body));
+
+  return async (app: FastifyInstance) => {
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, text, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(String(text))));
+    });
+
+    // On every answer, refusals and not-found pages included (those may end a request before its hooks).
+    app.addHook('onSend', (_request, reply, payload, done) => {
+      reply
+        .header('content-security-policy', CSP)
+        .header('x-frame-options', 'DENY')
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'same-origin');
+      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+      done(null, payload);
+    });
+
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.routeOptions.config?.consolePublic) return;
+      const sessionId = cookieOf(request, SESSION_COOKIE);
+      const session = sessionId ? await sessions.session(sessionId) : null;
+      if (!session) {
+        if (sessionId) reply.header('set-cookie', cookie(request, '', 0));
+        if (request.method === 'GET') return reply.redirect(sessionId ? '/console/sign-in?ended=1' : '/console/sign-in', 303);
+        throw new ConsoleRefusal(401, 'Signed out', html`${notice('Your session has ended. Open a new sign-in link to go on.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
+      }
+      const wallet = await ledger.wallet(session.accountId);
+      viewers.set(request, { accountId: session.accountId, accountName: wallet.name, csrfToken: session.csrfToken, actor: `console:${session.fingerprint}` });
+    });
+
+    // Every state-changing request carries the session's CSRF token, and comes from this origin.
+    app.addHook('preHandler', async (request) => {
+      if (request.method === 'GET' || request.method === 'HEAD' || request.routeOptions.config?.consolePublic) return;
+      const origin = request.headers.origin;
+      const host = request.headers.host;
+      const sameOrigin = origin === undefined || (host !== undefined && URL.canParse(origin) && new URL(origin).host === host);
+      const token = field(request.body, '_csrf');
+      if (!sameOrigin || !token || !sameSecret(token, viewerOf(request).csrfToken))
+        throw new ConsoleRefusal(403, 'Refused', html`${notice('This form was not sent from a page of your console session (its security token is missing or wrong), so nothing was changed.', 'error')}<p><a href="/console/">Back to the console</a> and try again from there.</p>`);
+    });
+
+    app.setErrorHandler((error, request, reply) => {
+      if (error instanceof ConsoleRefusal) return send(reply, error.status, error.title, error.body, viewers.get(request) ?? null);
+      // The intake's refusals (a form over its limit, a NUL in the path) and fastify's own, as a page.
+      const status = error instanceof GatewayError ? error.status : (error as { statusCode?: number }).statusCode;
+      if (status === 404) return send(reply, 404, 'Not found', notFoundPage, viewers.get(request) ?? null);
+      if (status !== undefined && status >= 400 && status < 500)
+        return send(reply, status, 'Bad request', notice(`The request was refused: ${(error as Error).message}`, 'error'), viewers.get(request) ?? null);
+      request.log.error({ err: error }, 'console request failed');
+      return send(reply, 500, 'Error', notice(html`Something went wrong on our side (request id <code>${request.id}</code>). Try again; if it goes on, tell your operator that id.`, 'error'), viewers.get(request) ?? null);
+    });
+
+    const notFoundPage = html`${notice('There is no such page in the console.', 'error')}<p><a href="/console/">Go to the overview</a></p>`;
+    app.setNotFoundHandler((request, reply) => send(reply, 404, 'Not found', notFoundPage, viewers.get(request) ?? null));
+
+    app.get('/assets/console.css', { config: { consolePublic: true, openapi: doc('consoleCss', "The console's stylesheet", 'GET', { responses: { 200: { description: 'CSS.', mediaTypes: ['text/css'] } } }) } }, async (_request, reply) =>
+      reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CONSOLE_CSS),
+    );
+    app.get('/assets/console.js', { config: { consolePublic: true, openapi: doc('consoleJs', "The console's script", 'GET', { responses: { 200: { description: 'JavaScript.', mediaTypes: ['text/javascript'] } } }) } }, async (_request, reply) =>
+      reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(CONSOLE_JS),
+    );
+
+    // ---- sign-in and sign-out ----
+    app.get<{ Querystring: { ended?: string } }>('/sign-in', { config: { consolePublic: true, openapi: doc('consoleSignInPage', 'The sign-in page (the link\'s code is in its fragment)', 'GET') } }, async (request, reply) =>
+      send(reply, 200, 'Sign in', signInPage(request.query.ended ? notice('Your session has ended. Open a new sign-in link to go on.') : null), null),
+    );
+
+    app.post('/sign-in', { bodyLimit: FORM_BYTES, config: { consolePublic: true, openapi: doc('consoleSignIn', 'Redeem a sign-in link: starts a session (cookie scoped to /console)', 'POST') } }, async (request, reply) => {
+      const admitted = limit.admit(request.ip);
+      if (!admitted.ok) {
+        reply.header('retry-after', String(admitted.retryAfter));
+        return send(reply, 429, 'Too many attempts', signInPage(notice(`Too many sign-in attempts from your address. Wait ${Math.ceil(admitted.retryAfter / 60)} minutes and try again.`, 'error')), null);
+      }
+      const token = field(request.body, 'token').trim();
+      const redeemed = token.length > 0 && token.length <= 200 ? await sessions.redeem(token, request.ip) : ({ ok: false, reason: 'unknown' } as const);
+      if (!redeemed.ok) {
+        const why = {
+          unknown: 'This sign-in code is not one we issued. Check that you copied the whole link.',
+          used: 'This sign-in link was used already: a link works once. Ask your operator for a new one.',
+          expired: 'This sign-in link has expired: a link works for 15 minutes. Ask your operator for a new one.',
+        }[redeemed.reason];
+        return send(reply, redeemed.reason === 'unknown' ? 400 : 410, 'Sign in', signInPage(notice(why, 'error')), null);
+      }
+      reply.header('set-cookie', cookie(request, redeemed.sessionId, redeemed.session.expiresAt - now()));
+      return reply.redirect('/console/', 303);
+    });
+
+    app.post('/sign-out', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleSignOut', 'End the session', 'POST') } }, async (request, reply) => {
+      const sessionId = cookieOf(request, SESSION_COOKIE);
+      if (sessionId) await sessions.signOut(sessionId);
+      reply.header('set-cookie', cookie(request, '', 0));
+      return send(reply, 200, 'Signed out', html`<h1>Signed out</h1><p>Your session has ended. To come back, open a new sign-in link from your operator.</p>`, null);
+    });
+
+    // ---- overview ----
+    app.get('/', { prefixTrailingSlash: 'slash', config: { openapi: doc('consoleOverview', 'Overview: balance, holds, spend caps, usage chart, last calls, top-ups', 'GET') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const at = now();
+      const to = at + 1;
+      const from = to - DEFAULT_WINDOW_S;
+      const wallet = await ledger.wallet(viewer.accountId);
+      const firstDay = Math.floor((at - 29 * 86400) / 86400);
+      const days = Array.from({ length: 30 }, (_, i) => new Date((firstDay + i) * 86400_000).toISOString().slice(0, 10));
+      const [keys, credited, daily, totals, lastCalls] = await Promise.all([
+        accountKeys(sql, viewer.accountId),
+        credits(sql, viewer.accountId),
+        dailyUsage(sql, viewer.accountId, firstDay * 86400, to),
+        usageTotals(sql, viewer.accountId, from, to),
+        queryLogs(sql, { accountId: viewer.accountId, from, to }, 5),
+      ]);
+      return send(
+        reply,
+        200,
+        'Overview',
+        overviewPage({ balance: wallet.balance, held: wallet.held, keys, credits: credited, days, daily, total: totals.total, byModel: totals.byModel, lastCalls: lastCalls.slice(0, 5) }),
+        viewer,
+        '/console/',
+      );
+    });
+
+    app.get('', { prefixTrailingSlash: 'no-slash', config: { consolePublic: true, openapi: doc('consoleRoot', 'The console: redirects to /console/', 'GET', { responses: { 303: { description: 'To `/console/`.', mediaTypes: [] } } }) } }, async (_request, reply) =>
+      reply.redirect('/console/', 303),
+    );
+
+    // ---- keys ----
+    const callableModels = registry.config.models.filter((m) => m.callable !== false).map((m) => m.id);
+    const keysView = async (request: FastifyRequest, reply: FastifyReply, status: number, top: Html | null) => {
+      const viewer = viewerOf(request);
+      return send(reply, status, 'API keys', keysPage(viewer, await accountKeys(sql, viewer.accountId), now(), top, callableModels), viewer, '/console/keys');
+    };
+    const DONE: Record<string, string> = { enabled: 'The key is enabled.', disabled: 'The key is disabled: calls with it are refused until you enable it.', revoked: 'The key is revoked: calls with it are refused.', deleted: 'The key is deleted.' };
+
+    app.get<{ Querystring: { done?: string } }>('/keys', { config: { openapi: doc('consoleKeys', 'API keys: list and create', 'GET') } }, async (request, reply) =>
+      keysView(request, reply, 200, request.query.done && DONE[request.query.done] ? notice(DONE[request.query.done]!) : null),
+    );
+
+    app.post('/keys', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleCreateKey', 'Create a key: the raw key is shown once in the answer', 'POST') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const parsed = NewKey.safeParse({
+        name: field(request.body, 'name'),
+        allowed_models: field(request.body, 'allowed_models'),
+        expires_at: field(request.body, 'expires_at').trim(),
+        spend_cap_usd: field(request.body, 'spend_cap_usd').trim(),
+      });
+      if (!parsed.success) return keysView(request, reply, 400, notice(`The key was not created: ${parsed.error.issues.map((i) => i.message).join('; ')}.`, 'error'));
+      const body = parsed.data;
+      const models = body.allowed_models.split(',').map((m) => m.trim()).filter((m) => m !== '');
+      const unknown = models.filter((m) => !registry.resolve(m));
+      if (unknown.length > 0) return keysView(request, reply, 400, notice(`The key was not created: unknown models ${unknown.slice(0, 10).join(', ')}. Pick ids from the list.`, 'error'));
+      const expiresAt = body.expires_at === '' ? null : dateToUnix(body.expires_at);
+      if (expiresAt !== null && expiresAt <= now()) return keysView(request, reply, 400, notice('The key was not created: its expiry date has passed.', 'error'));
+      const result = await ledger.issueKey(
+        viewer.accountId,
+        { name: body.name, allowed_models: models.length > 0 ? models : null, expires_at: expiresAt, enabled: true, spend_cap: body.spend_cap_usd === '' ? null : parseUsd(body.spend_cap_usd) },
+        viewer.actor,
+      );
+      if (!result.ok) return keysView(request, reply, 409, notice(`The key was not created: ${result.error.message}.`, 'error'));
+      await settled(result.position);
+      return keysView(request, reply, 201, secretBox(`Your new key “${body.name}”. It is shown this once:`, result.raw));
+    });
+
+    /** The viewer's own key, or a 404 page: another account's key is as absent as an unknown one. */
+    async function ownKey(request: FastifyRequest<{ Params: { id: string } }>) {
+      const viewer = viewerOf(request);
+      const key = (await accountKeys(sql, viewer.accountId)).find((k) => k.keyId === request.params.id);
+      if (!key) throw new ConsoleRefusal(404, 'Not found', html`${notice('No such key in your account.', 'error')}<p><a href="/console/keys">Your keys</a></p>`);
+      return key;
+    }
+
+    app.get<{ Params: { id: string } }>('/keys/:id/reveal', { config: { openapi: doc('consoleRevealConfirm', 'Confirm revealing a key', 'GET') } }, async (request, reply) => {
+      const key = await ownKey(request);
+      return send(reply, 200, 'Reveal key', revealConfirmPage(viewerOf(request), key), viewerOf(request), '/console/keys');
+    });
+
+    app.post<{ Params: { id: string } }>('/keys/:id/reveal', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleRevealKey', 'Reveal a key (recorded as an audit event)', 'POST') } }, async (request, reply) => {
+      const key = await ownKey(request);
+      const result = await ledger.revealKey(key.keyId, viewerOf(request).actor);
+      if (!result.ok) return keysView(request, reply, 409, notice(`The key cannot be revealed: ${result.error.message}.`, 'error'));
+      await settled(result.position);
+      return keysView(request, reply, 200, secretBox(`The key “${key.name}”:`, result.raw));
+    });
+
+    const keyAction = (action: 'enable' | 'disable' | 'revoke' | 'delete', done: string, run: (keyId: string, actor: string) => ReturnType<Ledger['revokeKey']>) =>
+      app.post<{ Params: { id: string } }>(`/keys/:id/${action}`, { bodyLimit: FORM_BYTES, config: { openapi: doc(`console${action[0]!.toUpperCase()}${action.slice(1)}Key`, `${action[0]!.toUpperCase()}${action.slice(1)} a key`, 'POST') } }, async (request, reply) => {
+        const key = await ownKey(request);
+        const result = await run(key.keyId, viewerOf(request).actor);
+        if (!result.ok) return keysView(request, reply, 409, notice(`Nothing changed: ${result.error.message}.`, 'error'));
+        await settled(result.position);
+        return reply.redirect(`/console/keys?done=${done}`, 303);
+      });
+    keyAction('enable', 'enabled', (id, actor) => ledger.updateKey(id, { enabled: true }, actor));
+    keyAction('disable', 'disabled', (id, actor) => ledger.updateKey(id, { enabled: false }, actor));
+    keyAction('revoke', 'revoked', (id, actor) => ledger.revokeKey(id, 'revoked in the console', actor));
+    keyAction('delete', 'deleted', (id, actor) => ledger.deleteKey(id, actor));
+
+    // ---- call log ----
+    const LogFilterQuery = z.object({
+      from: z.union([z.literal(''), DateText]).default(''),
+      to: z.union([z.literal(''), DateText]).default(''),
+      model: z.string().max(200).default(''),
+      status: z.union([z.literal(''), z.enum(['success', 'error', 'interrupted', 'rejected'])]).default(''),
+      key_id: z.string().max(200).default(''),
+      request_id: z.string().max(200).default(''),
+      task_id: z.string().max(200).default(''),
+    });
+    // Seconds a JavaScript number holds exactly (the admin API refuses the rest the same way).
+    const CURSOR = /^\d{1,15}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+    function logFilter(accountId: string, query: Record<string, unknown>): { filter: LogFilter; filters: LogFilters; text: string; problem: string | null } {
+      const parsed = LogFilterQuery.safeParse(Object.fromEntries(Object.entries(query).filter(([k]) => k in LogFilterQuery.shape).map(([k, v]) => [k, String(v).trim()])));
+      const filters: LogFilters = parsed.success ? parsed.data : LogFilterQuery.parse({});
+      const problem = parsed.success ? null : `The filter was not applied: ${parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('; ')}.`;
+      const to = filters.to ? dateToUnix(filters.to) : now() + 1;
+      const from = filters.from ? dateToUnix(filters.from) : to - DEFAULT_WINDOW_S;
+      const cursorText = typeof query.cursor === 'string' && CURSOR.test(query.cursor) ? query.cursor : undefined;
+      const filter: LogFilter = {
+        accountId,
+        from,
+        to,
+        model: filters.model || undefined,
+        status: filters.status || undefined,
+        keyId: filters.key_id || undefined,
+        requestId: filters.request_id || undefined,
+        taskId: filters.task_id || undefined,
+        cursor: cursorText ? { createdAt: Number(cursorText.split(':')[0]), id: cursorText.slice(cursorText.indexOf(':') + 1) } : undefined,
+      };
+      const text = new URLSearchParams(Object.entries(filters).filter(([, v]) => v !== '')).toString();
+      return { filter, filters, text, problem };
+    }
+
+    app.get<{ Querystring: Record<string, unknown> }>('/logs', { config: { openapi: doc('consoleLogs', 'The call log: filters, cursor paging', 'GET') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const { filter, filters, text, problem } = logFilter(viewer.accountId, request.query);
+      const pageRows = 50;
+      const [rows, keys] = await Promise.all([problem ? Promise.resolve([]) : queryLogs(sql, filter, pageRows), accountKeys(sql, viewer.accountId)]);
+      const shown = rows.slice(0, pageRows);
+      const last = shown[shown.length - 1];
+      const next = rows.length > pageRows && last ? `${last.created_at}:${last.id}` : null;
+      return send(reply, 200, 'Call log', logsPage(filters, keys, shown, text, next, problem), viewer, '/console/logs');
+    });
+
+    app.get<{ Querystring: Record<string, unknown> }>('/logs.csv', { config: { openapi: doc('consoleLogsCsv', 'The call log as CSV (the admin export\'s columns and cap)', 'GET', { responses: { 200: { description: 'CSV; `x-truncated: true` when the cap cut it.', mediaTypes: ['text/csv'] } } }) } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const { filter, problem } = logFilter(viewer.accountId, request.query);
+      if (problem) throw new ConsoleRefusal(400, 'Bad filter', html`${notice(problem, 'error')}<p><a href="/console/logs">Call log</a></p>`);
+      const csv = logsCsv(await queryLogs(sql, { ...filter, cursor: undefined }, CSV_ROW_CAP));
+      if (csv.truncated) reply.header('x-truncated', 'true');
+      return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="calls-${viewer.accountId}.csv"`).send(csv.text);
+    });
+
+    app.get<{ Params: { id: string } }>('/logs/:id', { config: { openapi: doc('consoleCall', "A call's detail: its ledger events and price arithmetic", 'GET') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const id = request.params.id;
+      const missing = () => new ConsoleRefusal(404, 'Not found', html`${notice('No such call in your account.', 'error')}<p><a href="/console/logs">Call log</a></p>`);
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw missing();
+      const [row] = await queryLogs(sql, { accountId: viewer.accountId, from: 0, to: Number.MAX_SAFE_INTEGER, id }, 1);
+      if (!row) throw missing();
+      const ledgerLines = await callLedger(sql, viewer.accountId, id);
+      const receipt = receiptOf(registry.resolve(row.model), row, registry.config.discounts ?? []);
+      return send(reply, 200, `Call ${row.request_id}`, callPage(row, ledgerLines, receipt), viewer, '/console/logs');
+    });
+
+    // ---- knowledge ----
+    app.get<{ Querystring: { kb?: string; q?: string } }>('/knowledge', { config: { openapi: doc('consoleKnowledge', 'Knowledge bases: page counts and a search preview', 'GET') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const kbs = await knowledgeQueries.readableKbs(viewer.accountId);
+      const counts = await knowledgeQueries.pageCounts(kbs.map((k) => k.kbKey));
+      const q = typeof request.query.q === 'string' ? request.query.q.trim().slice(0, 500) : '';
+      let search = null;
+      if (q) {
+        const kb = kbs.find((k) => k.kbId === request.query.kb) ?? kbs[0];
+        if (kb) {
+          const { total, hits } = await knowledgeQueries.search([kb], q, 10, 0);
+          search = { kb: kb.kbId, q, total, hits };
+        }
+      }
+      return send(reply, 200, 'Knowledge', knowledgePage(kbs, counts, search), viewer, '/console/knowledge');
+    });
+  };
+}

@@ -1,0 +1,14 @@
+import { z } from 'zod';
+import { Timestamp, defineEvent, type EventOf } from './codec';
+
+/** The stream of an account's console sign-ins: `console-{accountId}`. Events name a link or a
+ * session by a short fingerprint (the first 12 hex digits of its SHA-256), never the secret. */
+export const consoleStream = (accountId: string) => `console-${accountId}`;
+
+export const ConsoleLinkIssued = defineEvent('ConsoleLinkIssued', z.object({ link: z.string(), expires_at: Timestamp, at: Timestamp }));
+export const ConsoleSignedIn = defineEvent('ConsoleSignedIn', z.object({ link: z.string(), session: z.string(), expires_at: Timestamp, ip: z.string(), at: Timestamp }));
+export const ConsoleSignedOut = defineEvent('ConsoleSignedOut', z.object({ session: z.string(), at: Timestamp }));
+
+export const consoleEvents = [ConsoleLinkIssued, ConsoleSignedIn, ConsoleSignedOut] as const;
+
+export type ConsoleEvent = EventOf<(typeof consoleEvents)[number]>;
