@@ -7,6 +7,7 @@ import type { RateLimiter } from '../limits';
 import type { HostedOutputs } from '../objects/hosted';
 import type { ObjectStore } from '../objects/store';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
+import type { Enterprises } from '../commands/enterprise/service';
 import type { ProjectionRunner } from '../projections/runner/runner';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { metricsPlugin } from '../metrics/http';
@@ -62,6 +63,8 @@ export interface AppDeps {
   readonly adminToken: string;
   readonly knowledge: KnowledgeService;
   readonly knowledgeQueries: KnowledgeQueries;
+  /** Enterprises, agents and agent keys (src/commands/enterprise, src/agents). */
+  readonly enterprises: Enterprises;
   readonly objects: ObjectStore;
   /** Media outputs the gateway hosts; their download route is served with the local store. */
   readonly hosted: HostedOutputs;

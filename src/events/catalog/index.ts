@@ -3,6 +3,7 @@ import type { NewEvent, RecordedEvent } from '../store/port';
 import { jsonForm } from '../store/json';
 import type { EventDefinition } from './codec';
 import { idempotentCallEvents, type IdempotentCallEvent } from './idempotency';
+import { enterpriseEvents, type EnterpriseEvent } from './enterprise';
 import { keyEvents, type KeyEvent } from './key';
 import { taskEvents, type TaskEvent } from './task';
 import { knowledgeEvents, type KnowledgeEvent } from './knowledge';
@@ -10,15 +11,16 @@ import { walletEvents, type WalletEvent } from './wallet';
 
 export * from './wallet';
 export * from './key';
+export * from './enterprise';
 export * from './knowledge';
 export { INT32_MAX } from './codec';
 export * from './idempotency';
 export * from './task';
 
-export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent;
+export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent | EnterpriseEvent;
 
 const definitions = new Map<string, EventDefinition<string, z.ZodType>>();
-for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents]) definitions.set(definition.type, definition);
+for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents, ...enterpriseEvents]) definitions.set(definition.type, definition);
 
 export class UnknownEventError extends Error {
   constructor(readonly type: string) {

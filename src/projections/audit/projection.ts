@@ -1,10 +1,12 @@
 import { oneAtATime, type Projection } from '../projection';
 
-/** Append-only record of who changed what: accounts, top-ups, limits and every key
- * action (issue, change, reveal, revoke, delete). Money movements are in the ledger. */
+/** Append-only record of who changed what: accounts, top-ups, limits, every key action (issue,
+ * change, reveal, revoke, delete), and the enterprise's: settings, members, agents, key requests
+ * (request, approve, reject) and escrows (funded, returned). Other money movements are in the ledger.
+ * `seq` is the log's order (several actions may share a second). */
 export const auditProjection: Projection = {
   name: 'audit',
-  streams: ['wallet-', 'key-'],
+  streams: ['wallet-', 'key-', 'enterprise-', 'agent-', 'keyreq-'],
   tables: ['audit_trail'],
   schema: `
 CREATE TABLE IF NOT EXISTS audit_trail (
@@ -18,7 +20,8 @@ CREATE TABLE IF NOT EXISTS audit_trail (
   at bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS audit_by_account ON audit_trail (account_id, at);
-CREATE INDEX IF NOT EXISTS audit_by_subject ON audit_trail (subject_id);`,
+CREATE INDEX IF NOT EXISTS audit_by_subject ON audit_trail (subject_id);
+ALTER TABLE audit_trail ADD COLUMN IF NOT EXISTS seq bigserial;`,
 
   // Most events of a wallet are calls' holds: only the audited ones reach the per-event statements.
   applyBatch: (tx, items) => applyAudited(tx, items.filter((item) => AUDITED.has(item.event.type))),
@@ -35,16 +38,38 @@ const AUDITED = new Set([
   'KeyRevealed',
   'KeyRevoked',
   'KeyDeleted',
+  'EscrowFunded',
+  'EscrowReturned',
+  'EnterpriseConfigured',
+  'MemberSet',
+  'MemberRemoved',
+  'AgentCreated',
+  'AgentUpdated',
+  'AgentDeleted',
+  'KeyRequested',
+  'KeyRequestApproved',
+  'KeyRequestRejected',
 ]);
 
+/** The audit's subject type of each stream category. */
+const SUBJECTS: ReadonlyArray<readonly [string, string]> = [
+  ['key-', 'key'],
+  ['wallet-', 'account'],
+  ['enterprise-', 'enterprise'],
+  ['agent-', 'agent'],
+  ['keyreq-', 'key_request'],
+];
+
 const applyAudited = oneAtATime(async (tx, event, recorded) => {
-  const isKey = recorded.streamId.startsWith('key-');
-  const subjectId = isKey ? recorded.streamId.slice('key-'.length) : recorded.streamId.slice('wallet-'.length);
+  const [prefix, subjectType] = SUBJECTS.find(([p]) => recorded.streamId.startsWith(p))!;
+  const subjectId = recorded.streamId.slice(prefix.length);
+  // The account whose trail it is: the stream's own (wallet, enterprise), or the one its first event named.
   let accountId = subjectId;
   if (event.type === 'KeyIssued') accountId = event.data.account_id;
-  else if (isKey) {
+  else if (event.type === 'AgentCreated' || event.type === 'KeyRequested') accountId = event.data.enterprise_id;
+  else if (subjectType === 'key' || subjectType === 'agent' || subjectType === 'key_request') {
     const [row] = await tx.query<{ account_id: string }>(
-      `SELECT account_id FROM audit_trail WHERE subject_id = $1 AND action = 'KeyIssued'`,
+      `SELECT account_id FROM audit_trail WHERE subject_id = $1 AND action IN ('KeyIssued', 'AgentCreated', 'KeyRequested')`,
       [subjectId],
     );
     accountId = row?.account_id ?? '';
@@ -56,6 +81,6 @@ const applyAudited = oneAtATime(async (tx, event, recorded) => {
   await tx.query(
     `INSERT INTO audit_trail (event_id, account_id, subject_type, subject_id, action, details, actor, at)
      VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8)`,
-    [recorded.id, accountId, isKey ? 'key' : 'account', subjectId, event.type, JSON.stringify(details, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)), actor, at],
+    [recorded.id, accountId, subjectType, subjectId, event.type, JSON.stringify(details, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)), actor, at],
   );
 });
