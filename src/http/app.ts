@@ -8,6 +8,7 @@ import type { HostedOutputs } from '../objects/hosted';
 import type { ObjectStore } from '../objects/store';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { Enterprises } from '../commands/enterprise/service';
+import { agentKeyGate } from '../agents/gate';
 import type { ProjectionRunner } from '../projections/runner/runner';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { metricsPlugin } from '../metrics/http';
@@ -157,6 +158,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(intakePlugin, { timings });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
+  await app.register(agentKeyGate);
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter, onRefused: (exceeded) => deps.metrics.rateLimited(exceeded) });
   await app.register(idempotencyPlugin, { store: deps.idempotency });
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
@@ -172,7 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       router,
       timeoutMs: deps.chatTimeoutMs ?? CHAT_TIMEOUT_MS,
       now,
-    }),
+    }, { enterprises: deps.enterprises, knowledge: deps.knowledgeQueries, registry: deps.registry, router }),
   );
   await app.register(
     imageRoutes({
