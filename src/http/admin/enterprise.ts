@@ -223,7 +223,7 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
       { config: { openapi: doc('listAgents', "An enterprise's agents (deleted ones too, with their status)", { 200: { description: `\`{data: [agent]}\`, each ${AGENT}` } }) } },
       async (request) => {
         await existingEnterprise(request.params.id);
-        const rows = await sql.query<{ agent_id: string }>('SELECT agent_id FROM agents WHERE enterprise_id = $1 ORDER BY created_at, agent_id', [request.params.id]);
+        const rows = await sql.query<{ agent_id: string }>('SELECT agent_id FROM agents WHERE enterprise_id = $1 ORDER BY seq', [request.params.id]);
         return { data: await Promise.all(rows.map(async (r) => agentView(await enterprises.agent(r.agent_id)))) };
       },
     );
@@ -302,7 +302,7 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
         await existingEnterprise(request.params.id);
         const status = request.query.status ?? 'all';
         const rows = await sql.query<{ request_id: string }>(
-          `SELECT request_id FROM key_requests WHERE enterprise_id = $1 AND ($2 = 'all' OR status = $2) ORDER BY created_at, request_id`,
+          `SELECT request_id FROM key_requests WHERE enterprise_id = $1 AND ($2 = 'all' OR status = $2) ORDER BY seq`,
           [request.params.id, status],
         );
         return { data: await Promise.all(rows.map(async (r) => requestView(await enterprises.request(r.request_id)))) };
@@ -352,7 +352,7 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
         const { limit } = request.query;
         const rows = await sql.query<{ seq: string; action: string; subject_type: string; subject_id: string; actor: string | null; details: unknown; at: string }>(
           `SELECT seq::text AS seq, action, subject_type, subject_id, actor, details, at::text AS at FROM audit_trail
-            WHERE account_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3`,
+            WHERE account_id = $1 AND audit_trail.seq > $2::bigint ORDER BY audit_trail.seq LIMIT $3`,
           [request.params.id, request.query.after ?? '0', limit + 1],
         );
         const page = rows.slice(0, limit);

@@ -44,7 +44,10 @@ CREATE TABLE IF NOT EXISTS key_requests (
   created_at bigint NOT NULL,
   decided_at bigint
 );
-CREATE INDEX IF NOT EXISTS key_requests_by_enterprise ON key_requests (enterprise_id, status, created_at);`,
+CREATE INDEX IF NOT EXISTS key_requests_by_enterprise ON key_requests (enterprise_id, status, created_at);
+-- The log's order (several may be created within a second): lists show them in it.
+ALTER TABLE agents ADD COLUMN IF NOT EXISTS seq bigserial;
+ALTER TABLE key_requests ADD COLUMN IF NOT EXISTS seq bigserial;`,
 
   applyBatch: oneAtATime(async (tx, event, recorded) => {
     const id = recorded.streamId.slice(recorded.streamId.indexOf('-') + 1);
