@@ -104,7 +104,7 @@ describe('enterprise agents over HTTP', () => {
         [k3.id, support.id, 'revoked', null],
       ].sort(byId),
     );
-    expect(k1.key).toMatch(/^sk-.{9}-[0-9a-f]{64}$/);
+    expect(k1.key).toMatch(/^sk-.{8}-[0-9a-f]{64}$/);
     expect(k1.key).toHaveLength(76);
     expect((await ok('GET', `/accounts/${ent}/key-requests?status=pending`)).data).toEqual([]);
   });
