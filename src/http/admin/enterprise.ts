@@ -53,7 +53,11 @@ const Reject = z.object({ rejected_by: Id, reason: z.string().max(500).optional(
 const RequestsQuery = z.looseObject({ status: z.enum(['pending', 'approved', 'rejected', 'all']).optional().describe('Default: all.') });
 const AuditQuery = z.looseObject({
   limit: pageSizeQuery(100, 1000),
-  after: z.string().regex(/^\d{1,19}$/, 'is not a cursor this API returned').optional().describe('The `next_cursor` of the previous page.'),
+  after: z
+    .string()
+    .regex(/^-?\d{1,20}_-?\d{1,20}_[0-9a-f-]{36}$/, 'is not a cursor this API returned')
+    .optional()
+    .describe('The `next_cursor` of the previous page.'),
 });
 
 const doc = (operationId: string, summary: string, responses: RouteDoc['responses'], extra: Partial<RouteDoc> = {}): RouteDoc => ({
@@ -223,7 +227,7 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
       { config: { openapi: doc('listAgents', "An enterprise's agents (deleted ones too, with their status)", { 200: { description: `\`{data: [agent]}\`, each ${AGENT}` } }) } },
       async (request) => {
         await existingEnterprise(request.params.id);
-        const rows = await sql.query<{ agent_id: string }>('SELECT agent_id FROM agents WHERE enterprise_id = $1 ORDER BY seq', [request.params.id]);
+        const rows = await sql.query<{ agent_id: string }>('SELECT agent_id FROM agents WHERE enterprise_id = $1 ORDER BY log_commit, log_prepare, created_at, agent_id', [request.params.id]);
         return { data: await Promise.all(rows.map(async (r) => agentView(await enterprises.agent(r.agent_id)))) };
       },
     );
@@ -302,7 +306,7 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
         await existingEnterprise(request.params.id);
         const status = request.query.status ?? 'all';
         const rows = await sql.query<{ request_id: string }>(
-          `SELECT request_id FROM key_requests WHERE enterprise_id = $1 AND ($2 = 'all' OR status = $2) ORDER BY seq`,
+          `SELECT request_id FROM key_requests WHERE enterprise_id = $1 AND ($2 = 'all' OR status = $2) ORDER BY log_commit, log_prepare, created_at, request_id`,
           [request.params.id, status],
         );
         return { data: await Promise.all(rows.map(async (r) => requestView(await enterprises.request(r.request_id)))) };
@@ -345,20 +349,24 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
       '/accounts/:id/audit',
       {
         config: {
-          openapi: doc('getAuditTrail', "An account's append-only audit trail, in the log's order", { 200: { description: '`{data: [{seq, action, subject_type, subject_id, actor, details, at}], next_cursor}`.' } }, { query: AuditQuery }),
+          openapi: doc('getAuditTrail', "An account's append-only audit trail, in the log's order", { 200: { description: '`{data: [{event_id, action, subject_type, subject_id, actor, details, at}], next_cursor}`.' } }, { query: AuditQuery }),
         },
       },
       async (request) => {
         const { limit } = request.query;
-        const rows = await sql.query<{ seq: string; action: string; subject_type: string; subject_id: string; actor: string | null; details: unknown; at: string }>(
-          `SELECT seq::text AS seq, action, subject_type, subject_id, actor, details, at::text AS at FROM audit_trail
-            WHERE account_id = $1 AND audit_trail.seq > $2::bigint ORDER BY audit_trail.seq LIMIT $3`,
-          [request.params.id, request.query.after ?? '0', limit + 1],
+        const [commit, prepare, eventId] = request.query.after?.split('_') ?? ['-2', '-2', '00000000-0000-0000-0000-000000000000'];
+        const rows = await sql.query<{ log_commit: string; log_prepare: string; event_id: string; action: string; subject_type: string; subject_id: string; actor: string | null; details: unknown; at: string }>(
+          `SELECT log_commit::text AS log_commit, log_prepare::text AS log_prepare, event_id::text AS event_id, action, subject_type, subject_id, actor, details, at::text AS at
+             FROM audit_trail
+            WHERE account_id = $1 AND (audit_trail.log_commit, audit_trail.log_prepare, audit_trail.event_id) > ($2::numeric, $3::numeric, $4::uuid)
+            ORDER BY audit_trail.log_commit, audit_trail.log_prepare, audit_trail.event_id LIMIT $5`,
+          [request.params.id, commit, prepare, eventId, limit + 1],
         );
         const page = rows.slice(0, limit);
+        const last = page[page.length - 1];
         return {
-          data: page.map((r) => ({ seq: Number(r.seq), action: r.action, subject_type: r.subject_type, subject_id: r.subject_id, actor: r.actor, details: r.details, at: Number(r.at) })),
-          next_cursor: rows.length > limit ? page[page.length - 1]!.seq : null,
+          data: page.map((r) => ({ event_id: r.event_id, action: r.action, subject_type: r.subject_type, subject_id: r.subject_id, actor: r.actor, details: r.details, at: Number(r.at) })),
+          next_cursor: rows.length > limit && last ? `${last.log_commit}_${last.log_prepare}_${last.event_id}` : null,
         };
       },
     );

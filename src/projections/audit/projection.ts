@@ -3,7 +3,8 @@ import { oneAtATime, type Projection } from '../projection';
 /** Append-only record of who changed what: accounts, top-ups, limits, every key action (issue,
  * change, reveal, revoke, delete), and the enterprise's: settings, members, agents, key requests
  * (request, approve, reject) and escrows (funded, returned). Other money movements are in the ledger.
- * `seq` is the log's order (several actions may share a second). */
+ * Rows keep their event's position in the log: the trail's order (several actions may share a second),
+ * the same after a rebuild. */
 export const auditProjection: Projection = {
   name: 'audit',
   streams: ['wallet-', 'key-', 'enterprise-', 'agent-', 'keyreq-'],
@@ -21,7 +22,10 @@ CREATE TABLE IF NOT EXISTS audit_trail (
 );
 CREATE INDEX IF NOT EXISTS audit_by_account ON audit_trail (account_id, at);
 CREATE INDEX IF NOT EXISTS audit_by_subject ON audit_trail (subject_id);
-ALTER TABLE audit_trail ADD COLUMN IF NOT EXISTS seq bigserial;`,
+-- Where the event is in the log (rows written before these columns have -1: by \`at\` among themselves).
+ALTER TABLE audit_trail ADD COLUMN IF NOT EXISTS log_commit numeric NOT NULL DEFAULT -1;
+ALTER TABLE audit_trail ADD COLUMN IF NOT EXISTS log_prepare numeric NOT NULL DEFAULT -1;
+CREATE INDEX IF NOT EXISTS audit_by_account_log ON audit_trail (account_id, log_commit, log_prepare);`,
 
   // Most events of a wallet are calls' holds: only the audited ones reach the per-event statements.
   applyBatch: (tx, items) => applyAudited(tx, items.filter((item) => AUDITED.has(item.event.type))),
@@ -79,8 +83,8 @@ const applyAudited = oneAtATime(async (tx, event, recorded) => {
   delete details.hash;
   const actor = typeof recorded.metadata.actor === 'string' ? recorded.metadata.actor : null;
   await tx.query(
-    `INSERT INTO audit_trail (event_id, account_id, subject_type, subject_id, action, details, actor, at)
-     VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8)`,
-    [recorded.id, accountId, subjectType, subjectId, event.type, JSON.stringify(details, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)), actor, at],
+    `INSERT INTO audit_trail (event_id, account_id, subject_type, subject_id, action, details, actor, at, log_commit, log_prepare)
+     VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::numeric, $10::numeric)`,
+    [recorded.id, accountId, subjectType, subjectId, event.type, JSON.stringify(details, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)), actor, at, String(recorded.position.commit), String(recorded.position.prepare)],
   );
 });

@@ -45,9 +45,11 @@ CREATE TABLE IF NOT EXISTS key_requests (
   decided_at bigint
 );
 CREATE INDEX IF NOT EXISTS key_requests_by_enterprise ON key_requests (enterprise_id, status, created_at);
--- The log's order (several may be created within a second): lists show them in it.
-ALTER TABLE agents ADD COLUMN IF NOT EXISTS seq bigserial;
-ALTER TABLE key_requests ADD COLUMN IF NOT EXISTS seq bigserial;`,
+-- Where the creating event is in the log: lists show them in its order (several may share a second).
+ALTER TABLE agents ADD COLUMN IF NOT EXISTS log_commit numeric NOT NULL DEFAULT -1;
+ALTER TABLE agents ADD COLUMN IF NOT EXISTS log_prepare numeric NOT NULL DEFAULT -1;
+ALTER TABLE key_requests ADD COLUMN IF NOT EXISTS log_commit numeric NOT NULL DEFAULT -1;
+ALTER TABLE key_requests ADD COLUMN IF NOT EXISTS log_prepare numeric NOT NULL DEFAULT -1;`,
 
   applyBatch: oneAtATime(async (tx, event, recorded) => {
     const id = recorded.streamId.slice(recorded.streamId.indexOf('-') + 1);
@@ -74,9 +76,9 @@ ALTER TABLE key_requests ADD COLUMN IF NOT EXISTS seq bigserial;`,
       case 'AgentCreated': {
         const { agent_id, enterprise_id, creator_account_id, at, ...settings } = event.data;
         await tx.query(
-          `INSERT INTO agents (agent_id, enterprise_id, creator_account_id, settings, status, created_at, updated_at)
-           VALUES ($1, $2, $3, $4::jsonb, 'active', $5, $5)`,
-          [agent_id, enterprise_id, creator_account_id, JSON.stringify(settings), at],
+          `INSERT INTO agents (agent_id, enterprise_id, creator_account_id, settings, status, created_at, updated_at, log_commit, log_prepare)
+           VALUES ($1, $2, $3, $4::jsonb, 'active', $5, $5, $6::numeric, $7::numeric)`,
+          [agent_id, enterprise_id, creator_account_id, JSON.stringify(settings), at, String(recorded.position.commit), String(recorded.position.prepare)],
         );
         return;
       }
@@ -89,9 +91,9 @@ ALTER TABLE key_requests ADD COLUMN IF NOT EXISTS seq bigserial;`,
       case 'KeyRequested': {
         const d = event.data;
         await tx.query(
-          `INSERT INTO key_requests (request_id, enterprise_id, agent_id, name, requested_by, spend_cap, status, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6::bigint, 'pending', $7)`,
-          [d.request_id, d.enterprise_id, d.agent_id, d.name, d.requested_by, String(d.spend_cap), d.at],
+          `INSERT INTO key_requests (request_id, enterprise_id, agent_id, name, requested_by, spend_cap, status, created_at, log_commit, log_prepare)
+           VALUES ($1, $2, $3, $4, $5, $6::bigint, 'pending', $7, $8::numeric, $9::numeric)`,
+          [d.request_id, d.enterprise_id, d.agent_id, d.name, d.requested_by, String(d.spend_cap), d.at, String(recorded.position.commit), String(recorded.position.prepare)],
         );
         return;
       }
