@@ -406,6 +406,12 @@ export class Ledger {
     return { ok: true, position: last, state: key };
   }
 
+  /** Gives back what is left of a key's escrow (escrow_not_found when it has none). */
+  async returnEscrow(accountId: string, keyId: string, actor = 'admin') {
+    const handled = await this.wallet$(accountId, { type: 'ReturnEscrow', keyId, now: this.now() }, `escrow-return:${keyId}`, actor);
+    return outcome(handled, (state) => ({ state }));
+  }
+
   /** Sets an approved key's cap aside from the enterprise's available balance (insufficient_funds
    * when it is not there); the same request again changes nothing. */
   async fundEscrow(accountId: string, keyId: string, amount: bigint, requestId: string, actor = 'admin') {

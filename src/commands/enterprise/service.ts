@@ -176,7 +176,15 @@ export class Enterprises {
     const enterprise = await this.enterprise(request.enterpriseId);
     if (!isAdmin(enterprise, rejectedBy)) return fail('not_enterprise_admin', `${rejectedBy} is not an admin of enterprise ${request.enterpriseId}`);
     const handled = await this.requests.handle(keyRequestStream(requestId), { type: 'RejectRequest', rejectedBy, reason, now: this.now() }, { metadata: { actor: rejectedBy } });
-    return handled.ok ? { ok: true as const, position: handled.position, state: handled.state } : fail(handled.error.code, handled.error.message);
+    if (!handled.ok) return fail(handled.error.code, handled.error.message);
+    // An approval that funded the escrow and then failed (before its key or its record) leaves the
+    // escrow set aside: a rejection gives it back.
+    const key = await this.ledger.key(approvedKeyId(requestId));
+    if (key.status === 'none') {
+      const returned = await this.ledger.returnEscrow(request.enterpriseId, approvedKeyId(requestId), rejectedBy);
+      if (!returned.ok && returned.error.code !== 'escrow_not_found') return fail(returned.error.code, returned.error.message);
+    }
+    return { ok: true as const, position: handled.position, state: handled.state };
   }
 
   async idle(): Promise<void> {
@@ -184,7 +192,7 @@ export class Enterprises {
   }
 }
 
-/** The later of two positions (the projections that show both have applied both once they pass it). */
-function latest(a: Position | null, b: Position | null): Position | null {
-  return a ?? b;
+/** The position to wait for: the approval's, appended last (or the key's, when the approval was there already). */
+function latest(approval: Position | null, key: Position | null): Position | null {
+  return approval ?? key;
 }
