@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedOrder } from '../../src/agents/pin';
 import { escrowLeft, available } from '../../src/commands/wallet/decider';
 import type { GatewayConfig } from '../../src/config/schema';
-import { formatUsd } from '../../src/money/usd';
+import { formatUsd, parseUsd } from '../../src/money/usd';
+import { approvedKeyId } from '../../src/commands/enterprise/service';
 import { verifyLedger } from '../../src/projections/verify';
 import type { Simulator } from '../../src/upstream/simulator';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
@@ -236,7 +237,19 @@ describe('enterprise agents over HTTP', () => {
     const refused = await admin('POST', `/key-requests/${big.id}/approve`, { approved_by: alice });
     expect(refused.statusCode).toBe(402);
     expect(refused.json().error.code).toBe('insufficient_funds');
+    expect((await h.t.gateway.ledger.wallet(ent)).escrows.has(approvedKeyId(big.id))).toBe(false);
     await ok('POST', `/key-requests/${big.id}/reject`, { rejected_by: alice, reason: 'too big' }, 200);
+    // Only an admin decides; a decided request stays decided.
+    const again = await admin('POST', `/key-requests/${big.id}/approve`, { approved_by: alice });
+    expect([again.statusCode, again.json().error.code]).toEqual([409, 'key_request_decided']);
+    const byMember = await ok('POST', `/agents/${artist.id}/key-requests`, { name: 'self-approved', requested_by: bob, spend_cap_usd: '1.00' });
+    const refusedMember = await admin('POST', `/key-requests/${byMember.id}/approve`, { approved_by: bob });
+    expect([refusedMember.statusCode, refusedMember.json().error.code]).toEqual([403, 'not_enterprise_admin']);
+    // An approval that set the escrow aside and then failed before its key: the rejection gives it back.
+    const funded = await h.t.gateway.ledger.fundEscrow(ent, approvedKeyId(byMember.id), parseUsd('1.00'), byMember.id);
+    expect(funded.ok).toBe(true);
+    await ok('POST', `/key-requests/${byMember.id}/reject`, { rejected_by: alice }, 200);
+    expect((await h.t.gateway.ledger.wallet(ent)).escrows.get(approvedKeyId(byMember.id))).toEqual({ funded: USD, open: false, returned: USD });
   });
 
   it('refuses with 403: unpublished or deleted agent, another enterprise, model off the allow-list, knowledge no longer readable, and any other endpoint', async () => {
@@ -314,7 +327,7 @@ describe('enterprise agents over HTTP', () => {
     const revoked = await failure(client(k2.key).chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }));
     expect(revoked.status).toBe(401);
     const ledger = (await ok('GET', `/accounts/${ent}/ledger`)).data as Array<{ type: string; data: Record<string, unknown> }>;
-    expect(ledger.filter((e) => e.type === 'EscrowReturned').map((e) => [e.data.key_id, e.data.amount])).toEqual([[k2.id, String(left)]]);
+    expect(ledger.filter((e) => e.type === 'EscrowReturned' && e.data.key_id === k2.id).map((e) => [e.data.key_id, e.data.amount])).toEqual([[k2.id, String(left)]]);
 
     const audit = (await ok('GET', `/accounts/${ent}/audit`)).data as Array<{ action: string; subject_id: string; actor: string | null }>;
     const actions = audit.map((a) => `${a.action}:${a.subject_id}`);
@@ -340,7 +353,7 @@ describe('enterprise agents over HTTP', () => {
     const order = (prefix: string) => tail.findIndex((a) => a.startsWith(prefix));
     for (const step of ['KeyRequested:', 'KeyRequestRejected:', 'AgentUpdated:', 'KeyRevealed:', 'KeyRevoked:', 'EscrowReturned:']) expect(order(step)).toBeGreaterThanOrEqual(0);
     expect(order('KeyRequestRejected:')).toBeGreaterThan(order('KeyRequested:'));
-    expect(order('EscrowReturned:')).toBeGreaterThan(order(`KeyRevoked:${k2.id}`));
+    expect(tail.findLastIndex((a) => a.startsWith('EscrowReturned:'))).toBe(order(`KeyRevoked:${k2.id}`) + 1);
     expect(order(`KeyRevealed:${k1.id}`)).toBeLessThan(order(`KeyRevoked:${k2.id}`));
     expect(audit.find((a) => a.action === 'KeyIssued' && a.subject_id === k2.id)!.actor).toBe(alice);
   });
