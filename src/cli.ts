@@ -45,6 +45,24 @@ const USAGE = `Usage: gateway <command> [options]
   kb import ACCOUNT_ID DIR [--kb KB_ID] [--no-sources]
                                           import Markdown files (YAML front matter optional) into a base
                                           (default: the account's personal base "default")
+  enterprise set ACCOUNT_ID [--models a,b|all] [--default-model MODEL]
+                                          make an account an enterprise (its wallet pays for its agents)
+  enterprise show ACCOUNT_ID
+  enterprise member ACCOUNT_ID MEMBER_ID admin|member
+  enterprise remove-member ACCOUNT_ID MEMBER_ID
+  enterprise requests ACCOUNT_ID [--status pending|approved|rejected|all]
+  enterprise audit ACCOUNT_ID
+  agents create ACCOUNT_ID --name NAME --creator ACCOUNT --prompt TEXT [--model MODEL] [--web-search] [--drawing]
+                [--kbs a,b] [--temperature T] [--unpublished]
+  agents list ACCOUNT_ID
+  agents update AGENT_ID [--name NAME] [--prompt TEXT] [--model MODEL|none] [--kbs a,b] [--temperature T|none]
+                [--web-search|--no-web-search] [--drawing|--no-drawing] [--publish|--unpublished]
+  agents delete AGENT_ID
+  agents key AGENT_ID --name NAME --by ADMIN [--spend-cap USD]
+                                          an enterprise admin issues an agent key
+  agents request-key AGENT_ID --name NAME --by MEMBER --spend-cap USD
+  agents approve REQUEST_ID --by ADMIN    the cap moves into the key's escrow (402 when unfunded)
+  agents reject REQUEST_ID --by ADMIN [--reason TEXT]
 `;
 
 class UsageError extends Error {}
@@ -337,6 +355,19 @@ export async function main(argv: string[]): Promise<void> {
       kb: { type: 'string' },
       'no-sources': { type: 'boolean' },
       parked: { type: 'boolean' },
+      'default-model': { type: 'string' },
+      status: { type: 'string' },
+      creator: { type: 'string' },
+      prompt: { type: 'string' },
+      'web-search': { type: 'boolean' },
+      'no-web-search': { type: 'boolean' },
+      drawing: { type: 'boolean' },
+      'no-drawing': { type: 'boolean' },
+      kbs: { type: 'string' },
+      temperature: { type: 'string' },
+      unpublished: { type: 'boolean' },
+      publish: { type: 'boolean' },
+      by: { type: 'string' },
     },
   });
   const [group, action, ...rest] = positionals;
@@ -457,9 +488,76 @@ export async function main(argv: string[]): Promise<void> {
       });
     case 'kb import':
       return importKnowledge(settings, need(rest[0], 'ACCOUNT_ID'), need(rest[1], 'DIR'), values.kb ?? 'default', !values['no-sources']);
+    case 'enterprise set':
+      return admin(settings, 'PUT', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/enterprise`, {
+        allowed_models: values.models === undefined || values.models === 'all' ? null : list(values.models),
+        default_model: values['default-model'] ?? null,
+      });
+    case 'enterprise show':
+      return admin(settings, 'GET', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/enterprise`);
+    case 'enterprise member':
+      return admin(settings, 'PUT', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/members/${need(rest[1], 'MEMBER_ID')}`, { role: need(rest[2], 'ROLE (admin|member)') });
+    case 'enterprise remove-member':
+      return admin(settings, 'DELETE', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/members/${need(rest[1], 'MEMBER_ID')}`);
+    case 'enterprise requests':
+      return admin(settings, 'GET', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/key-requests${values.status ? `?status=${encodeURIComponent(values.status)}` : ''}`);
+    case 'enterprise audit':
+      return admin(settings, 'GET', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/audit`);
+    case 'agents create':
+      return admin(settings, 'POST', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/agents`, {
+        ...agentBody(values),
+        name: need(values.name, '--name'),
+        creator_account_id: need(values.creator, '--creator'),
+        system_prompt: need(values.prompt, '--prompt'),
+      });
+    case 'agents list':
+      return admin(settings, 'GET', `/accounts/${need(rest[0], 'ACCOUNT_ID')}/agents`);
+    case 'agents update':
+      return admin(settings, 'PATCH', `/agents/${need(rest[0], 'AGENT_ID')}`, agentBody(values));
+    case 'agents delete':
+      return admin(settings, 'DELETE', `/agents/${need(rest[0], 'AGENT_ID')}`);
+    case 'agents key':
+      return admin(settings, 'POST', `/agents/${need(rest[0], 'AGENT_ID')}/keys`, {
+        name: need(values.name, '--name'),
+        issued_by: need(values.by, '--by'),
+        ...(values['spend-cap'] !== undefined ? { spend_cap_usd: values['spend-cap'] } : {}),
+      });
+    case 'agents request-key':
+      return admin(settings, 'POST', `/agents/${need(rest[0], 'AGENT_ID')}/key-requests`, {
+        name: need(values.name, '--name'),
+        requested_by: need(values.by, '--by'),
+        spend_cap_usd: need(values['spend-cap'], '--spend-cap'),
+      });
+    case 'agents approve':
+      return admin(settings, 'POST', `/key-requests/${need(rest[0], 'REQUEST_ID')}/approve`, { approved_by: need(values.by, '--by') });
+    case 'agents reject':
+      return admin(settings, 'POST', `/key-requests/${need(rest[0], 'REQUEST_ID')}/reject`, {
+        rejected_by: need(values.by, '--by'),
+        ...(values.reason !== undefined ? { reason: values.reason } : {}),
+      });
     default:
       throw new UsageError(`unknown command "${positionals.join(' ')}"`);
   }
+}
+
+const list = (text: string) => text.split(',').map((item) => item.trim()).filter(Boolean);
+
+/** An agent's settings from the flags given (only those: an update changes nothing else). */
+function agentBody(values: Record<string, string | boolean | undefined>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (typeof values.name === 'string') body.name = values.name;
+  if (typeof values.prompt === 'string') body.system_prompt = values.prompt;
+  if (typeof values.model === 'string') body.model = values.model === 'none' ? null : values.model;
+  if (typeof values.kbs === 'string') body.kb_ids = list(values.kbs);
+  if (typeof values.temperature === 'string') {
+    const t = Number(values.temperature);
+    if (values.temperature !== 'none' && !(t >= 0 && t <= 2)) throw new UsageError('--temperature must be between 0 and 2, or none');
+    body.temperature = values.temperature === 'none' ? null : t;
+  }
+  if (values['web-search'] || values['no-web-search']) body.web_search = values['web-search'] === true;
+  if (values.drawing || values['no-drawing']) body.drawing = values.drawing === true;
+  if (values.publish || values.unpublished) body.published = values.publish === true;
+  return body;
 }
 
 /** parseArgs' refusals (an unknown or misspelt flag, a flag without its value) are usage errors. */

@@ -343,16 +343,33 @@ export class Ledger {
     return outcome(handled, (state) => ({ state, alreadyApplied: handled.ok && handled.duplicate }));
   }
 
-  async issueKey(accountId: string, settings: KeySettings, actor = 'admin'): Promise<Result<{ keyId: string; raw: string; state: KeyState }>> {
+  /** `agent`: an agent key of the enterprise `accountId` (see src/commands/enterprise/service.ts);
+   * `keyId`: the id to use (an approval derives it from its request, so a retry finds its key). */
+  async issueKey(
+    accountId: string,
+    settings: KeySettings,
+    actor = 'admin',
+    options: { agent?: { agentId: string; issuedBy: string; requestId: string | null }; keyId?: string } = {},
+  ): Promise<Result<{ keyId: string; raw: string; state: KeyState }>> {
     const wallet = await this.wallet(accountId);
     if (wallet.status === 'none') return { ok: false, error: { code: 'account_not_found', message: 'account not found' } };
-    const keyId = `key_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+    const keyId = options.keyId ?? `key_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
     const generated = generateApiKey();
     // The ciphertext is written first: a key that exists in the log can always be revealed.
     await this.vault.store(keyId, generated.raw);
     const handled = await this.key$(
       keyId,
-      { type: 'IssueKey', keyId, accountId, prefix: generated.prefix, hash: generated.hash, revealable: true, settings, now: this.now() },
+      {
+        type: 'IssueKey',
+        keyId,
+        accountId,
+        prefix: generated.prefix,
+        hash: generated.hash,
+        revealable: true,
+        settings,
+        ...(options.agent ? { agent: options.agent } : {}),
+        now: this.now(),
+      },
       actor,
     );
     if (!handled.ok) await this.vault.destroy(keyId);
@@ -363,13 +380,42 @@ export class Ledger {
     return outcome(await this.key$(keyId, { type: 'UpdateKey', changes, now: this.now() }, actor), (state) => ({ state }));
   }
 
-  async revokeKey(keyId: string, reason: string, actor = 'admin') {
-    return outcome(await this.key$(keyId, { type: 'RevokeKey', reason, now: this.now() }, actor), (state) => ({ state }));
+  async revokeKey(keyId: string, reason: string, actor = 'admin'): Promise<Result<{ state: KeyState }>> {
+    const handled = await this.key$(keyId, { type: 'RevokeKey', reason, now: this.now() }, actor);
+    if (!handled.ok) return { ok: false, error: handled.error };
+    return this.afterKeyClosed(handled.state, handled.position, actor);
   }
 
-  async deleteKey(keyId: string, actor = 'admin') {
+  async deleteKey(keyId: string, actor = 'admin'): Promise<Result<{ state: KeyState }>> {
     const handled = await this.key$(keyId, { type: 'DeleteKey', now: this.now() }, actor);
     if (handled.ok) await this.vault.destroy(keyId);
+    if (!handled.ok) return { ok: false, error: handled.error };
+    return this.afterKeyClosed(handled.state, handled.position, actor);
+  }
+
+  /**
+   * An escrow key revoked or deleted: what is left of its escrow returns to the enterprise's
+   * available balance. After the key's event, never before: a crash in between leaves the escrow
+   * set aside for a key that cannot spend it, and the revocation (or deletion) repeated returns it.
+   */
+  private async afterKeyClosed(key: KeyState, position: Position | null, actor: string): Promise<Result<{ state: KeyState }>> {
+    if (key.requestId === null) return { ok: true, position, state: key };
+    const returned = await this.wallet$(key.accountId, { type: 'ReturnEscrow', keyId: key.keyId, now: this.now() }, `escrow-return:${key.keyId}`, actor);
+    if (!returned.ok && returned.error.code !== 'escrow_not_found') return { ok: false, error: returned.error };
+    const last = returned.ok && returned.position !== null ? returned.position : position;
+    return { ok: true, position: last, state: key };
+  }
+
+  /** Gives back what is left of a key's escrow (escrow_not_found when it has none). */
+  async returnEscrow(accountId: string, keyId: string, actor = 'admin') {
+    const handled = await this.wallet$(accountId, { type: 'ReturnEscrow', keyId, now: this.now() }, `escrow-return:${keyId}`, actor);
+    return outcome(handled, (state) => ({ state }));
+  }
+
+  /** Sets an approved key's cap aside from the enterprise's available balance (insufficient_funds
+   * when it is not there); the same request again changes nothing. */
+  async fundEscrow(accountId: string, keyId: string, amount: bigint, requestId: string, actor = 'admin') {
+    const handled = await this.wallet$(accountId, { type: 'FundEscrow', keyId, amount, requestId, now: this.now() }, `escrow:${requestId}`, actor);
     return outcome(handled, (state) => ({ state }));
   }
 

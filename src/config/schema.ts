@@ -204,6 +204,9 @@ export const ConfigSchema = z
     presets: PresetsSchema.optional(),
     /** Absent: probing on, with the defaults. */
     media_probe: MediaProbeConfigSchema.optional(),
+    /** Enterprise agents: the platform default model, the last fallback of an agent call's model
+     * (after the agent's own and the enterprise's default; docs/agents.md). */
+    agents: z.object({ default_model: z.string().min(1).optional() }).strict().optional(),
   })
   .strict()
   .superRefine((config, ctx) => {
@@ -223,6 +226,9 @@ export const ConfigSchema = z
           ctx.addIssue({ code: 'custom', path: ['discounts', i, 'models', j], message: `discount names unknown model ${id} (use canonical ids)` });
       });
     });
+    const agentDefault = config.agents?.default_model;
+    if (agentDefault !== undefined && !config.models.some((m) => m.id === agentDefault || m.aliases.includes(agentDefault)))
+      ctx.addIssue({ code: 'custom', path: ['agents', 'default_model'], message: `unknown model ${agentDefault}` });
     const channelIds = new Set<string>();
     config.channels.forEach((c, i) => {
       if (channelIds.has(c.id)) ctx.addIssue({ code: 'custom', path: ['channels', i, 'id'], message: `duplicate channel id ${c.id}` });

@@ -7,6 +7,8 @@ import type { RateLimiter } from '../limits';
 import type { HostedOutputs } from '../objects/hosted';
 import type { ObjectStore } from '../objects/store';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
+import type { Enterprises } from '../commands/enterprise/service';
+import { agentKeyGate } from '../agents/gate';
 import type { ProjectionRunner } from '../projections/runner/runner';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { metricsPlugin } from '../metrics/http';
@@ -64,6 +66,8 @@ export interface AppDeps {
   readonly adminToken: string;
   readonly knowledge: KnowledgeService;
   readonly knowledgeQueries: KnowledgeQueries;
+  /** Enterprises, agents and agent keys (src/commands/enterprise, src/agents). */
+  readonly enterprises: Enterprises;
   readonly objects: ObjectStore;
   /** Media outputs the gateway hosts; their download route is served with the local store. */
   readonly hosted: HostedOutputs;
@@ -171,6 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(intakePlugin, { timings });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
+  await app.register(agentKeyGate);
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter, onRefused: (exceeded) => deps.metrics.rateLimited(exceeded) });
   await app.register(idempotencyPlugin, { store: deps.idempotency });
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
@@ -186,7 +191,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       router,
       timeoutMs: deps.chatTimeoutMs ?? CHAT_TIMEOUT_MS,
       now,
-    }),
+    }, { enterprises: deps.enterprises, knowledge: deps.knowledgeQueries, registry: deps.registry, router }),
   );
   await app.register(
     imageRoutes({

@@ -36,6 +36,8 @@ export function callRecord(facts: CallFacts, fields: Partial<CallRecord> & Pick<
   const record = boundedCall({
     request_id: facts.request.id,
     key_id: facts.request.caller?.keyId ?? null,
+    // An agent key's calls are attributed to its agent (Agent key usage rule 8).
+    ...(facts.request.caller?.key.agentId ? { agent_id: facts.request.caller.key.agentId } : {}),
     model: facts.model,
     endpoint: facts.endpoint,
     error_code: null,

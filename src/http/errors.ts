@@ -24,6 +24,8 @@ export const ERROR_CODES = {
   model_not_found: { status: 400, chat: 'invalid_request_error', messages: 'not_found_error', generate: 'NOT_FOUND' },
   model_not_allowed: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   invalid_request: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
+  /** Agent key usage rule 6: an image to an agent whose model has no vision. */
+  model_no_vision: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   tool_not_supported: { status: 400, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   /** Not in the spec's table (see docs/operations.md): a body over its route's limit, and a body
    * that did not arrive in time. The messages type is the one its vendor uses for a 413. */

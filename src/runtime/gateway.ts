@@ -7,6 +7,7 @@ import { IdempotencyStore } from '../idempotency/store';
 import { startChore } from './chore';
 import { KnowledgeService } from '../commands/knowledge/service';
 import { Ledger, type CallCommit } from '../commands/ledger';
+import { Enterprises } from '../commands/enterprise/service';
 import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
 import type { GatewayConfig } from '../config/schema';
@@ -209,6 +210,7 @@ export interface Gateway {
   readonly storage: Storage;
   readonly registry: ModelRegistry;
   readonly knowledge: KnowledgeService;
+  readonly enterprises: Enterprises;
   /** Media outputs the gateway hosts (signed 24-hour links, swept every 10 minutes). */
   readonly hosted: HostedOutputs;
   readonly tasks: TaskService;
@@ -302,6 +304,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const vault = new KeyVault(storage.sql, new KeyCipher(secret.value));
   const ledger = new Ledger(store, vault, { callCommit: settings.callCommit, ...(overrides.now ? { now: overrides.now } : {}) });
   const knowledge = new KnowledgeService(store, ledger, overrides.now);
+  const enterprises = new Enterprises(store, ledger, overrides.now);
   // Download links are signed with a key derived from the key-encryption secret, never the secret itself.
   const linkSecret = createHmac('sha256', secret.value).update('object-download-links').digest('hex');
   const objects = objectStoreFromEnv(settings.env, settings.dataDir, linkSecret);
@@ -332,7 +335,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Told of parked events once the app (and its logger) exists.
   let reportParked: (projection: string, parked: readonly Parking[]) => void = () => {};
   const runner = new ProjectionRunner(storage.sql, store, allProjections, {
-    pendingAppends: () => ledger.idle(),
+    pendingAppends: () => Promise.all([ledger.idle(), enterprises.idle()]).then(() => {}),
     onParked: (projection, parked) => reportParked(projection, parked),
   });
   await runner.migrate();
@@ -392,6 +395,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     adminToken,
     knowledge,
     knowledgeQueries: new KnowledgeQueries(storage.sql),
+    enterprises,
     objects,
     hosted,
     tasks,
@@ -457,6 +461,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     storage,
     registry,
     knowledge,
+    enterprises,
     hosted,
     tasks,
     taskQueries,

@@ -35,7 +35,7 @@ describe('call log', () => {
     const { data } = await logs();
     expect(data).toHaveLength(5);
     // The CSV's columns, and the built-in tool fee part of the cost (null here: no tool fees).
-    for (const row of data) expect(Object.keys(row).sort()).toEqual([...CSV_COLUMNS, 'tool_fee_usd'].sort());
+    for (const row of data) expect(Object.keys(row).sort()).toEqual([...CSV_COLUMNS, 'tool_fee_usd', 'agent_id'].sort());
     const byStatus = (s: string) => data.filter((r) => r.status === s);
     expect(byStatus('success')).toHaveLength(2);
     expect(byStatus('error')).toHaveLength(1);

@@ -10,6 +10,10 @@ export interface KeyState {
   readonly revealable: boolean;
   readonly settings: KeySettings;
   readonly createdAt: number;
+  /** An agent key: bound to this one enterprise agent (null: an ordinary key). */
+  readonly agentId: string | null;
+  /** The key request an escrow key came from. */
+  readonly requestId: string | null;
 }
 
 export const initialKeyState: KeyState = {
@@ -21,6 +25,8 @@ export const initialKeyState: KeyState = {
   revealable: false,
   settings: { name: '', allowed_models: null, expires_at: null, enabled: true, spend_cap: null },
   createdAt: 0,
+  agentId: null,
+  requestId: null,
 };
 
 export type KeyCommand =
@@ -32,6 +38,8 @@ export type KeyCommand =
       hash: string;
       revealable: boolean;
       settings: KeySettings;
+      /** An agent key: its agent, who issued (or approved) it, and the request it came from. */
+      agent?: { agentId: string; issuedBy: string; requestId: string | null };
       now: number;
     }
   | { type: 'UpdateKey'; changes: Partial<KeySettings>; now: number }
@@ -69,6 +77,8 @@ export function evolve(state: KeyState, event: KeyEvent): KeyState {
         revealable,
         settings: { name, allowed_models, expires_at, enabled, spend_cap },
         createdAt: at,
+        agentId: event.data.agent_id ?? null,
+        requestId: event.data.request_id ?? null,
       };
     }
     case 'KeyUpdated':
@@ -105,6 +115,9 @@ export function decide(command: KeyCommand, state: KeyState): Decision<KeyEvent,
         revealable: command.revealable,
         ...command.settings,
         at: command.now,
+        ...(command.agent
+          ? { agent_id: command.agent.agentId, issued_by: command.agent.issuedBy, ...(command.agent.requestId ? { request_id: command.agent.requestId } : {}) }
+          : {}),
       },
     });
   }

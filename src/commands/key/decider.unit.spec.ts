@@ -74,7 +74,16 @@ describe('key decider: IssueKey', () => {
       revealable: true,
       settings,
       createdAt: NOW,
+      agentId: null,
+      requestId: null,
     });
+  });
+
+  it('issues an agent key bound to its agent, naming who issued it and its request', () => {
+    const command = { ...issue(), agent: { agentId: 'agt_1', issuedBy: 'acct_admin', requestId: 'kreq_1' } } as KeyCommand;
+    const event = { ...issued(), data: { ...issued().data, agent_id: 'agt_1', issued_by: 'acct_admin', request_id: 'kreq_1' } } as KeyEvent;
+    const state = given().when(command).then([event]);
+    expect([state.agentId, state.requestId]).toEqual(['agt_1', 'kreq_1']);
   });
 
   it('issues a hash-only key that is not revealable', () => {

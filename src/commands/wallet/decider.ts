@@ -53,6 +53,16 @@ export interface TopUpRecord {
   readonly amount: bigint;
 }
 
+/** An agent key's escrow: its cap, set aside from the available balance when its request was
+ * approved. Its key's calls reserve against it alone; `open` until the key is revoked or deleted,
+ * when what is left returns to the available balance. */
+export interface Escrow {
+  readonly funded: bigint;
+  readonly open: boolean;
+  /** What was left of it when it closed. */
+  readonly returned: bigint;
+}
+
 export interface WalletState {
   readonly status: 'none' | 'active' | 'inactive';
   readonly accountId: string;
@@ -78,6 +88,10 @@ export interface WalletState {
   /** References of the adjustments applied: an operator's re-rate runs once. */
   readonly adjustments: PersistentSet<string>;
   readonly limits: { readonly rpm: number | null; readonly concurrency: number | null };
+  /** Escrows of the account's agent keys, by key id. */
+  readonly escrows: PersistentMap<string, Escrow>;
+  /** What the open escrows still set aside (Σ escrowLeft): part of the balance, not available. */
+  readonly escrowed: bigint;
 }
 
 export const initialWalletState: WalletState = {
@@ -96,9 +110,22 @@ export const initialWalletState: WalletState = {
   adjusted: 0n,
   adjustments: PersistentSet<string>(),
   limits: { rpm: null, concurrency: null },
+  escrows: PersistentMap<string, Escrow>(),
+  escrowed: 0n,
 };
 
-export const available = (state: WalletState): bigint => state.balance - state.held;
+export const available = (state: WalletState): bigint => state.balance - state.held - state.escrowed;
+
+/** What an escrow key may still reserve: its cap less its settled spend and its open holds (never
+ * below 0: a settlement above its hold may overdraw the escrow, and the excess comes from the
+ * enterprise's balance); 0 once the escrow is closed, or for a key without one. */
+export function escrowLeft(state: WalletState, keyId: string | null): bigint {
+  const escrow = keyId === null ? undefined : state.escrows.get(keyId);
+  if (!escrow || !escrow.open) return 0n;
+  const usage = usageOf(state, keyId);
+  const left = escrow.funded - usage.spent - usage.held;
+  return left > 0n ? left : 0n;
+}
 
 export type WalletCommand =
   | { type: 'OpenAccount'; accountId: string; name: string; now: number }
@@ -122,6 +149,8 @@ export type WalletCommand =
   | { type: 'Deactivate'; reason: string; now: number }
   | { type: 'Reactivate'; now: number }
   | { type: 'SetLimits'; rpm: number | null; concurrency: number | null; now: number }
+  | { type: 'FundEscrow'; keyId: string; amount: bigint; requestId: string; now: number }
+  | { type: 'ReturnEscrow'; keyId: string; now: number }
   | {
       type: 'Adjust';
       adjustmentId: string;
@@ -157,7 +186,8 @@ export type WalletErrorCode =
   | 'hold_not_open'
   | 'invalid_limits'
   | 'invalid_adjustment'
-  | 'adjustment_exists';
+  | 'adjustment_exists'
+  | 'escrow_not_found';
 
 type WalletDecision = Decision<WalletEvent, WalletErrorCode>;
 
@@ -199,7 +229,16 @@ function copy(state: WalletState): { -readonly [K in keyof WalletState]: WalletS
     adjusted: state.adjusted,
     adjustments: state.adjustments,
     limits: state.limits,
+    escrows: state.escrows,
+    escrowed: state.escrowed,
   };
+}
+
+/** `next` with `escrowed` brought up to date for the one key an event touched. */
+function reescrowed<S extends { -readonly [K in keyof WalletState]: WalletState[K] }>(next: S, state: WalletState, keyId: string | null): S {
+  if (keyId === null || !next.escrows.has(keyId)) return next;
+  next.escrowed = state.escrowed - escrowLeft(state, keyId) + escrowLeft(next, keyId);
+  return next;
 }
 
 function originOf(data: Extract<WalletEvent, { type: 'FundsReserved' }>['data']): HoldOrigin {
@@ -249,7 +288,7 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
       next.held = state.held + amount;
       next.holds = state.holds.set(hold_id, { amount, keyId: key_id, expiresAt: expires_at, origin: originOf(event.data) });
       next.keys = withKeyUsage(state, key_id, (u) => ({ spent: u.spent, held: u.held + amount }));
-      return next;
+      return reescrowed(next, state, key_id);
     }
     case 'HoldSettled': {
       const hold = state.holds.get(event.data.hold_id);
@@ -261,7 +300,7 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
       next.holds = state.holds.delete(event.data.hold_id);
       next.closedHolds = closed(state.closedHolds, event.data.hold_id);
       next.keys = withKeyUsage(state, hold.keyId, (u) => ({ spent: u.spent + captured, held: u.held - hold.amount }));
-      return next;
+      return reescrowed(next, state, hold.keyId);
     }
     case 'HoldReleased': {
       const hold = state.holds.get(event.data.hold_id);
@@ -270,7 +309,7 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
       next.holds = state.holds.delete(event.data.hold_id);
       next.closedHolds = closed(state.closedHolds, event.data.hold_id);
       next.keys = withKeyUsage(state, hold.keyId, (u) => ({ spent: u.spent, held: u.held - hold.amount }));
-      return next;
+      return reescrowed(next, state, hold.keyId);
     }
     case 'AccountDeactivated':
       next.status = 'inactive';
@@ -292,6 +331,22 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
         keys = keys.set(call.key_id, { spent: u.spent + call.new_cost - call.old_cost, held: u.held });
       }
       next.keys = keys;
+      let escrowed = 0n;
+      for (const keyId of state.escrows.keys()) escrowed += escrowLeft(next, keyId);
+      next.escrowed = escrowed;
+      return next;
+    }
+    case 'EscrowFunded': {
+      const { key_id, amount } = event.data;
+      next.escrows = state.escrows.set(key_id, { funded: amount, open: true, returned: 0n });
+      return reescrowed(next, state, key_id);
+    }
+    case 'EscrowReturned': {
+      const { key_id, amount } = event.data;
+      const escrow = state.escrows.get(key_id);
+      if (!escrow) return state;
+      next.escrows = state.escrows.set(key_id, { ...escrow, open: false, returned: amount });
+      next.escrowed = state.escrowed - escrowLeft(state, key_id);
       return next;
     }
     default:
@@ -332,6 +387,17 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
       if (state.status !== 'active') return refuse('account_inactive', 'the account is inactive');
       if (state.holds.has(command.holdId) || wasClosed(state, command.holdId))
         return refuse('hold_exists', `hold ${command.holdId} already exists`);
+      // An escrow key reserves against its escrow alone: the money was set aside when it was approved.
+      if (command.keyId !== null && state.escrows.has(command.keyId)) {
+        const escrow = state.escrows.get(command.keyId)!;
+        const left = escrowLeft(state, command.keyId);
+        if (command.amount > left)
+          return refuse(
+            'spend_cap_exceeded',
+            `the key's spend cap of ${formatUsd(escrow.funded)} USD would be exceeded: ${formatUsd(left)} USD of its escrow is left${escrow.open ? '' : ' (the escrow was returned)'}`,
+          );
+        return accept(reservation(command));
+      }
       const free = available(state);
       if (command.amount > free)
         return refuse(
@@ -340,19 +406,29 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
         );
       const capped = spendCapRefusal(state, command.keyId, command.spendCap, command.amount);
       if (capped) return refuse(capped.code, capped.message);
-      const { origin } = command;
-      return accept({
-        type: 'FundsReserved',
-        data: {
-          hold_id: command.holdId,
-          amount: command.amount,
-          key_id: command.keyId,
-          purpose: command.purpose,
-          expires_at: command.expiresAt,
-          at: command.now,
-          ...(origin ? { model: origin.model, endpoint: origin.endpoint, request_id: origin.requestId } : {}),
-        },
-      });
+      return accept(reservation(command));
+    }
+
+    case 'FundEscrow': {
+      const escrow = state.escrows.get(command.keyId);
+      // The same approval retried: the escrow is there already.
+      if (escrow) return accept();
+      if (command.amount <= 0n) return refuse('invalid_amount', 'an escrow must be above 0');
+      if (state.status !== 'active') return refuse('account_inactive', 'the account is inactive');
+      const free = available(state);
+      if (command.amount > free)
+        return refuse(
+          'insufficient_funds',
+          `the enterprise cannot fund this key's escrow: it needs ${formatUsd(command.amount)} USD and ${formatUsd(free < 0n ? 0n : free)} USD is available; top up the enterprise account`,
+        );
+      return accept({ type: 'EscrowFunded', data: { key_id: command.keyId, amount: command.amount, request_id: command.requestId, at: command.now } });
+    }
+
+    case 'ReturnEscrow': {
+      const escrow = state.escrows.get(command.keyId);
+      if (!escrow) return refuse('escrow_not_found', `key ${command.keyId} has no escrow`);
+      if (!escrow.open) return accept();
+      return accept({ type: 'EscrowReturned', data: { key_id: command.keyId, amount: escrowLeft(state, command.keyId), at: command.now } });
     }
 
     case 'Settle': {
@@ -409,6 +485,22 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
     default:
       return assertNever(command);
   }
+}
+
+function reservation(command: Extract<WalletCommand, { type: 'Reserve' }>): WalletEvent {
+  const { origin } = command;
+  return {
+    type: 'FundsReserved',
+    data: {
+      hold_id: command.holdId,
+      amount: command.amount,
+      key_id: command.keyId,
+      purpose: command.purpose,
+      expires_at: command.expiresAt,
+      at: command.now,
+      ...(origin ? { model: origin.model, endpoint: origin.endpoint, request_id: origin.requestId } : {}),
+    },
+  };
 }
 
 function adjust(command: Extract<WalletCommand, { type: 'Adjust' }>, state: WalletState): WalletDecision {

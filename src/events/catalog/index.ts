@@ -4,6 +4,7 @@ import { jsonForm } from '../store/json';
 import type { EventDefinition } from './codec';
 import { consoleEvents, type ConsoleEvent } from './console';
 import { idempotentCallEvents, type IdempotentCallEvent } from './idempotency';
+import { enterpriseEvents, type EnterpriseEvent } from './enterprise';
 import { keyEvents, type KeyEvent } from './key';
 import { taskEvents, type TaskEvent } from './task';
 import { knowledgeEvents, type KnowledgeEvent } from './knowledge';
@@ -11,16 +12,17 @@ import { walletEvents, type WalletEvent } from './wallet';
 
 export * from './wallet';
 export * from './key';
+export * from './enterprise';
 export * from './knowledge';
 export { INT32_MAX } from './codec';
 export * from './idempotency';
 export * from './task';
 export * from './console';
 
-export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent | ConsoleEvent;
+export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent | ConsoleEvent | EnterpriseEvent;
 
 const definitions = new Map<string, EventDefinition<string, z.ZodType>>();
-for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents, ...consoleEvents]) definitions.set(definition.type, definition);
+for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents, ...consoleEvents, ...enterpriseEvents]) definitions.set(definition.type, definition);
 
 export class UnknownEventError extends Error {
   constructor(readonly type: string) {

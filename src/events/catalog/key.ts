@@ -23,6 +23,12 @@ export const KeyIssued = defineEvent(
     hash: z.string().regex(/^[0-9a-f]{64}$/),
     revealable: z.boolean(),
     at: Timestamp,
+    /** An agent key: the one enterprise agent it is bound to (the account is the enterprise). */
+    agent_id: z.string().optional(),
+    /** Who issued it (an enterprise admin), or approved the request it came from. */
+    issued_by: z.string().optional(),
+    /** The key request it came from (an escrow key). */
+    request_id: z.string().optional(),
   }),
 );
 export const KeyUpdated = defineEvent(

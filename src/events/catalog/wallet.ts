@@ -25,6 +25,8 @@ export const CallRecord = z.object({
   channel_id: z.string().nullable(),
   task_id: z.string().nullable(),
   submitted_at: Timestamp,
+  /** The enterprise agent whose key made the call. Absent: an ordinary key. */
+  agent_id: z.string().optional(),
   result_urls: z.array(z.string()),
   result_expires_at: Timestamp.nullable(),
   /** The part of the captured cost that is built-in tool fees (nano-dollars, a decimal string);
@@ -135,6 +137,15 @@ export const WalletAdjusted = defineEvent(
   }),
 );
 
+/** An approved agent key's cap set aside from the enterprise's available balance: the key's
+ * calls reserve against it alone (see docs/agents.md, "Escrow"). One per key. */
+export const EscrowFunded = defineEvent(
+  'EscrowFunded',
+  z.object({ key_id: z.string(), amount: Units, request_id: z.string(), at: Timestamp }),
+);
+/** The escrow closed (its key revoked or deleted): what was left of it, back in the available balance. */
+export const EscrowReturned = defineEvent('EscrowReturned', z.object({ key_id: z.string(), amount: Units, at: Timestamp }));
+
 export const walletEvents = [
   AccountOpened,
   CreditGranted,
@@ -147,6 +158,8 @@ export const walletEvents = [
   AccountLimitsSet,
   CallRejected,
   WalletAdjusted,
+  EscrowFunded,
+  EscrowReturned,
 ] as const;
 
 export type WalletEvent = EventOf<(typeof walletEvents)[number]>;

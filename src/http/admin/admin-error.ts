@@ -24,6 +24,16 @@ export const STATUS_OF: Record<string, number> = {
   kb_not_found: 404,
   page_not_found: 404,
   kb_exists: 409,
+  enterprise_not_found: 404,
+  member_not_found: 404,
+  agent_not_found: 404,
+  key_request_not_found: 404,
+  escrow_not_found: 404,
+  not_a_member: 403,
+  not_enterprise_admin: 403,
+  key_request_decided: 409,
+  // The enterprise cannot fund an escrow (DESIGN.md, "Enterprise agents").
+  insufficient_funds: 402,
 };
 
 export const fromDomain = (error: DomainError) => new AdminError(STATUS_OF[error.code] ?? 400, error.code, error.message);

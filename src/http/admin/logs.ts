@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
-import { CSV_COLUMNS, CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, type LogFilter, type LogRow } from '../../projections/call-log/queries';
+import { CSV_COLUMNS, CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, usageTotals, type LogFilter, type LogRow, type UsageTotals } from '../../projections/call-log/queries';
+import { formatUsd } from '../../money/usd';
 import type { SqlQuery } from '../../storage/sql';
 import { z } from 'zod';
 import { pageSizeQuery, UnixSecondsQuery } from '../intake/numbers';
@@ -34,6 +35,7 @@ const LogQuery = z.looseObject({
     .optional()
     .describe(`Comma-separated: ${[...STATUSES].join(', ')}.`),
   key_id: z.string().optional(),
+  agent_id: z.string().optional().describe("An enterprise agent: its keys' calls only."),
   request_id: z.string().optional(),
   task_id: z.string().optional(),
   cursor: Cursor.describe('The `next_cursor` of the previous page.'),
@@ -55,6 +57,21 @@ const CSV_DOC: RouteDoc = {
   query: LogQuery,
   responses: { 200: { description: 'The rows; `x-truncated: true` when the cap cut them.', mediaTypes: ['text/csv'] } },
 };
+
+const UsageQuery = z.looseObject({
+  from: UnixSecondsQuery.describe('Start of the window, Unix seconds (default: `to` minus 30 days).'),
+  to: UnixSecondsQuery.describe('End of the window (exclusive), Unix seconds (default: now).'),
+  key_id: z.string().optional().describe('One key only.'),
+  agent_id: z.string().optional().describe("One enterprise agent's keys only."),
+});
+const USAGE_DOC: RouteDoc = {
+  operationId: 'getAccountUsage',
+  summary: "An account's call totals over a window, optionally for one key or one agent",
+  tags: ['admin-accounts'],
+  query: UsageQuery,
+  responses: { 200: { description: '`{account_id, from, to, key_id, agent_id, total_requests, ..., cost_usd, by_model[]}`.' } },
+};
+const usageView = ({ cost, ...counts }: UsageTotals) => ({ ...counts, cost_usd: formatUsd(cost) });
 
 /** The longest prefix of `items` whose sizes add up to at most `budget`, and at least one item. */
 export function withinBytes<T>(items: readonly T[], budget: number, size: (item: T) => number): T[] {
@@ -94,7 +111,7 @@ export function logsCsv(rows: readonly LogRow[]): { text: string; truncated: boo
 function filterOf(accountId: string, q: LogQuery, now: number): LogFilter {
   const to = q.to ?? now + 1;
   const from = q.from ?? to - DEFAULT_WINDOW_S;
-  return { accountId, from, to, model: q.model, status: q.status, keyId: q.key_id, requestId: q.request_id, taskId: q.task_id, cursor: q.cursor };
+  return { accountId, from, to, model: q.model, status: q.status, keyId: q.key_id, agentId: q.agent_id, requestId: q.request_id, taskId: q.task_id, cursor: q.cursor };
 }
 
 /** The call log of an account: JSON pages, and the CSV export (10,000 rows at most). */
@@ -108,6 +125,22 @@ export function logRoutes(sql: SqlQuery, now: () => number) {
       const last = page[page.length - 1];
       const more = rows.length > page.length;
       return { data: page, next_cursor: more && last ? `${last.created_at}:${last.id}` : null };
+    });
+
+    app.get<{ Params: { id: string }; Querystring: z.output<typeof UsageQuery> }>('/accounts/:id/usage', { config: { openapi: USAGE_DOC } }, async (request) => {
+      const to = request.query.to ?? now() + 1;
+      const from = request.query.from ?? to - DEFAULT_WINDOW_S;
+      const { key_id, agent_id } = request.query;
+      const { total, byModel } = await usageTotals(sql, request.params.id, from, to, key_id, agent_id);
+      return {
+        account_id: request.params.id,
+        from,
+        to,
+        key_id: key_id ?? null,
+        agent_id: agent_id ?? null,
+        ...usageView(total),
+        by_model: [...byModel.entries()].map(([model, totals]) => ({ model, ...usageView(totals) })),
+      };
     });
 
     app.get<{ Params: { id: string }; Querystring: LogQuery }>('/accounts/:id/logs.csv', { config: { openapi: CSV_DOC } }, async (request, reply) => {

@@ -25,6 +25,9 @@ import { clipText } from '../../projections/call-log/bounds';
 import { rerateRoutes } from './rerate';
 import { consoleLinkRoutes } from './console-links';
 import type { ConsoleSessions } from '../../console/sessions';
+import { enterpriseAdminRoutes } from './enterprise';
+import type { Enterprises } from '../../commands/enterprise/service';
+import type { KnowledgeQueries } from '../../projections/knowledge/queries';
 
 export interface AdminOptions extends KnowledgeAdminOptions {
   readonly now?: () => number;
@@ -39,6 +42,8 @@ export interface AdminOptions extends KnowledgeAdminOptions {
   /** Console sign-in links (`POST /accounts/:id/login-link`). */
   readonly consoleSessions: ConsoleSessions;
   readonly publicBaseUrl?: string | undefined;
+  readonly enterprises: Enterprises;
+  readonly knowledgeQueries: KnowledgeQueries;
 }
 
 const Timestamp = z.number().int().nonnegative();
@@ -98,6 +103,7 @@ function keyView(state: KeyState, extra: { last_used_at?: number | null; used_us
     status: state.status,
     revealable: state.revealable,
     created_at: state.createdAt,
+    agent_id: state.agentId,
     last_used_at: extra.last_used_at ?? null,
     used_usd: extra.used_usd ?? '0.00',
   };
@@ -125,7 +131,7 @@ const LedgerQuery = z.looseObject({
 });
 
 const ACCOUNT = 'The account: `{id, name, status, balance_usd, held_usd, available_usd, limits, created_at}`.';
-const KEY = 'The key: `{id, account_id, name, prefix, allowed_models, expires_at, enabled, spend_cap_usd, status, revealable, created_at, last_used_at, used_usd}`.';
+const KEY = 'The key: `{id, account_id, name, prefix, allowed_models, expires_at, enabled, spend_cap_usd, status, revealable, created_at, agent_id, last_used_at, used_usd}`.';
 const NO_ACCOUNT = { 404: 'No such account: `account_not_found`.' };
 const NO_KEY = { 404: 'No such key: `key_not_found`.' };
 
@@ -320,6 +326,18 @@ export function adminRoutes(options: AdminOptions) {
         return revealed.ok ? JSON.stringify({ ...answer, key: revealed.raw }) : null;
       },
     };
+
+    await app.register(
+      enterpriseAdminRoutes({
+        enterprises: options.enterprises,
+        runner,
+        sql,
+        registry,
+        knowledgeQueries: options.knowledgeQueries,
+        newKeyReplay,
+        keyView: async (keyId) => keyView(await ledger.key(keyId), (await keyExtras([keyId])).get(keyId)),
+      }),
+    );
 
     app.post<{ Params: { id: string } }>('/accounts/:id/keys', { config: { adminReplay: newKeyReplay, openapi: DOCS.createKey } }, async (request, reply) => {
       const body = parse(CreateKey, request.body);

@@ -13,6 +13,7 @@ export const TAGS = {
   'admin-knowledge': "The operator's API: knowledge bases, pages and source files.",
   'admin-billing': "The operator's API: re-rating past calls.",
   console: "The account holders' web console: HTML pages under /console/ (a session cookie from a sign-in link; a CSRF token in every form).",
+  'admin-enterprise': "The operator's API: enterprises, members, agents, agent keys, key requests and the audit trail.",
   operations: 'Liveness, readiness, metrics and this description.',
 } as const;
 

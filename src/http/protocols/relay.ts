@@ -24,6 +24,7 @@ import { writeShutdownFrame } from './shutdown-frame';
 import { trackCall } from '../../lifecycle/http';
 import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type Translation } from './translated';
 import { traceAttempt, traceHold, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
+import { pinnedOrder } from '../../agents/pin';
 
 export interface RelayDeps {
   readonly ledger: Ledger;
@@ -72,7 +73,8 @@ export async function relayChat(
   adapter: ProtocolAdapter,
   request: FastifyRequest,
   reply: FastifyReply,
-  params: { model?: string; stream?: boolean } = {},
+  /** `pin`: a session to pin to one channel (agent calls' `session_id` header, src/agents/pin.ts). */
+  params: { model?: string; stream?: boolean; pin?: string | undefined } = {},
 ): Promise<unknown> {
   const caller = request.caller!;
   const ctx: CallContext = {
@@ -98,7 +100,7 @@ export async function relayChat(
   if (model.kind !== 'text' || model.endpoint_type)
     return reject('no_channel_available', `The model \`${model.id}\` is served only on its dedicated ${model.endpoint_type ?? model.kind} endpoint.`);
 
-  const routes = routesFor(deps, adapter, model, info, reject);
+  const routes = pinnedOrder(routesFor(deps, adapter, model, info, reject), params.pin, (route) => route.channel.id);
   // Translated: the client's request decoded once, and re-encoded for each route's channel.
   const decoded = routes.some(isTranslated) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
   const attempts = routes.map((route) => ({ route, translation: decoded && isTranslated(route) ? translationFor(decoded, adapter, route, model) : null }));

@@ -8,6 +8,7 @@ import { GatewayError } from '../errors';
 import { redactUrl } from '../intake/redact';
 import type { RouteDoc } from '../openapi/route-doc';
 import { relayChat, type RelayDeps } from './relay';
+import { prepareAgentCall, type AgentCallDeps } from '../../agents/agent-call';
 
 /** What a chat call may end in besides its answer (the relay's own refusals are 400s). */
 const CHAT_ERRORS = {
@@ -39,7 +40,7 @@ const GenerateQuery = z.looseObject({ alt: z.string().optional().describe('`sse`
 const GenerateParams = { model: z.string().min(1).describe('The model id (a `models/` prefix is dropped).') };
 
 /** The chat endpoints, one per client protocol, all through the same relay. */
-export function chatRoutes(deps: RelayDeps) {
+export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
   return async (app: FastifyInstance) => {
     const openapi = {
       chat: chatDoc('createChatCompletion', 'Chat completion (chat-completions protocol)', chatCompletions.requestSchema, 'The completion; with `stream: true`, server-sent chunks ending with `data: [DONE]`.'),
@@ -59,8 +60,16 @@ export function chatRoutes(deps: RelayDeps) {
       ],
     };
     // `callLog`: a refusal before the relay (402, 429, an unreadable body) still gets its row.
-    app.post('/v1/chat/completions', { config: { auth: 'key', shape: 'chat', callLog: { endpoint: chatCompletions.protocol }, openapi: openapi.chat } }, (request, reply) =>
-      relayChat(deps, chatCompletions, request, reply),
+    // The one route an agent key reaches: its body is rewritten for its agent first (src/agents).
+    app.post(
+      '/v1/chat/completions',
+      { config: { auth: 'key', shape: 'chat', agentKeys: true, callLog: { endpoint: chatCompletions.protocol }, openapi: openapi.chat } },
+      async (request, reply) => {
+        if (request.caller?.key.agentId == null) return relayChat(deps, chatCompletions, request, reply);
+        const call = await prepareAgentCall(agents, request);
+        request.body = call.body;
+        return relayChat(deps, chatCompletions, request, reply, { pin: call.session });
+      },
     );
     app.post('/v1/messages', { config: { auth: 'key', shape: 'messages', callLog: { endpoint: messages.protocol }, openapi: openapi.messages } }, (request, reply) =>
       relayChat(deps, messages, request, reply),

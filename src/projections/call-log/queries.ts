@@ -40,6 +40,8 @@ export interface LogFilter {
   readonly model?: string | undefined;
   readonly status?: string | undefined;
   readonly keyId?: string | undefined;
+  /** The enterprise agent whose keys made the calls. */
+  readonly agentId?: string | undefined;
   readonly requestId?: string | undefined;
   readonly taskId?: string | undefined;
   /** One row by its id (a UUID; the console's call detail). */
@@ -75,6 +77,8 @@ export interface LogRow {
   adjustment_reference: string | null;
   /** The built-in tool fees inside `cost_usd` (not a CSV column: the spec fixes those). */
   tool_fee_usd: string | null;
+  /** The enterprise agent whose key made the call (null: an ordinary key). */
+  agent_id: string | null;
 }
 
 interface RawRow {
@@ -103,6 +107,7 @@ interface RawRow {
   adjustment: string;
   adjustment_reference: string | null;
   tool_fee: string | null;
+  agent_id: string | null;
 }
 
 /** Newest first, filtered, keyset-paged. Returns one row more than asked when there is a next page. */
@@ -116,6 +121,7 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
   if (filter.model) add((n) => `c.model = $${n}`, filter.model);
   if (filter.status) add((n) => `c.status = ANY($${n}::text[])`, filter.status.split(',').map((s) => s.trim()));
   if (filter.keyId) add((n) => `c.key_id = $${n}`, filter.keyId);
+  if (filter.agentId) add((n) => `c.agent_id = $${n}`, filter.agentId);
   if (filter.requestId) add((n) => `c.request_id = $${n}`, filter.requestId);
   if (filter.taskId) add((n) => `c.task_id = $${n}`, filter.taskId);
   if (filter.id) add((n) => `c.id = $${n}::uuid`, filter.id);
@@ -132,7 +138,7 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
             c.cached_tokens::text AS cached_tokens, c.unit_count, c.unit_type, c.cost::text AS cost, c.latency_ms, c.request_id,
             c.task_id, c.submitted_at::text AS submitted_at, c.attempts_count, c.result_urls, c.result_expires_at::text AS result_expires_at,
             c.adjustment::text AS adjustment, c.adjustment_reference,
-            c.tool_fee::text AS tool_fee
+            c.tool_fee::text AS tool_fee, c.agent_id
        FROM call_log c LEFT JOIN api_keys k ON k.key_id = c.key_id
       WHERE ${where.join(' AND ')}
       ORDER BY c.created_at DESC, c.id DESC
@@ -165,6 +171,7 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
     adjustment_usd: formatUsd(BigInt(r.adjustment)),
     adjustment_reference: r.adjustment_reference,
     tool_fee_usd: r.tool_fee === null ? null : formatUsd(BigInt(r.tool_fee)),
+    agent_id: r.agent_id,
   }));
 }
 
@@ -182,14 +189,14 @@ export interface UsageTotals {
 
 /** Totals over the call log: every final outcome counts once (rejected calls too,
  * failover attempts not). */
-export async function usageTotals(sql: SqlQuery, accountId: string, from: number, to: number, keyId?: string) {
+export async function usageTotals(sql: SqlQuery, accountId: string, from: number, to: number, keyId?: string, agentId?: string) {
   const rows = await sql.query<{ model: string; status: string; n: string; input: string; output: string; cached: string; cost: string }>(
     `SELECT model, status, count(*)::text AS n, sum(input_tokens)::text AS input, sum(output_tokens)::text AS output,
             sum(cached_tokens)::text AS cached, sum(cost + adjustment)::text AS cost
        FROM call_log
-      WHERE account_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text IS NULL OR key_id = $4)
+      WHERE account_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text IS NULL OR key_id = $4) AND ($5::text IS NULL OR agent_id = $5)
       GROUP BY model, status ORDER BY model, status`,
-    [accountId, from, to, keyId ?? null],
+    [accountId, from, to, keyId ?? null, agentId ?? null],
   );
   const empty = (): UsageTotals => ({
     total_requests: 0,

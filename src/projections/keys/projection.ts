@@ -23,6 +23,9 @@ CREATE TABLE IF NOT EXISTS api_keys (
   updated_at bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS api_keys_by_account ON api_keys (account_id, created_at);
+-- An agent key's agent (null: an ordinary key). Added later, so added here.
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS agent_id text;
+CREATE INDEX IF NOT EXISTS api_keys_by_agent ON api_keys (agent_id) WHERE agent_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS key_activity (
   key_id text PRIMARY KEY,
   last_used_at bigint NOT NULL
@@ -35,8 +38,8 @@ CREATE TABLE IF NOT EXISTS key_activity (
         const d = event.data;
         await tx.query(
           `INSERT INTO api_keys (key_id, account_id, name, prefix, key_hash, allowed_models, expires_at, enabled, spend_cap,
-                                 status, revealable, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::bigint, 'active', $10, $11, $11)`,
+                                 status, revealable, created_at, updated_at, agent_id)
+           VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::bigint, 'active', $10, $11, $11, $12)`,
           [
             keyId,
             d.account_id,
@@ -49,6 +52,7 @@ CREATE TABLE IF NOT EXISTS key_activity (
             d.spend_cap === null ? null : String(d.spend_cap),
             d.revealable,
             d.at,
+            d.agent_id ?? null,
           ],
         );
         return;
