@@ -95,8 +95,24 @@ export const ChannelSchema = z
     /** Chat channels only: the other client protocols this channel also serves through protocol
      * translation. Absent or `true`: all of them; `false`: its own protocol only; a list: those. */
     translation: z.union([z.boolean(), z.array(z.enum(CHAT_PROTOCOLS))]).optional(),
+    /** Chat channels: the most the upstream may take to start its answer (a stream: its headers); past
+     * it the attempt is a time-out and the next channel is tried. Absent: the call's whole budget. */
+    first_byte_timeout_s: z.number().positive().max(3600).optional(),
   })
   .strict();
+
+/** How channel failures are handled (src/channels, docs/channels.md). Absent: these defaults. */
+export const ChannelHealthSchema = z
+  .object({
+    /** Consecutive failures (5xx, refused connections, time-outs, 429s) after which a channel cools down. */
+    failures_before_cooldown: z.number().int().min(1).max(1000).default(3),
+    /** The first cooldown, in seconds; each further one in a row doubles, up to `max_cooldown_s`. */
+    cooldown_s: z.number().positive().max(86_400).default(30),
+    max_cooldown_s: z.number().positive().max(7 * 86_400).default(1800),
+  })
+  .strict()
+  .refine((h) => h.cooldown_s <= h.max_cooldown_s, { message: 'cooldown_s is at most max_cooldown_s', path: ['cooldown_s'] });
+export type ChannelHealthConfig = z.infer<typeof ChannelHealthSchema>;
 
 /** Whether a channel serves clients of a protocol: natively, or through translation it allows. */
 export function channelServes(channel: { protocol: string; translation?: boolean | readonly ChatProtocol[] }, client: ChatProtocol): boolean {
@@ -204,6 +220,8 @@ export const ConfigSchema = z
     presets: PresetsSchema.optional(),
     /** Absent: probing on, with the defaults. */
     media_probe: MediaProbeConfigSchema.optional(),
+    /** Absent: the defaults (cool down after 3 failures in a row, 30 s doubling up to 30 min). */
+    channel_health: ChannelHealthSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {

@@ -26,6 +26,8 @@ import { wikiRoutes } from './resources/wiki';
 import { chatRoutes } from './protocols/routes';
 import { CHAT_TIMEOUT_MS } from './protocols/relay';
 import { Router } from '../upstream/routing';
+import { ChannelBoard } from '../channels/board';
+import { healthPolicyOf } from '../channels/health';
 import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
@@ -98,6 +100,8 @@ export interface AppDeps {
   readonly tracer?: RequestTracer | null;
   /** The gateway's shutdown: requests refused while it drains, calls it may end (src/lifecycle). */
   readonly drain?: Drain;
+  /** Channel health: cooldowns, disabled channels (src/channels); absent: a board of the app's own. */
+  readonly channels?: ChannelBoard;
 }
 
 export const requestSerializers = {
@@ -160,7 +164,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(refusedCallsPlugin, { ledger: deps.ledger, now });
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
-  const router = new Router(deps.registry.config);
+  // Channel health (src/channels): the gateway's own board, else one for this app.
+  const router = new Router(deps.registry.config, Math.random, deps.channels ?? new ChannelBoard(healthPolicyOf(deps.registry.config.channel_health)));
   const knowledgeRead = { queries: deps.knowledgeQueries, objects: deps.objects, publicBaseUrl: deps.publicBaseUrl, now };
   await app.register(
     chatRoutes({

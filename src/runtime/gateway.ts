@@ -38,6 +38,8 @@ import { openPglite, postgresSql, type Sql } from '../storage/sql';
 import { tracingSettingsOf } from '../tracing/settings';
 import { gatewayChecks } from '../lifecycle/checks';
 import { Drain } from '../lifecycle/drain';
+import { ChannelBoard } from '../channels/board';
+import { healthPolicyOf } from '../channels/health';
 import { readyzRoute } from '../lifecycle/http';
 import { Readiness, type ReadinessOptions } from '../lifecycle/readiness';
 import { closeHttp, flushLedger } from '../lifecycle/shutdown';
@@ -207,6 +209,8 @@ export interface Gateway {
   readonly runner: ProjectionRunner;
   readonly storage: Storage;
   readonly registry: ModelRegistry;
+  /** Channel health: cooldowns and disabled channels (src/channels). */
+  readonly channels: ChannelBoard;
   readonly knowledge: KnowledgeService;
   /** Media outputs the gateway hosts (signed 24-hour links, swept every 10 minutes). */
   readonly hosted: HostedOutputs;
@@ -375,8 +379,10 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       );
   const rateLimiter = overrides.rateLimiter ?? ownLimiter!;
   const drain = new Drain();
+  const channelBoard = new ChannelBoard(healthPolicyOf(config.channel_health));
   const app = await buildApp({
     drain,
+    channels: channelBoard,
     rateLimiter,
     idempotency,
     ledger,
@@ -451,6 +457,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     runner,
     storage,
     registry,
+    channels: channelBoard,
     knowledge,
     hosted,
     tasks,
