@@ -117,3 +117,10 @@ export function healthPolicyOf(config: { failures_before_cooldown: number; coold
   if (!config) return DEFAULT_HEALTH_POLICY;
   return { failuresBeforeCooldown: config.failures_before_cooldown, cooldownMs: config.cooldown_s * 1000, maxCooldownMs: config.max_cooldown_s * 1000 };
 }
+
+/** Every 6 hours (the spec's health probe interval) unless `channel_health.probe_interval_s` says otherwise; 0: off. */
+export const DEFAULT_PROBE_INTERVAL_MS = 6 * 3600 * 1000;
+
+export function probeIntervalMsOf(config: { probe_interval_s?: number } | undefined): number {
+  return config?.probe_interval_s === undefined ? DEFAULT_PROBE_INTERVAL_MS : config.probe_interval_s * 1000;
+}

@@ -109,6 +109,8 @@ export const ChannelHealthSchema = z
     /** The first cooldown, in seconds; each further one in a row doubles, up to `max_cooldown_s`. */
     cooldown_s: z.number().positive().max(86_400).default(30),
     max_cooldown_s: z.number().positive().max(7 * 86_400).default(1800),
+    /** How often every chat channel is probed with a minimal request (the spec's 6 hours); 0: never. */
+    probe_interval_s: z.number().min(0).max(7 * 86_400).default(21_600),
   })
   .strict()
   .refine((h) => h.cooldown_s <= h.max_cooldown_s, { message: 'cooldown_s is at most max_cooldown_s', path: ['cooldown_s'] });

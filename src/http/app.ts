@@ -28,6 +28,7 @@ import { CHAT_TIMEOUT_MS } from './protocols/relay';
 import { Router } from '../upstream/routing';
 import { ChannelBoard } from '../channels/board';
 import { healthPolicyOf } from '../channels/health';
+import type { ChannelHealthAdmin } from '../channels/admin';
 import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
@@ -100,8 +101,8 @@ export interface AppDeps {
   readonly tracer?: RequestTracer | null;
   /** The gateway's shutdown: requests refused while it drains, calls it may end (src/lifecycle). */
   readonly drain?: Drain;
-  /** Channel health: cooldowns, disabled channels (src/channels); absent: a board of the app's own. */
-  readonly channels?: ChannelBoard;
+  /** Channel health: cooldowns, disabled channels, probes (src/channels); absent: a board of the app's own, no admin view. */
+  readonly channelHealth?: ChannelHealthAdmin;
 }
 
 export const requestSerializers = {
@@ -165,7 +166,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
   // Channel health (src/channels): the gateway's own board, else one for this app.
-  const router = new Router(deps.registry.config, Math.random, deps.channels ?? new ChannelBoard(healthPolicyOf(deps.registry.config.channel_health)));
+  const router = new Router(deps.registry.config, Math.random, deps.channelHealth?.board ?? new ChannelBoard(healthPolicyOf(deps.registry.config.channel_health)));
+  // A reloaded config (POST /admin/v1/config/reload, SIGHUP) is routed from the next call on.
+  deps.registry.onReplace((config) => router.replace(config));
   const knowledgeRead = { queries: deps.knowledgeQueries, objects: deps.objects, publicBaseUrl: deps.publicBaseUrl, now };
   await app.register(
     chatRoutes({

@@ -1,5 +1,6 @@
 import { accountsProjection } from './accounts/projection';
 import { auditProjection } from './audit/projection';
+import { channelsProjection } from './channels/projection';
 import { callLogProjection } from './call-log/projection';
 import { keysProjection } from './keys/projection';
 import { knowledgeProjection } from './knowledge/projection';
@@ -7,4 +8,4 @@ import { ledgerProjection } from './ledger/projection';
 import type { Projection } from './projection';
 import { tasksProjection } from './tasks/projection';
 
-export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection, knowledgeProjection, callLogProjection, tasksProjection];
+export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection, knowledgeProjection, callLogProjection, tasksProjection, channelsProjection];

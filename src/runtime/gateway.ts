@@ -9,7 +9,7 @@ import { KnowledgeService } from '../commands/knowledge/service';
 import { Ledger, type CallCommit } from '../commands/ledger';
 import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
-import type { GatewayConfig } from '../config/schema';
+import type { ChannelConfig, GatewayConfig } from '../config/schema';
 import { checkedStore } from '../events/store/checked';
 import { createPostgresEventStore, migrateEvents } from '../events/store/postgres';
 import type { EventStore } from '../events/store/port';
@@ -39,7 +39,9 @@ import { tracingSettingsOf } from '../tracing/settings';
 import { gatewayChecks } from '../lifecycle/checks';
 import { Drain } from '../lifecycle/drain';
 import { ChannelBoard } from '../channels/board';
-import { healthPolicyOf } from '../channels/health';
+import { healthPolicyOf, probeIntervalMsOf } from '../channels/health';
+import { auditChannelChanges } from '../channels/audit';
+import { ChannelProbes, probeChannel } from '../channels/probe';
 import { readyzRoute } from '../lifecycle/http';
 import { Readiness, type ReadinessOptions } from '../lifecycle/readiness';
 import { closeHttp, flushLedger } from '../lifecycle/shutdown';
@@ -379,10 +381,15 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       );
   const rateLimiter = overrides.rateLimiter ?? ownLimiter!;
   const drain = new Drain();
+  // Channel health (src/channels): its changes appended to the log, chat channels probed.
   const channelBoard = new ChannelBoard(healthPolicyOf(config.channel_health));
+  registry.followHealth(channelBoard);
+  const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
+  const probes = new ChannelProbes(channelBoard, () => registry.config.channels, (error) => app.log.warn({ err: error }, 'a channel probe failed to run'));
+  const channelHealth = { board: channelBoard, channels: () => registry.config.channels, idle: () => channelAudit.idle(), probe: (channel: ChannelConfig) => probeChannel(channelBoard, channel) };
   const app = await buildApp({
     drain,
-    channels: channelBoard,
+    channelHealth,
     rateLimiter,
     idempotency,
     ledger,
@@ -444,6 +451,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await app.register(readyzRoute(readiness));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   await workflows.start();
+  probes.start(probeIntervalMsOf(config.channel_health));
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
   const stopMediaSweeper = startChore(() => hosted.sweep(clock()), 10 * 60_000, (error) => app.log.error({ err: error }, 'hosted media sweeper failed'));
@@ -479,6 +487,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         // The gateway's own task runs get the same grace; past it they are failed and refunded.
         await workflows.close(settings.shutdownGraceS * 1000);
         await tasks.idle();
+        await probes.stop();
+        await channelAudit.idle();
         await flushLedger(ledger, runner, app.log);
         await ownLimiter?.close();
         await storage.close();

@@ -33,14 +33,21 @@ function weightedOrder<T extends { channel: ChannelConfig }>(items: T[], random:
  * priority balanced by weight, at most three per request; channels cooling down or disabled are
  * left out (src/channels). */
 export class Router {
-  /** Per protocol and model: the routes grouped by priority, lowest first (built once). */
-  private readonly byKey = new Map<string, Route[][]>();
+  /** Per protocol and model: the routes grouped by priority, lowest first (built per config). */
+  private byKey = new Map<string, Route[][]>();
 
   constructor(
     config: GatewayConfig,
     private readonly random: () => number = Math.random,
     readonly board: ChannelBoard = new ChannelBoard(),
   ) {
+    this.replace(config);
+  }
+
+  /** The routes of a reloaded config; calls that took their routes before keep them. */
+  replace(config: GatewayConfig): void {
+    const board = this.board;
+    const byKey = new Map<string, Route[][]>();
     const flat = new Map<string, Route[]>();
     for (const channel of config.channels) {
       const ids = Array.isArray(channel.models) ? channel.models : Object.keys(channel.models);
@@ -53,8 +60,9 @@ export class Router {
     }
     for (const [key, routes] of flat) {
       const priorities = [...new Set(routes.map((r) => r.channel.priority))].sort((a, b) => a - b);
-      this.byKey.set(key, priorities.map((p) => routes.filter((r) => r.channel.priority === p)));
+      byKey.set(key, priorities.map((p) => routes.filter((r) => r.channel.priority === p)));
     }
+    this.byKey = byKey;
   }
 
   hasRoute(modelId: string, protocol: ChatProtocol | string): boolean {

@@ -26,7 +26,7 @@ function config(refused: string) {
         simulatorChannel(sim, 'dead-a', 'chat-completions', ['dead-model'], { api_key: 'invalid-a' }),
         simulatorChannel(sim, 'dead-b', 'chat-completions', ['dead-model'], { api_key: 'invalid-b', priority: 1 }),
       ],
-      channel_health: { failures_before_cooldown: 2, cooldown_s: 0.6, max_cooldown_s: 5 },
+      channel_health: { failures_before_cooldown: 2, cooldown_s: 1.5, max_cooldown_s: 10, probe_interval_s: 0 },
     }) as GatewayConfig;
 }
 
@@ -74,12 +74,12 @@ describe('channel health: failing channels are failed over, cooled down or disab
     expect(state.status).toBe('cooling');
     expect(state.lastError).toMatch(/ECONNREFUSED/);
     // Past its cooldown it is tried once more; one failure cools it again, for twice as long.
-    await sleep(700);
+    await sleep(1600);
     expect(await ask('refused-model', 'four')).toBe('Echo: four');
     expect((await lastCall('refused-model')).attempts_count).toBe(2);
     const again = h.t.gateway.channels.state('refused-a');
     expect(again.status).toBe('cooling');
-    expect(again.coolingUntil! - Date.now()).toBeGreaterThan(700);
+    expect(again.coolingUntil! - Date.now()).toBeGreaterThan(1600);
   });
 
   it('a burst of 5xx cools the channel down; once it answers again it is healthy', async () => {
@@ -91,11 +91,11 @@ describe('channel health: failing channels are failed over, cooled down or disab
     expect(await ask('burst-model', 'c')).toBe('Echo: c');
     expect(hits('burst-a')).toBe(before);
     expect(h.t.gateway.channels.state('burst-a').status).toBe('cooling');
-    await sleep(700);
-    // On trial: the third 500 cools it again (1.2 s now).
+    await sleep(1600);
+    // On trial: the third 500 cools it again (3 s now).
     expect(await ask('burst-model', 'd')).toBe('Echo: d');
     expect(hits('burst-a')).toBe(3);
-    await sleep(1300);
+    await sleep(3100);
     expect(await ask('burst-model', 'e')).toBe('Echo: e');
     expect(h.sim.requests.at(-1)!.path).toMatch(/^\/burst-a\//);
     expect(h.t.gateway.channels.state('burst-a')).toMatchObject({ status: 'healthy', failuresInRow: 0, cooldowns: 0 });
@@ -106,7 +106,7 @@ describe('channel health: failing channels are failed over, cooled down or disab
     expect(h.t.gateway.channels.state('key-a')).toMatchObject({ status: 'disabled', disabledBy: 'credentials' });
     expect((await lastCall('key-model')).attempts_count).toBe(2);
     const before = hits('key-a');
-    await sleep(700);
+    await sleep(1600);
     // Disabled is not a cooldown: it stays out of routing however long it waits.
     expect(await ask('key-model', 'again')).toBe('Echo: again');
     expect(hits('key-a')).toBe(before);

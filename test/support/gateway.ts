@@ -80,7 +80,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     // Tests that are not about channel health (they say nothing of it) keep every channel in the rotation:
     // the failures one test provokes would otherwise cool a channel down for the next. Credentials refused
     // still disable a channel.
-    config: config.channel_health ? config : { ...config, channel_health: { failures_before_cooldown: 1000, cooldown_s: 1, max_cooldown_s: 1 } },
+    config: config.channel_health ? config : { ...config, channel_health: { failures_before_cooldown: 1000, cooldown_s: 1, max_cooldown_s: 1, probe_interval_s: 0 } },
     logger,
     ...(options.now ? { now: options.now } : {}),
     ...(options.chatTimeoutMs ? { chatTimeoutMs: options.chatTimeoutMs } : {}),

@@ -23,6 +23,8 @@ import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
 import { LOG_PAGE_BYTES, logRoutes, withinBytes } from './logs';
 import { clipText } from '../../projections/call-log/bounds';
 import { rerateRoutes } from './rerate';
+import { channelAdminRoutes } from './channels';
+import type { ChannelHealthAdmin } from '../../channels/admin';
 
 export interface AdminOptions extends KnowledgeAdminOptions {
   readonly now?: () => number;
@@ -34,6 +36,8 @@ export interface AdminOptions extends KnowledgeAdminOptions {
   readonly registry: ModelRegistry;
   /** Where `Idempotency-Key` claims of admin POSTs are kept (scope `admin`). */
   readonly idempotency: IdempotencyStore;
+  /** Channel health (src/channels): `/channels` routes when present. */
+  readonly channelHealth?: ChannelHealthAdmin;
 }
 
 const Timestamp = z.number().int().nonnegative();
@@ -211,6 +215,7 @@ export function adminRoutes(options: AdminOptions) {
     await app.register(knowledgeAdminRoutes(options));
     await app.register(logRoutes(sql, options.now ?? (() => Math.floor(Date.now() / 1000))));
     await app.register(rerateRoutes({ ledger, runner, sql, registry }));
+    if (options.channelHealth) await app.register(channelAdminRoutes(options.channelHealth, sql, runner));
 
     async function existingAccount(accountId: string) {
       const state = await ledger.wallet(accountId);

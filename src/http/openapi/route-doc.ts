@@ -12,6 +12,7 @@ export const TAGS = {
   'admin-keys': "The operator's API: API keys.",
   'admin-knowledge': "The operator's API: knowledge bases, pages and source files.",
   'admin-billing': "The operator's API: re-rating past calls.",
+  'admin-channels': "The operator's API: upstream channels' health, enabling and disabling them, probes; configuration reloads.",
   operations: 'Liveness, readiness, metrics and this description.',
 } as const;
 
