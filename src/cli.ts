@@ -116,6 +116,13 @@ async function serve(settings: Settings) {
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+  // SIGHUP: the config file is read again, validated whole and applied; a bad file is refused and logged.
+  process.on('SIGHUP', () => {
+    gateway.reloadConfig('sighup').then(
+      (outcome) => (outcome.ok ? undefined : logger.error({ errors: outcome.errors }, 'configuration reload refused; the running config stays')),
+      (error: unknown) => logger.error({ err: error }, 'configuration reload failed; the running config stays'),
+    );
+  });
 }
 
 async function withRunner<T>(settings: Settings, fn: (runner: ProjectionRunner, storage: Awaited<ReturnType<typeof openStorage>>) => Promise<T>) {

@@ -10,4 +10,9 @@ export interface ChannelHealthAdmin {
   idle(): Promise<void>;
   /** One active probe now. */
   probe(channel: ChannelConfig): Promise<'ok' | 'failed' | 'skipped'>;
+  /** Re-reads, validates and applies the config file. */
+  reload(trigger: 'sighup' | 'admin'): Promise<ReloadOutcome>;
 }
+
+/** The outcome of a configuration reload (POST /admin/v1/config/reload, SIGHUP). */
+export type ReloadOutcome = { ok: true; digest: string; path: string; channels: number; models: number } | { ok: false; errors: string };

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -41,6 +41,9 @@ import { Drain } from '../lifecycle/drain';
 import { ChannelBoard } from '../channels/board';
 import { healthPolicyOf, probeIntervalMsOf } from '../channels/health';
 import { auditChannelChanges } from '../channels/audit';
+import type { ReloadOutcome } from '../channels/admin';
+import { readConfig } from '../config/reload';
+import { ConfigApplied, GATEWAY_CONFIG_STREAM } from '../events/catalog';
 import { ChannelProbes, probeChannel } from '../channels/probe';
 import { readyzRoute } from '../lifecycle/http';
 import { Readiness, type ReadinessOptions } from '../lifecycle/readiness';
@@ -225,6 +228,8 @@ export interface Gateway {
   readonly metrics: GatewayMetrics;
   /** What `GET /readyz` answers. */
   readonly readiness: Readiness;
+  /** Re-reads GATEWAY_CONFIG (SIGHUP, POST /admin/v1/config/reload): validated whole, applied at once, recorded as `ConfigApplied`. */
+  reloadConfig(trigger: 'sighup' | 'admin'): Promise<ReloadOutcome>;
   /**
    * A graceful shutdown: no new requests (`/readyz` 503 at once), the calls in flight get
    * SHUTDOWN_GRACE_S to finish, then the rest are ended in their protocol's way and settled; the
@@ -352,7 +357,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     tasks,
     queries: taskQueries,
     jobs,
-    channel: (id) => channels.get(id),
+    // A task keeps the channel it was submitted to, even one a reload removed.
+    channel: (id) => registry.config.channels.find((c) => c.id === id) ?? channels.get(id),
     now: clock,
     log: laterLog,
     // The runner's own progress, not a catch-up of the recovery's own: nothing applies events but the runner.
@@ -386,7 +392,31 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   registry.followHealth(channelBoard);
   const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
   const probes = new ChannelProbes(channelBoard, () => registry.config.channels, (error) => app.log.warn({ err: error }, 'a channel probe failed to run'));
-  const channelHealth = { board: channelBoard, channels: () => registry.config.channels, idle: () => channelAudit.idle(), probe: (channel: ChannelConfig) => probeChannel(channelBoard, channel) };
+  // Live configuration: the file read and validated whole, then applied in one turn of the event loop
+  // (models, prices and channels together); a call in flight keeps the model, price and routes it took.
+  let reloads: Promise<unknown> = Promise.resolve();
+  const reload = (trigger: 'sighup' | 'admin'): Promise<ReloadOutcome> => {
+    const run = reloads.then(async (): Promise<ReloadOutcome> => {
+      const read = await readConfig(settings.configPath, settings.env);
+      if (!read.ok) return read;
+      registry.replace(read.config);
+      channelBoard.setPolicy(healthPolicyOf(read.config.channel_health));
+      probes.start(probeIntervalMsOf(read.config.channel_health));
+      const event = {
+        id: randomUUID(),
+        type: ConfigApplied.type,
+        data: { digest: read.digest, trigger, path: read.path.slice(0, 4096), channels: read.config.channels.length, models: read.config.models.length, at: clock() },
+        metadata: trigger === 'admin' ? { actor: 'admin' } : {},
+      };
+      const appended = await store.append(GATEWAY_CONFIG_STREAM, [event], 'any');
+      await runner.waitFor(appended.position);
+      app.log.info({ digest: read.digest, path: read.path, trigger }, 'configuration reloaded');
+      return { ok: true, digest: read.digest, path: read.path, channels: read.config.channels.length, models: read.config.models.length };
+    });
+    reloads = run.catch(() => {});
+    return run;
+  };
+  const channelHealth = { board: channelBoard, channels: () => registry.config.channels, idle: () => channelAudit.idle(), probe: (channel: ChannelConfig) => probeChannel(channelBoard, channel), reload };
   const app = await buildApp({
     drain,
     channelHealth,
@@ -474,6 +504,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     adminToken,
     metrics,
     readiness,
+    reloadConfig: reload,
     close() {
       if (closing) {
         hurry();

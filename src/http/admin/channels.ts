@@ -80,6 +80,23 @@ export function channelAdminRoutes(health: ChannelHealthAdmin, sql: SqlQuery, ru
         return view(channel, (await lastChanges()).get(channel.id));
       });
     }
+    app.post(
+      '/config/reload',
+      {
+        config: {
+          openapi: {
+            ...doc('reloadConfig', 'Re-read the config file, validate it whole and apply it', '`{applied: true, digest, path, channels, models}`: the SHA-256 of the file, now in force (recorded as a `ConfigApplied` event).'),
+            errors: { 400: 'The file is unreadable or invalid: `invalid_config`, with every problem; the running config stays.' },
+          },
+        },
+      },
+      async () => {
+        const outcome = await health.reload('admin');
+        if (!outcome.ok) throw new AdminError(400, 'invalid_config', outcome.errors);
+        const { ok: _ok, ...applied } = outcome;
+        return { applied: true, ...applied };
+      },
+    );
     app.post('/channels/:id/probe', { config: { openapi: doc('probeChannel', 'Probe a channel now (chat channels: a minimal request of its protocol)', `\`{probe: ok|failed|skipped, channel}\`, the channel ${CHANNEL}.`, NO_CHANNEL) } }, async (request) => {
       const channel = channelOf(parse(Params, request.params).id);
       const probe = await health.probe(channel);
