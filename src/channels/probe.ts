@@ -7,6 +7,7 @@ import { messages } from '../upstream/protocols/messages';
 import { responses } from '../upstream/protocols/responses';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget } from '../upstream/upstream-call';
 import type { ChannelBoard } from './board';
+import { channelDispatcher, shapedHeaders, shapedPath } from './shaping';
 import { failover } from './failover';
 
 /** The smallest request of each chat protocol: one short user turn, a one- or few-token answer. */
@@ -40,15 +41,15 @@ export async function probeChannel(board: ChannelBoard, channel: ChannelConfig, 
   const info = minimal.adapter.inspect(body, minimal.params?.(upstreamModel) ?? {});
   if ('invalid' in info) throw new Error(`probe of ${channel.protocol} is not a valid request: ${info.invalid}`);
   const request = minimal.adapter.upstream(body, info, upstreamModel);
-  const target = upstreamTarget(channel.base_url, request.path);
+  const target = upstreamTarget(channel.base_url, shapedPath(channel, request.path, upstreamModel));
   const signal = new CallSignal(options.timeoutMs ?? PROBE_TIMEOUT_MS);
   const started = performance.now();
   try {
-    const response = await (options.dispatcher ?? upstreamAgent).request({
+    const response = await (channelDispatcher(channel) ?? options.dispatcher ?? upstreamAgent).request({
       origin: target.origin,
       path: target.path,
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...minimal.adapter.authHeaders(channel.api_key) },
+      headers: { 'content-type': 'application/json', ...shapedHeaders(channel, minimal.adapter.authHeaders(channel.api_key)) },
       body: JSON.stringify(request.body),
       signal,
     });

@@ -98,6 +98,19 @@ export const ChannelSchema = z
     /** Chat channels: the most the upstream may take to start its answer (a stream: its headers); past
      * it the attempt is a time-out and the next channel is tried. Absent: the call's whole budget. */
     first_byte_timeout_s: z.number().positive().max(3600).optional(),
+    /** Request shaping (chat channels and probes; docs/channels.md): extra headers sent on every request. */
+    headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name'), z.string()).optional(),
+    /** The header that carries `api_key` instead of the protocol's own (e.g. `api-key` for Azure OpenAI). */
+    auth_header: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name').optional(),
+    /** The scheme before the key in that header (`""`: the key alone); default `Bearer` for `authorization`, else none. */
+    auth_scheme: z.string().regex(/^[A-Za-z0-9._~+-]*$/, 'a scheme word, e.g. Bearer').optional(),
+    /** Query parameters added to every request (e.g. `api-version`). */
+    query: z.record(z.string().min(1), z.string()).optional(),
+    /** The request path instead of the protocol's, after the base URL's path; `{model}` is the upstream model id
+     * (e.g. `/openai/deployments/{model}/chat/completions`). */
+    path_template: z.string().startsWith('/').optional(),
+    /** An HTTP(S) proxy the channel's requests go through (CONNECT tunnel), e.g. `http://proxy.corp:3128`. */
+    proxy: z.string().url().optional(),
   })
   .strict();
 

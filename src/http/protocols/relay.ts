@@ -22,6 +22,7 @@ import { callEstimate } from './estimate';
 import { streamUsage } from './stream-usage';
 import { writeShutdownFrame } from './shutdown-frame';
 import { attemptAnswered, attemptFailed } from '../../channels/attempt';
+import { channelDispatcher, shapedHeaders, shapedPath } from '../../channels/shaping';
 import { trackCall } from '../../lifecycle/http';
 import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type Translation } from './translated';
 import { traceAttempt, traceHold, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
@@ -324,7 +325,8 @@ async function send(
   traced: UpstreamAttempt | null,
 ): Promise<{ response: Dispatcher.ResponseData } | { failure: Failure }> {
   const { path, body } = adapter.upstream(request.body, info, route.upstreamModel);
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...adapter.authHeaders(route.channel.api_key) };
+  // Shaped by the channel's config (src/channels/shaping.ts): path, query, auth header, extra headers.
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...shapedHeaders(route.channel, adapter.authHeaders(route.channel.api_key)) };
   for (const entry of adapter.forwardedHeaders) {
     const [from, to] = typeof entry === 'string' ? [entry, entry] : entry;
     const value = request.headers[from];
@@ -333,10 +335,10 @@ async function send(
   traced?.propagate(headers);
   // Outside the try: a fault of the gateway's own here is a 500 (relayChat releases the hold), not
   // an upstream failure that the client is told is safe to retry.
-  const target = upstreamTarget(route.channel.base_url, path);
+  const target = upstreamTarget(route.channel.base_url, shapedPath(route.channel, path, route.upstreamModel));
   const payload = JSON.stringify(body);
   try {
-    const response = await (deps.dispatcher ?? upstreamAgent).request({
+    const response = await (channelDispatcher(route.channel) ?? deps.dispatcher ?? upstreamAgent).request({
       origin: target.origin,
       path: target.path,
       method: 'POST',
