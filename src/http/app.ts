@@ -18,6 +18,7 @@ import { authPlugin } from './plugins/auth';
 import { rateLimitPlugin } from './plugins/rate-limit';
 import { idempotencyPlugin } from './plugins/idempotency';
 import { refusedCallsPlugin } from './plugins/refused-calls';
+import { requestIdEchoPlugin } from './plugins/request-id';
 import type { IdempotencyStore } from '../idempotency/store';
 import { balanceRoutes } from './resources/balance';
 import { mcpRoutes } from './resources/mcp';
@@ -157,6 +158,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (request.routeOptions.config?.trace) reply.header('x-gateway-trace', request.id);
     done();
   });
+  await app.register(requestIdEchoPlugin);
   await app.register(intakePlugin, { timings });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter, onRefused: (exceeded) => deps.metrics.rateLimited(exceeded) });
