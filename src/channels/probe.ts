@@ -33,7 +33,11 @@ export function isProbeable(channel: ChannelConfig): boolean {
  * recorded on the board as a probe's (a success brings back a cooling or credentials-disabled channel).
  * Media channels are not probed (a probe there would start a paid job): their health is passive only.
  */
-export async function probeChannel(board: ChannelBoard, channel: ChannelConfig, options: { dispatcher?: Dispatcher; timeoutMs?: number } = {}): Promise<'ok' | 'failed' | 'skipped'> {
+export async function probeChannel(
+  board: ChannelBoard,
+  channel: ChannelConfig,
+  options: { dispatcher?: Dispatcher; timeoutMs?: number; parent?: CallSignal } = {},
+): Promise<'ok' | 'failed' | 'skipped'> {
   const minimal = MINIMAL[channel.protocol as ChatProtocol];
   const upstreamModel = Array.isArray(channel.models) ? channel.models[0] : Object.values(channel.models)[0];
   if (!minimal || upstreamModel === undefined) return 'skipped';
@@ -42,7 +46,7 @@ export async function probeChannel(board: ChannelBoard, channel: ChannelConfig, 
   if ('invalid' in info) throw new Error(`probe of ${channel.protocol} is not a valid request: ${info.invalid}`);
   const request = minimal.adapter.upstream(body, info, upstreamModel);
   const target = upstreamTarget(channel.base_url, shapedPath(channel, request.path, upstreamModel));
-  const signal = new CallSignal(options.timeoutMs ?? PROBE_TIMEOUT_MS);
+  const signal = new CallSignal(options.timeoutMs ?? PROBE_TIMEOUT_MS, options.parent);
   const started = performance.now();
   try {
     const response = await (channelDispatcher(channel) ?? options.dispatcher ?? upstreamAgent).request({
@@ -75,6 +79,8 @@ export async function probeChannel(board: ChannelBoard, channel: ChannelConfig, 
 export class ChannelProbes {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  /** The run under way: aborted by `stop`, so that a hanging upstream does not hold the shutdown. */
+  private run: CallSignal | null = null;
 
   constructor(
     private readonly board: ChannelBoard,
@@ -93,15 +99,25 @@ export class ChannelProbes {
   }
 
   async probeAll(): Promise<void> {
-    for (const channel of this.channels()) {
-      if (!isProbeable(channel) || this.board.state(channel.id).disabledBy === 'operator') continue;
-      await probeChannel(this.board, channel).catch(this.onError);
+    const run = new CallSignal(24 * 3600 * 1000);
+    this.run = run;
+    try {
+      for (const channel of this.channels()) {
+        if (run.aborted) return;
+        if (!isProbeable(channel) || this.board.state(channel.id).disabledBy === 'operator') continue;
+        await probeChannel(this.board, channel, { parent: run }).catch(this.onError);
+      }
+    } finally {
+      run.clear();
+      this.run = null;
     }
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    // A probe the shutdown cut says nothing of its channel (the failover rule ignores an aborted call).
+    this.run?.abort();
     await this.running;
   }
 }
