@@ -1,3 +1,5 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatConfig } from '../chat/support';
@@ -38,5 +40,24 @@ describe('x-request-id', () => {
     expect(refused.headers.get('x-request-id')).toBe('client-req-3');
     const unechoed = await fetch(`${h.baseUrl}/v1/models`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'x'.repeat(201) } });
     expect(unechoed.headers.get('x-request-id')).toBeNull();
+  });
+});
+
+describe('token counting (a local estimate, free)', () => {
+  it('POST /v1/messages/count_tokens answers the Anthropic SDK, grows with the prompt, and refuses what a call would', async () => {
+    const anthropic = new Anthropic({ apiKey: key, baseURL: h.baseUrl, maxRetries: 0 });
+    const short = await anthropic.messages.countTokens({ model: 'msg-model', messages: [{ role: 'user', content: 'hi' }] });
+    const long = await anthropic.messages.countTokens({ model: 'msg-model', system: 'Be brief.', messages: [{ role: 'user', content: 'hi '.repeat(400) }] });
+    expect(short.input_tokens).toBeGreaterThan(0);
+    expect(long.input_tokens).toBeGreaterThan(short.input_tokens + 250);
+    const unknown = (await anthropic.messages.countTokens({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
+    expect(unknown.status).toBe(400);
+    expect(h.sim.requests.filter((r) => r.path.includes('count'))).toHaveLength(0);
+  });
+
+  it('Gemini :countTokens answers the @google/genai SDK', async () => {
+    const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.baseUrl } });
+    const counted = await ai.models.countTokens({ model: 'gem-model', contents: 'hello there, how are you today?' });
+    expect(counted.totalTokens).toBeGreaterThan(0);
   });
 });
