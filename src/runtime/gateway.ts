@@ -40,7 +40,7 @@ import { gatewayChecks } from '../lifecycle/checks';
 import { Drain } from '../lifecycle/drain';
 import { ChannelBoard } from '../channels/board';
 import { healthPolicyOf, probeIntervalMsOf } from '../channels/health';
-import { auditChannelChanges } from '../channels/audit';
+import { auditChannelChanges, restoreDisabled } from '../channels/audit';
 import type { ReloadOutcome } from '../channels/admin';
 import { readConfig } from '../config/reload';
 import { ConfigApplied, GATEWAY_CONFIG_STREAM } from '../events/catalog';
@@ -390,6 +390,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Channel health (src/channels): its changes appended to the log, chat channels probed.
   const channelBoard = new ChannelBoard(healthPolicyOf(config.channel_health));
   registry.followHealth(channelBoard);
+  await restoreDisabled(channelBoard, store, config.channels);
   const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
   const probes = new ChannelProbes(channelBoard, () => registry.config.channels, (error) => app.log.warn({ err: error }, 'a channel probe failed to run'));
   // Live configuration: the file read and validated whole, then applied in one turn of the event loop
