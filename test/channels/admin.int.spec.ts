@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import type { Simulator } from '../../src/upstream/simulator';
 import { simulatorChannel } from '../support/channels';
-import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
+import { startSimulatedGateway, startTestGateway, type SimulatedGateway } from '../support/gateway';
 
 const model = (id: string) => ({ id, owned_by: 'test', kind: 'text' as const, aliases: [], callable: true, endpoint_type: null, default_max_tokens: 100, capabilities: [], price: { input: '1.00', output: '2.00' } });
 
@@ -108,5 +108,20 @@ describe('channel state: events, the admin view, operator actions, probes and th
     const missing = await h.t.admin('POST', '/channels/nope/disable');
     expect(missing.statusCode).toBe(404);
     expect(missing.json().error.code).toBe('channel_not_found');
+  });
+});
+
+describe('a restart', () => {
+  it('keeps a channel disabled whose last recorded change disabled it', async () => {
+    expect((await h.t.admin('POST', '/channels/probe-b/disable')).statusCode).toBe(200);
+    await h.t.admin('GET', '/channels');
+    // Another instance starting on the same log (as a restarted one would).
+    const other = await startTestGateway({ config: config(h.sim), db: h.t.db });
+    try {
+      expect(other.gateway.channels.state('probe-b')).toMatchObject({ status: 'disabled', disabledBy: 'operator' });
+      expect(other.gateway.channels.state('probe-a').status).toBe('healthy');
+    } finally {
+      await other.close();
+    }
   });
 });
