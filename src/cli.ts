@@ -137,6 +137,13 @@ async function serve(settings: Settings) {
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+  // SIGHUP: the config file is read again, validated whole and applied; a bad file is refused and logged.
+  process.on('SIGHUP', () => {
+    gateway.reloadConfig('sighup').then(
+      (outcome) => (outcome.ok ? undefined : logger.error({ errors: outcome.errors }, 'configuration reload refused; the running config stays')),
+      (error: unknown) => logger.error({ err: error }, 'configuration reload failed; the running config stays'),
+    );
+  });
 }
 
 /** `accounts login-link ID`: the link alone on its line (to paste into a message), and its expiry. */

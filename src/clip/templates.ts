@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { failover, type CallState } from '../channels/failover';
 import type { ModelRegistry } from '../config/registry';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../config/schema';
 import { fetchClipTemplate, fetchClipTemplates, type ClipTemplate, type ClipTemplateList, type TemplateAnswer } from '../upstream/protocols/clip-templates';
@@ -88,11 +89,18 @@ export class ClipTemplates {
     let last: TemplateLookup<T> = { kind: 'failed', failure: { kind: 'unreachable', message: 'no channel serves a clip model' } };
     for (const channel of channels) {
       last = await ask(channel);
-      if (last.kind !== 'failed' || (last.failure.kind === 'status' && last.failure.status < 500) || last.failure.kind === 'shutdown') return last;
+      if (last.kind !== 'failed') return last;
+      // The one failover rule of every ladder; a template lookup has no call budget of its own.
+      const verdict = failover(last.failure, NO_CALL_STATE);
+      last = { kind: 'failed', failure: verdict.failure };
+      if (!verdict.next) return last;
     }
     return last;
   }
 }
+
+/** A template lookup runs within the probes' budget, not a call's: never expired or ended by the shutdown here. */
+const NO_CALL_STATE: CallState = { expired: false, shuttingDown: false, aborted: false };
 
 /** Only answers are kept: a failure is asked again next time. A 404 is not kept either, so a template
  * the upstream adds is seen at once. */

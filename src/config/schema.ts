@@ -95,8 +95,39 @@ export const ChannelSchema = z
     /** Chat channels only: the other client protocols this channel also serves through protocol
      * translation. Absent or `true`: all of them; `false`: its own protocol only; a list: those. */
     translation: z.union([z.boolean(), z.array(z.enum(CHAT_PROTOCOLS))]).optional(),
+    /** Chat channels: the most the upstream may take to start its answer (a stream: its headers); past
+     * it the attempt is a time-out and the next channel is tried. Absent: the call's whole budget. */
+    first_byte_timeout_s: z.number().positive().max(3600).optional(),
+    /** Request shaping (chat channels and probes; docs/channels.md): extra headers sent on every request. */
+    headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name'), z.string()).optional(),
+    /** The header that carries `api_key` instead of the protocol's own (e.g. `api-key` for Azure OpenAI). */
+    auth_header: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name').optional(),
+    /** The scheme before the key in that header (`""`: the key alone); default `Bearer` for `authorization`, else none. */
+    auth_scheme: z.string().regex(/^[A-Za-z0-9._~+-]*$/, 'a scheme word, e.g. Bearer').optional(),
+    /** Query parameters added to every request (e.g. `api-version`). */
+    query: z.record(z.string().min(1), z.string()).optional(),
+    /** The request path instead of the protocol's, after the base URL's path; `{model}` is the upstream model id
+     * (e.g. `/openai/deployments/{model}/chat/completions`). */
+    path_template: z.string().startsWith('/').optional(),
+    /** An HTTP(S) proxy the channel's requests go through (CONNECT tunnel), e.g. `http://proxy.corp:3128`. */
+    proxy: z.string().url().optional(),
   })
   .strict();
+
+/** How channel failures are handled (src/channels, docs/channels.md). Absent: these defaults. */
+export const ChannelHealthSchema = z
+  .object({
+    /** Consecutive failures (5xx, refused connections, time-outs, 429s) after which a channel cools down. */
+    failures_before_cooldown: z.number().int().min(1).max(1000).default(3),
+    /** The first cooldown, in seconds; each further one in a row doubles, up to `max_cooldown_s`. */
+    cooldown_s: z.number().positive().max(86_400).default(30),
+    max_cooldown_s: z.number().positive().max(7 * 86_400).default(1800),
+    /** How often every chat channel is probed with a minimal request (the spec's 6 hours); 0: never. */
+    probe_interval_s: z.number().min(0).max(7 * 86_400).default(21_600),
+  })
+  .strict()
+  .refine((h) => h.cooldown_s <= h.max_cooldown_s, { message: 'cooldown_s is at most max_cooldown_s', path: ['cooldown_s'] });
+export type ChannelHealthConfig = z.infer<typeof ChannelHealthSchema>;
 
 /** Whether a channel serves clients of a protocol: natively, or through translation it allows. */
 export function channelServes(channel: { protocol: string; translation?: boolean | readonly ChatProtocol[] }, client: ChatProtocol): boolean {
@@ -207,6 +238,8 @@ export const ConfigSchema = z
     /** Enterprise agents: the platform default model, the last fallback of an agent call's model
      * (after the agent's own and the enterprise's default; docs/agents.md). */
     agents: z.object({ default_model: z.string().min(1).optional() }).strict().optional(),
+    /** Absent: the defaults (cool down after 3 failures in a row, 30 s doubling up to 30 min). */
+    channel_health: ChannelHealthSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {

@@ -20,6 +20,7 @@ import { authPlugin } from './plugins/auth';
 import { rateLimitPlugin } from './plugins/rate-limit';
 import { idempotencyPlugin } from './plugins/idempotency';
 import { refusedCallsPlugin } from './plugins/refused-calls';
+import { requestIdEchoPlugin } from './plugins/request-id';
 import type { IdempotencyStore } from '../idempotency/store';
 import { balanceRoutes } from './resources/balance';
 import { mcpRoutes } from './resources/mcp';
@@ -28,6 +29,9 @@ import { wikiRoutes } from './resources/wiki';
 import { chatRoutes } from './protocols/routes';
 import { CHAT_TIMEOUT_MS } from './protocols/relay';
 import { Router } from '../upstream/routing';
+import { ChannelBoard } from '../channels/board';
+import { healthPolicyOf } from '../channels/health';
+import type { ChannelHealthAdmin } from '../channels/admin';
 import { modelRoutes } from './resources/models';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
@@ -106,6 +110,8 @@ export interface AppDeps {
   readonly drain?: Drain;
   /** The account holders' web console: sign-in links and sessions (src/console). */
   readonly consoleSessions: ConsoleSessions;
+  /** Channel health: cooldowns, disabled channels, probes (src/channels); absent: a board of the app's own, no admin view. */
+  readonly channelHealth?: ChannelHealthAdmin;
 }
 
 /**
@@ -173,6 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (request.routeOptions.config?.trace) reply.header('x-gateway-trace', request.id);
     done();
   });
+  await app.register(requestIdEchoPlugin);
   await app.register(intakePlugin, { timings });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(agentKeyGate);
@@ -182,7 +189,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(refusedCallsPlugin, { ledger: deps.ledger, now });
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
-  const router = new Router(deps.registry.config);
+  // Channel health (src/channels): the gateway's own board, else one for this app.
+  const router = new Router(deps.registry.config, Math.random, deps.channelHealth?.board ?? new ChannelBoard(healthPolicyOf(deps.registry.config.channel_health)));
+  // A reloaded config (POST /admin/v1/config/reload, SIGHUP) is routed from the next call on.
+  deps.registry.onReplace((config) => router.replace(config));
   const knowledgeRead = { queries: deps.knowledgeQueries, objects: deps.objects, publicBaseUrl: deps.publicBaseUrl, now };
   await app.register(
     chatRoutes({

@@ -97,6 +97,7 @@ export function failureSummary(failure: Failure, errorMessage: (body: unknown) =
   if (failure.kind === 'timeout') return { status: 504, code: 'upstream_timeout', message: failure.message };
   if (failure.kind === 'unreachable') return { status: 502, code: 'upstream_unreachable', message: failure.message };
   if (failure.kind === 'shutdown') return { status: 503, code: 'gateway_shutting_down', message: failure.message };
+  if (failure.kind === 'no_channel') return { status: 503, code: 'no_channel_available', message: failure.message };
   const message = errorMessage(tryJson(failure.body)) ?? (failure.body.slice(0, 2000) || `upstream answered ${failure.status}`);
   return { status: failure.status, code: upstreamErrorCode(failure.status), message };
 }

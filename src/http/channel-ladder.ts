@@ -1,3 +1,4 @@
+import { attemptAnswered, attemptFailed } from '../channels/attempt';
 import { traceAttempt, type UpstreamAttempt } from '../tracing/spans';
 import type { HopResult } from '../upstream/hop';
 import { tryJson } from '../upstream/json';
@@ -28,9 +29,10 @@ export type LadderOutcome<T> =
   | { readonly ok: false; readonly failure: Failure | null };
 
 /**
- * Failover as the spec has it: a 5xx, a failed connection or a time-out of one hop tries the next channel
- * (at most three, as the router gives them); a 4xx is the caller's and ends the ladder, as do the call's
- * own budget and the shutdown. Whatever the attempt throws (a fault of the gateway's own) is thrown.
+ * Failover as src/channels/failover.ts decides it (a 5xx, a failed connection, a time-out or a refusal of
+ * the channel's credentials tries the next channel, at most three as the router gives them; another 4xx,
+ * the call's own budget and the shutdown end the ladder), each attempt's outcome told to its channel's
+ * health. Whatever the attempt throws (a fault of the gateway's own) is thrown.
  */
 export async function tryChannels<T>(ladder: ChannelLadder<T>): Promise<LadderOutcome<T>> {
   const { facts, call } = ladder;
@@ -43,12 +45,17 @@ export async function tryChannels<T>(ladder: ChannelLadder<T>): Promise<LadderOu
     facts.channelId = route.channel.id;
     if (observed) request.callMeter?.attempt();
     const traced = observed ? traceAttempt(request, route, facts.attempts) : null;
+    const startedAt = performance.now();
     const result = await ladder.attempt(route, traced);
     if (observed) request.callMeter?.answered(route.channel.id, result.ok ? null : result.failure);
-    if (result.ok) return { ok: true, value: result.value, route, traced };
-    failure = result.failure;
-    traced?.failed(failure);
-    if ((failure.kind === 'status' && failure.status < 500) || call.expired || call.shuttingDown) break;
+    if (result.ok) {
+      attemptAnswered(route, startedAt);
+      return { ok: true, value: result.value, route, traced };
+    }
+    traced?.failed(result.failure);
+    const verdict = attemptFailed(route, result.failure, call, startedAt);
+    failure = verdict.failure;
+    if (!verdict.next) break;
   }
   return { ok: false, failure };
 }

@@ -6,6 +6,7 @@ import type { AttemptResult, GatewayMetrics } from './metrics';
 /** Why an attempt failed, as a label. */
 export function attemptResult(failure: Failure | null): AttemptResult {
   if (failure === null) return 'ok';
+  if (failure.kind === 'no_channel') return 'unreachable';
   if (failure.kind !== 'status') return failure.kind;
   if (failure.status === 429) return 'rate_limited';
   return failure.status < 500 ? 'client_error' : 'server_error';

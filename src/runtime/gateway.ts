@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -10,7 +10,7 @@ import { Ledger, type CallCommit } from '../commands/ledger';
 import { Enterprises } from '../commands/enterprise/service';
 import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
-import type { GatewayConfig } from '../config/schema';
+import type { ChannelConfig, GatewayConfig } from '../config/schema';
 import { checkedStore } from '../events/store/checked';
 import { createPostgresEventStore, migrateEvents } from '../events/store/postgres';
 import type { EventStore } from '../events/store/port';
@@ -40,6 +40,13 @@ import { openPglite, postgresSql, type Sql } from '../storage/sql';
 import { tracingSettingsOf } from '../tracing/settings';
 import { gatewayChecks } from '../lifecycle/checks';
 import { Drain } from '../lifecycle/drain';
+import { ChannelBoard } from '../channels/board';
+import { healthPolicyOf, probeIntervalMsOf } from '../channels/health';
+import { auditChannelChanges, restoreDisabled } from '../channels/audit';
+import type { ReloadOutcome } from '../channels/admin';
+import { readConfig } from '../config/reload';
+import { ConfigApplied, GATEWAY_CONFIG_STREAM } from '../events/catalog';
+import { ChannelProbes, probeChannel } from '../channels/probe';
 import { readyzRoute } from '../lifecycle/http';
 import { Readiness, type ReadinessOptions } from '../lifecycle/readiness';
 import { closeHttp, flushLedger } from '../lifecycle/shutdown';
@@ -209,6 +216,8 @@ export interface Gateway {
   readonly runner: ProjectionRunner;
   readonly storage: Storage;
   readonly registry: ModelRegistry;
+  /** Channel health: cooldowns and disabled channels (src/channels). */
+  readonly channels: ChannelBoard;
   readonly knowledge: KnowledgeService;
   readonly enterprises: Enterprises;
   /** Media outputs the gateway hosts (signed 24-hour links, swept every 10 minutes). */
@@ -222,6 +231,8 @@ export interface Gateway {
   readonly metrics: GatewayMetrics;
   /** What `GET /readyz` answers. */
   readonly readiness: Readiness;
+  /** Re-reads GATEWAY_CONFIG (SIGHUP, POST /admin/v1/config/reload): validated whole, applied at once, recorded as `ConfigApplied`. */
+  reloadConfig(trigger: 'sighup' | 'admin'): Promise<ReloadOutcome>;
   /**
    * A graceful shutdown: no new requests (`/readyz` 503 at once), the calls in flight get
    * SHUTDOWN_GRACE_S to finish, then the rest are ended in their protocol's way and settled; the
@@ -352,7 +363,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     tasks,
     queries: taskQueries,
     jobs,
-    channel: (id) => channels.get(id),
+    // A task keeps the channel it was submitted to, even one a reload removed.
+    channel: (id) => registry.config.channels.find((c) => c.id === id) ?? channels.get(id),
     now: clock,
     log: laterLog,
     // The runner's own progress, not a catch-up of the recovery's own: nothing applies events but the runner.
@@ -381,9 +393,41 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       );
   const rateLimiter = overrides.rateLimiter ?? ownLimiter!;
   const drain = new Drain();
+  // Channel health (src/channels): its changes appended to the log, chat channels probed.
+  const channelBoard = new ChannelBoard(healthPolicyOf(config.channel_health));
+  registry.followHealth(channelBoard);
+  await restoreDisabled(channelBoard, store, config.channels);
+  const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
+  const probes = new ChannelProbes(channelBoard, () => registry.config.channels, (error) => app.log.warn({ err: error }, 'a channel probe failed to run'));
+  // Live configuration: the file read and validated whole, then applied in one turn of the event loop
+  // (models, prices and channels together); a call in flight keeps the model, price and routes it took.
+  let reloads: Promise<unknown> = Promise.resolve();
+  const reload = (trigger: 'sighup' | 'admin'): Promise<ReloadOutcome> => {
+    const run = reloads.then(async (): Promise<ReloadOutcome> => {
+      const read = await readConfig(settings.configPath, settings.env);
+      if (!read.ok) return read;
+      registry.replace(read.config);
+      channelBoard.setPolicy(healthPolicyOf(read.config.channel_health));
+      probes.start(probeIntervalMsOf(read.config.channel_health));
+      const event = {
+        id: randomUUID(),
+        type: ConfigApplied.type,
+        data: { digest: read.digest, trigger, path: read.path.slice(0, 4096), channels: read.config.channels.length, models: read.config.models.length, at: clock() },
+        metadata: trigger === 'admin' ? { actor: 'admin' } : {},
+      };
+      const appended = await store.append(GATEWAY_CONFIG_STREAM, [event], 'any');
+      await runner.waitFor(appended.position);
+      app.log.info({ digest: read.digest, path: read.path, trigger }, 'configuration reloaded');
+      return { ok: true, digest: read.digest, path: read.path, channels: read.config.channels.length, models: read.config.models.length };
+    });
+    reloads = run.catch(() => {});
+    return run;
+  };
+  const channelHealth = { board: channelBoard, channels: () => registry.config.channels, idle: () => channelAudit.idle(), probe: (channel: ChannelConfig) => probeChannel(channelBoard, channel), reload };
   const app = await buildApp({
     consoleSessions,
     drain,
+    channelHealth,
     rateLimiter,
     idempotency,
     ledger,
@@ -446,6 +490,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await app.register(readyzRoute(readiness));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   await workflows.start();
+  probes.start(probeIntervalMsOf(config.channel_health));
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
   const stopConsolePurge = startChore(() => consoleSessions.purge(), 60 * 60_000, (error) => app.log.error({ err: error }, 'console session purge failed'));
@@ -460,6 +505,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     runner,
     storage,
     registry,
+    channels: channelBoard,
     knowledge,
     enterprises,
     hosted,
@@ -469,6 +515,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     adminToken,
     metrics,
     readiness,
+    reloadConfig: reload,
     close() {
       if (closing) {
         hurry();
@@ -483,6 +530,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         // The gateway's own task runs get the same grace; past it they are failed and refunded.
         await workflows.close(settings.shutdownGraceS * 1000);
         await tasks.idle();
+        await probes.stop();
+        await channelAudit.idle();
         await flushLedger(ledger, runner, app.log);
         await ownLimiter?.close();
         await storage.close();

@@ -1,8 +1,11 @@
+import { ChannelBoard } from '../channels/board';
 import type { ChannelConfig, ChatProtocol, GatewayConfig } from '../config/schema';
 
 export interface Route {
   readonly channel: ChannelConfig;
   readonly upstreamModel: string;
+  /** Where the attempts on this route report their outcome (src/channels); absent: nowhere. */
+  readonly board?: ChannelBoard;
 }
 
 export const MAX_CHANNELS_PER_REQUEST = 3;
@@ -27,40 +30,55 @@ function weightedOrder<T extends { channel: ChannelConfig }>(items: T[], random:
 }
 
 /** The channels to try for a model on a protocol: lower priority first, equal
- * priority balanced by weight, at most three per request. */
+ * priority balanced by weight, at most three per request; channels cooling down or disabled are
+ * left out (src/channels). */
 export class Router {
-  /** Per protocol and model: the routes grouped by priority, lowest first (built once). */
-  private readonly byKey = new Map<string, Route[][]>();
+  /** Per protocol and model: the routes grouped by priority, lowest first (built per config). */
+  private byKey = new Map<string, Route[][]>();
 
   constructor(
     config: GatewayConfig,
     private readonly random: () => number = Math.random,
+    readonly board: ChannelBoard = new ChannelBoard(),
   ) {
+    this.replace(config);
+  }
+
+  /** The routes of a reloaded config; calls that took their routes before keep them. */
+  replace(config: GatewayConfig): void {
+    const board = this.board;
+    const byKey = new Map<string, Route[][]>();
     const flat = new Map<string, Route[]>();
     for (const channel of config.channels) {
       const ids = Array.isArray(channel.models) ? channel.models : Object.keys(channel.models);
       for (const id of ids) {
         const key = `${channel.protocol}\n${id}`;
         const routes = flat.get(key) ?? [];
-        routes.push({ channel, upstreamModel: upstreamIdOf(channel, id)! });
+        routes.push({ channel, upstreamModel: upstreamIdOf(channel, id)!, board });
         flat.set(key, routes);
       }
     }
     for (const [key, routes] of flat) {
       const priorities = [...new Set(routes.map((r) => r.channel.priority))].sort((a, b) => a - b);
-      this.byKey.set(key, priorities.map((p) => routes.filter((r) => r.channel.priority === p)));
+      byKey.set(key, priorities.map((p) => routes.filter((r) => r.channel.priority === p)));
     }
+    this.byKey = byKey;
   }
 
   hasRoute(modelId: string, protocol: ChatProtocol | string): boolean {
     return this.byKey.has(`${protocol}\n${modelId}`);
   }
 
+  /** Whether a channel is configured for the model on the protocol (`accept` keeps only some), whatever its health. */
+  configured(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean): boolean {
+    return (this.byKey.get(`${protocol}\n${modelId}`) ?? []).some((group) => group.some((r) => accept?.(r.channel) ?? true));
+  }
+
   /** `accept` keeps only some channels (before the cut to three). */
   routes(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean): Route[] {
     const ordered: Route[] = [];
     for (const group of this.byKey.get(`${protocol}\n${modelId}`) ?? []) {
-      const candidates = accept ? group.filter((r) => accept(r.channel)) : group;
+      const candidates = group.filter((r) => this.board.usable(r.channel.id) && (accept?.(r.channel) ?? true));
       if (candidates.length === 1) ordered.push(candidates[0]!);
       else if (candidates.length > 1) ordered.push(...weightedOrder(candidates, this.random));
       if (ordered.length >= MAX_CHANNELS_PER_REQUEST) break;

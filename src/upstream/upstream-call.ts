@@ -28,7 +28,9 @@ export type Failure =
   | { kind: 'unreachable'; message: string }
   | { kind: 'timeout'; message: string }
   /** The gateway ended the call: it is shutting down and the call outlasted SHUTDOWN_GRACE_S. */
-  | { kind: 'shutdown'; message: string };
+  | { kind: 'shutdown'; message: string }
+  /** No channel is left to try: those tried refused the gateway's own credentials for them (src/channels). */
+  | { kind: 'no_channel'; message: string };
 
 const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'ERR_TLS_CERT_ALTNAME_INVALID']);
 

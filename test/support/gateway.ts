@@ -74,9 +74,13 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.shutdownGraceS !== undefined ? { shutdownGraceS: options.shutdownGraceS } : {}),
     ...(options.readyMaxProjectionLagS !== undefined ? { readyMaxProjectionLagS: options.readyMaxProjectionLagS } : {}),
   };
+  const config = options.config ?? loadConfig(undefined).config;
   const gateway = await createGateway(settings, {
     sql: db.sql,
-    config: options.config ?? loadConfig(undefined).config,
+    // Tests that are not about channel health (they say nothing of it) keep every channel in the rotation:
+    // the failures one test provokes would otherwise cool a channel down for the next. Credentials refused
+    // still disable a channel.
+    config: config.channel_health ? config : { ...config, channel_health: { failures_before_cooldown: 1000, cooldown_s: 1, max_cooldown_s: 1, probe_interval_s: 0 } },
     logger,
     ...(options.now ? { now: options.now } : {}),
     ...(options.chatTimeoutMs ? { chatTimeoutMs: options.chatTimeoutMs } : {}),

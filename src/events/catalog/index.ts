@@ -9,6 +9,7 @@ import { keyEvents, type KeyEvent } from './key';
 import { taskEvents, type TaskEvent } from './task';
 import { knowledgeEvents, type KnowledgeEvent } from './knowledge';
 import { walletEvents, type WalletEvent } from './wallet';
+import { channelEvents, type ChannelEvent } from './channel';
 
 export * from './wallet';
 export * from './key';
@@ -18,11 +19,12 @@ export { INT32_MAX } from './codec';
 export * from './idempotency';
 export * from './task';
 export * from './console';
+export * from './channel';
 
-export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent | ConsoleEvent | EnterpriseEvent;
+export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent | ConsoleEvent | EnterpriseEvent | ChannelEvent;
 
 const definitions = new Map<string, EventDefinition<string, z.ZodType>>();
-for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents, ...consoleEvents, ...enterpriseEvents]) definitions.set(definition.type, definition);
+for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents, ...consoleEvents, ...enterpriseEvents, ...channelEvents]) definitions.set(definition.type, definition);
 
 export class UnknownEventError extends Error {
   constructor(readonly type: string) {

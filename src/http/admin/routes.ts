@@ -28,6 +28,8 @@ import type { ConsoleSessions } from '../../console/sessions';
 import { enterpriseAdminRoutes } from './enterprise';
 import type { Enterprises } from '../../commands/enterprise/service';
 import type { KnowledgeQueries } from '../../projections/knowledge/queries';
+import { channelAdminRoutes } from './channels';
+import type { ChannelHealthAdmin } from '../../channels/admin';
 
 export interface AdminOptions extends KnowledgeAdminOptions {
   readonly now?: () => number;
@@ -44,6 +46,8 @@ export interface AdminOptions extends KnowledgeAdminOptions {
   readonly publicBaseUrl?: string | undefined;
   readonly enterprises: Enterprises;
   readonly knowledgeQueries: KnowledgeQueries;
+  /** Channel health (src/channels): `/channels` routes when present. */
+  readonly channelHealth?: ChannelHealthAdmin;
 }
 
 const Timestamp = z.number().int().nonnegative();
@@ -223,6 +227,7 @@ export function adminRoutes(options: AdminOptions) {
     await app.register(logRoutes(sql, options.now ?? (() => Math.floor(Date.now() / 1000))));
     await app.register(rerateRoutes({ ledger, runner, sql, registry }));
     await app.register(consoleLinkRoutes({ ledger, consoleSessions: options.consoleSessions, settled, publicBaseUrl: options.publicBaseUrl }));
+    if (options.channelHealth) await app.register(channelAdminRoutes(options.channelHealth, sql, runner));
 
     async function existingAccount(accountId: string) {
       const state = await ledger.wallet(accountId);

@@ -84,6 +84,8 @@ function failed(reply: FastifyReply, failure: Failure) {
       throw new GatewayError('upstream_timeout', failure.message);
     case 'shutdown':
       throw new GatewayError('gateway_shutting_down', failure.message);
+    case 'no_channel':
+      throw new GatewayError('no_channel_available', failure.message);
     case 'status': {
       let message: string | null = null;
       try {

@@ -14,6 +14,7 @@ import { submitTask, tasksErrorMessage } from '../../upstream/protocols/tasks';
 import type { Route } from '../../upstream/routing';
 import { CallSignal, type Failure } from '../../upstream/upstream-call';
 import type { TaskPoller } from '../../tasks/poller';
+import { attemptAnswered, attemptFailed } from '../../channels/attempt';
 import { failureSummary, type CallFacts } from '../billable-call';
 import { holdCall } from '../call-hold';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
@@ -102,6 +103,7 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
       facts.channelId = route.channel.id;
       request.callMeter?.attempt();
       const traced = traceAttempt(request, route, facts.attempts);
+      const startedAt = performance.now();
       const answer = await submitTask(route.channel, route.upstreamModel, req.fields, {
         timeoutMs: deps.submitTimeoutMs,
         signal: call,
@@ -109,6 +111,7 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
       });
       request.callMeter?.answered(route.channel.id, answer.ok ? null : answer.failure);
       if (answer.ok) {
+        attemptAnswered(route, startedAt);
         traced?.answered(200);
         const submitted = await deps.tasks.handle(taskId, {
           type: 'RecordSubmission',
@@ -126,10 +129,11 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
         await deps.viewsAt(submitted.position);
         return { ok: true, state: submitted.state };
       }
-      failure = answer.failure;
-      if (failure.kind === 'status') traced?.answered(failure.status);
-      traced?.failed(failure);
-      if ((failure.kind === 'status' && failure.status < 500) || call.expired || call.shuttingDown) break;
+      if (answer.failure.kind === 'status') traced?.answered(answer.failure.status);
+      traced?.failed(answer.failure);
+      const verdict = attemptFailed(route, answer.failure, call, startedAt);
+      failure = verdict.failure;
+      if (!verdict.next) break;
     }
   } catch (error) {
     // A fault of the gateway's own (a write that failed): the task ends now, refunded, not at its deadline.

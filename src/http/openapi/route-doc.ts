@@ -14,6 +14,7 @@ export const TAGS = {
   'admin-billing': "The operator's API: re-rating past calls.",
   console: "The account holders' web console: HTML pages under /console/ (a session cookie from a sign-in link; a CSRF token in every form).",
   'admin-enterprise': "The operator's API: enterprises, members, agents, agent keys, key requests and the audit trail.",
+  'admin-channels': "The operator's API: upstream channels' health, enabling and disabling them, probes; configuration reloads.",
   operations: 'Liveness, readiness, metrics and this description.',
 } as const;
 

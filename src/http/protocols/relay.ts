@@ -4,7 +4,7 @@ import { createParser } from 'eventsource-parser';
 import type { Dispatcher } from 'undici';
 import type { Ledger, Result } from '../../commands/ledger';
 import type { ModelRegistry } from '../../config/registry';
-import type { ModelConfig } from '../../config/schema';
+import { CHAT_PROTOCOLS, channelServes, type ModelConfig } from '../../config/schema';
 import type { CallRecord } from '../../events/catalog';
 import { callableModel, callRecord, failureSummary, refuseHold, rejectCall, type CallFacts } from '../billable-call';
 import { releaseUnsettled } from '../hold-release';
@@ -21,6 +21,8 @@ import { ClientStream } from './client-stream';
 import { callEstimate } from './estimate';
 import { streamUsage } from './stream-usage';
 import { writeShutdownFrame } from './shutdown-frame';
+import { attemptAnswered, attemptFailed } from '../../channels/attempt';
+import { channelDispatcher, shapedHeaders, shapedPath } from '../../channels/shaping';
 import { trackCall } from '../../lifecycle/http';
 import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type Translation } from './translated';
 import { traceAttempt, traceHold, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
@@ -218,6 +220,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
     if (translation) for (const [name, value] of Object.entries(translation.headers)) reply.header(name, value);
     request.callMeter?.attempt();
     const traced = traceAttempt(request, route, ctx.attempts);
+    const startedAt = performance.now();
     const outcome = await send(deps, routeAdapter, route, request, info, signal, traced);
     // A stream cut while the commit is awaited must not take the frames that came before the cut with it.
     const body = 'response' in outcome ? (info.stream && !commit.known ? readAhead(outcome.response.body) : outcome.response.body) : null;
@@ -240,13 +243,14 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
     request.callMeter?.answered(route.channel.id, failed);
     if (failed) {
       traced?.failed(failed);
-      failure = failed;
+      // One failover rule for every ladder (src/channels/failover.ts).
+      const verdict = attemptFailed(route, failed, signal, startedAt);
+      failure = verdict.failure;
       failedAdapter = routeAdapter;
-      // 4xx is the caller's problem (or the key's): another channel would say the same.
-      if (failed.kind === 'status' && failed.status < 500) break;
-      if (signal.expired || signal.shuttingDown) break;
+      if (!verdict.next) break;
       continue;
     }
+    attemptAnswered(route, startedAt);
     const { response } = outcome as { response: Dispatcher.ResponseData };
     // Settled after the answer has gone out, without making the client wait: the command is
     // queued at once (later reads and reservations of the wallet come after it) and shares
@@ -300,7 +304,10 @@ function routesFor(
   let routes: Route[] = deps.router.routes(model.id, adapter.protocol);
   // No native channel: channels of another protocol that translate for this one.
   if (routes.length === 0) routes = translatedRoutes(deps.router, model.id, adapter.protocol);
-  if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for the ${adapter.protocol} protocol.`);
+  if (routes.length === 0) {
+    const resting = CHAT_PROTOCOLS.some((via) => deps.router.configured(model.id, via, (channel) => channelServes(channel, adapter.protocol)));
+    return reject('no_channel_available', resting ? `Every channel of the model \`${model.id}\` for the ${adapter.protocol} protocol is cooling down or disabled; retry later.` : `The model \`${model.id}\` has no channel for the ${adapter.protocol} protocol.`);
+  }
   if (info.builtinTools.length === 0) return routes;
   // A built-in tool runs on a channel that lists it: natively, or through a translation that carries it.
   const capable = builtinToolRoutes(deps.router, model.id, adapter.protocol, info.builtinTools);
@@ -320,7 +327,8 @@ async function send(
   traced: UpstreamAttempt | null,
 ): Promise<{ response: Dispatcher.ResponseData } | { failure: Failure }> {
   const { path, body } = adapter.upstream(request.body, info, route.upstreamModel);
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...adapter.authHeaders(route.channel.api_key) };
+  // Shaped by the channel's config (src/channels/shaping.ts): path, query, auth header, extra headers.
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...shapedHeaders(route.channel, adapter.authHeaders(route.channel.api_key)) };
   for (const entry of adapter.forwardedHeaders) {
     const [from, to] = typeof entry === 'string' ? [entry, entry] : entry;
     const value = request.headers[from];
@@ -329,17 +337,18 @@ async function send(
   traced?.propagate(headers);
   // Outside the try: a fault of the gateway's own here is a 500 (relayChat releases the hold), not
   // an upstream failure that the client is told is safe to retry.
-  const target = upstreamTarget(route.channel.base_url, path);
+  const target = upstreamTarget(route.channel.base_url, shapedPath(route.channel, path, route.upstreamModel));
   const payload = JSON.stringify(body);
   try {
-    const response = await (deps.dispatcher ?? upstreamAgent).request({
+    const response = await (channelDispatcher(route.channel) ?? deps.dispatcher ?? upstreamAgent).request({
       origin: target.origin,
       path: target.path,
       method: 'POST',
       headers,
       body: payload,
       signal: call.signal,
-      headersTimeout: deps.timeoutMs,
+      // A channel may be given less time to start its answer: past it, the next channel is tried.
+      headersTimeout: route.channel.first_byte_timeout_s ? Math.min(deps.timeoutMs, route.channel.first_byte_timeout_s * 1000) : deps.timeoutMs,
       bodyTimeout: deps.timeoutMs,
     });
     traced?.answered(response.statusCode);

@@ -3,12 +3,21 @@ import { z } from 'zod';
 import { chatCompletions } from '../../upstream/protocols/chat-completions';
 import { generateContent } from '../../upstream/protocols/generate-content';
 import { messages } from '../../upstream/protocols/messages';
+import { countPromptTokens } from './count-tokens';
 import { responses } from '../../upstream/protocols/responses';
 import { GatewayError } from '../errors';
 import { redactUrl } from '../intake/redact';
 import type { RouteDoc } from '../openapi/route-doc';
 import { relayChat, type RelayDeps } from './relay';
 import { prepareAgentCall, type AgentCallDeps } from '../../agents/agent-call';
+
+const COUNT_TOKENS_DOC: RouteDoc = {
+  operationId: 'countMessageTokens',
+  summary: 'Count the input tokens of a messages request (a local estimate, free)',
+  description: 'The body of `POST /v1/messages` (`max_tokens` not needed). Estimated by the gateway (about 4 bytes of the prompt a token), not asked upstream; no call is billed or logged.',
+  tags: ['chat'],
+  responses: { 200: { description: '`{input_tokens}`.' } },
+};
 
 /** What a chat call may end in besides its answer (the relay's own refusals are 400s). */
 const CHAT_ERRORS = {
@@ -74,6 +83,10 @@ export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
     app.post('/v1/messages', { config: { auth: 'key', shape: 'messages', callLog: { endpoint: messages.protocol }, openapi: openapi.messages } }, (request, reply) =>
       relayChat(deps, messages, request, reply),
     );
+    // Claude Code asks on every turn: a local estimate, free (src/http/protocols/count-tokens.ts).
+    app.post('/v1/messages/count_tokens', { config: { auth: 'key', shape: 'messages', free: true, openapi: COUNT_TOKENS_DOC } }, async (request) => ({
+      input_tokens: countPromptTokens(deps.registry, messages, request),
+    }));
     app.post('/v1/responses', { config: { auth: 'key', shape: 'chat', callLog: { endpoint: responses.protocol }, openapi: openapi.responses } }, (request, reply) =>
       relayChat(deps, responses, request, reply),
     );
@@ -84,8 +97,10 @@ export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
     };
     const callLog = { endpoint: generateContent.protocol, model: pathModel };
     app.post<{ Params: { '*': string } }>('/v1beta/models/*', { config: { auth: 'key', shape: 'generate', callLog, openapi: openapi.generate } }, (request, reply) => {
+      const counted = /^(.+):countTokens$/.exec(request.params['*']);
+      if (counted) return { totalTokens: countPromptTokens(deps.registry, generateContent, request, { model: decodeURIComponent(counted[1]!) }) };
       const match = /^(.+):(generateContent|streamGenerateContent)$/.exec(request.params['*']);
-      if (!match) throw new GatewayError('not_found', `no route for POST ${redactUrl(request.url).split('?')[0]}; use {model}:generateContent or {model}:streamGenerateContent`);
+      if (!match) throw new GatewayError('not_found', `no route for POST ${redactUrl(request.url).split('?')[0]}; use {model}:generateContent, {model}:streamGenerateContent or {model}:countTokens`);
       return relayChat(deps, generateContent, request, reply, { model: decodeURIComponent(match[1]!), stream: match[2] === 'streamGenerateContent' });
     });
   };

@@ -4,6 +4,7 @@ import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import { discountsOf } from '../../upstream/pricing';
 import type { RouteDoc } from '../openapi/route-doc';
+import { GatewayError } from '../errors';
 
 const MODELS_DOC: RouteDoc = {
   operationId: 'listModels',
@@ -11,6 +12,15 @@ const MODELS_DOC: RouteDoc = {
   description: 'Takes the key only as `x-api-key` or `Authorization: Bearer` (`?key=` gives 401). Free; does not check the balance.',
   tags: ['models'],
   responses: { 200: { description: '`{object: list, data: [{id, object: model, created, owned_by}]}`.' } },
+};
+
+const MODEL_DOC: RouteDoc = {
+  operationId: 'retrieveModel',
+  summary: 'One model this key may call, by id or alias',
+  description: 'An alias answers with its canonical entry. Takes the key only as `x-api-key` or `Authorization: Bearer`. Free.',
+  tags: ['models'],
+  responses: { 200: { description: '`{id, object: model, created, owned_by}`.' } },
+  errors: { 404: 'No such model, or the key may not call it: `not_found`.' },
 };
 
 const PublicQuery = z.looseObject({ id: z.string().optional().describe('One model by id or alias (its canonical entry); unknown gives an empty list.') });
@@ -61,6 +71,13 @@ export function modelRoutes(registry: ModelRegistry) {
           .filter((m) => registry.allows(allowList, m.id))
           .map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.owned_by })),
       };
+    });
+
+    app.get<{ Params: { id: string } }>('/v1/models/:id', { config: { auth: 'key', free: true, headerKeyOnly: true, openapi: MODEL_DOC } }, async (request) => {
+      const model = registry.resolve(request.params.id);
+      if (!model || !registry.allows(request.caller!.key.settings.allowed_models, model.id))
+        throw new GatewayError('not_found', `The model \`${request.params.id}\` does not exist or this key may not use it.`);
+      return { id: model.id, object: 'model', created: 0, owned_by: model.owned_by };
     });
 
     app.get<{ Querystring: z.output<typeof PublicQuery> }>('/api/v1/models/public', { config: { auth: 'none', openapi: PUBLIC_DOC } }, async (request) => {

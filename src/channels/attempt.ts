@@ -1,0 +1,14 @@
+import type { Route } from '../upstream/routing';
+import type { Failure } from '../upstream/upstream-call';
+import { failover, type CallState, type Verdict } from './failover';
+
+/** A failed attempt on a route: the failover decision, its outcome reported to the route's board. */
+export function attemptFailed(route: Route, failure: Failure, call: CallState, startedAt: number): Verdict {
+  const latencyMs = Math.round(performance.now() - startedAt);
+  return route.board ? route.board.failed(route.channel.id, failure, call, latencyMs) : failover(failure, call, latencyMs);
+}
+
+/** An attempt on a route that the upstream answered (a stream: its headers). */
+export function attemptAnswered(route: Route, startedAt: number): void {
+  route.board?.record(route.channel.id, { kind: 'success', latencyMs: Math.round(performance.now() - startedAt) });
+}

@@ -1,0 +1,59 @@
+import type { Failure } from '../upstream/upstream-call';
+
+/** What one failed attempt says about its channel (src/channels/health.ts turns it into state). */
+export type AttemptOutcome =
+  /** The channel answered; it may still have refused the request (a 400 is the caller's, not the channel's). */
+  | { readonly kind: 'success'; readonly latencyMs: number }
+  /** A failure of the channel: a 5xx, a refused or broken connection, a time-out, a 429 (its quota). */
+  | { readonly kind: 'failure'; readonly message: string; readonly latencyMs: number }
+  /** The upstream refused the channel's own credentials (401/403): the channel is disabled. */
+  | { readonly kind: 'credentials'; readonly message: string };
+
+/** The call an attempt belonged to, as far as the decision needs it. */
+export interface CallState {
+  /** The call's whole budget ran out. */
+  readonly expired: boolean;
+  /** The gateway is shutting down and ended the call. */
+  readonly shuttingDown: boolean;
+  /** The call was stopped (client gone, hold refused): a failure then says nothing about the channel. */
+  readonly aborted: boolean;
+}
+
+export interface Verdict {
+  /** Whether the next channel is tried. */
+  readonly next: boolean;
+  /** What the attempt says about its channel; null: nothing (the gateway or the client ended it). */
+  readonly outcome: AttemptOutcome | null;
+  /** The failure as the client gets it if no other channel answers. */
+  readonly failure: Failure;
+}
+
+/** The answer when every channel tried refused the channels' own credentials: not the client's key. */
+export const NO_CHANNEL_LEFT = 'no channel of this model could serve the request: the upstream refused the gateway\'s credentials for every channel tried';
+
+/** Upstream statuses that refuse the caller's credentials: the caller upstream is the channel (its key),
+ * never the client, whose key stays at the gateway. */
+export const isCredentialRefusal = (status: number): boolean => status === 401 || status === 403;
+
+/**
+ * The one failover rule of every ladder (chat relay, synchronous media, task submission, clip templates):
+ * a 5xx, a failed connection or a time-out tries the next channel, as does an upstream 401/403 (the
+ * channel's key, not the client's); any other 4xx is the caller's and ends the ladder with the upstream's
+ * answer passed through (a 429 among them, though it counts against the channel); the call's own budget and
+ * the gateway's shutdown end it too.
+ */
+export function failover(failure: Failure, call: CallState, latencyMs = 0): Verdict {
+  const ended = call.expired || call.shuttingDown;
+  if (failure.kind === 'shutdown') return { next: false, outcome: null, failure };
+  // The client left or the hold was refused: the abort is ours, not the channel's.
+  if (call.aborted && !call.expired) return { next: !ended, outcome: null, failure };
+  if (failure.kind === 'status') {
+    if (isCredentialRefusal(failure.status))
+      return { next: !ended, outcome: { kind: 'credentials', message: `upstream answered ${failure.status} to the channel's credentials` }, failure: { kind: 'no_channel', message: NO_CHANNEL_LEFT } };
+    if (failure.status === 429) return { next: false, outcome: { kind: 'failure', message: 'upstream answered 429 (rate or quota limit)', latencyMs }, failure };
+    if (failure.status < 500) return { next: false, outcome: { kind: 'success', latencyMs }, failure };
+    return { next: !ended, outcome: { kind: 'failure', message: `upstream answered ${failure.status}`, latencyMs }, failure };
+  }
+  if (failure.kind === 'no_channel') return { next: !ended, outcome: null, failure };
+  return { next: !ended, outcome: { kind: 'failure', message: failure.message, latencyMs }, failure };
+}

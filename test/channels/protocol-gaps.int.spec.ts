@@ -1,0 +1,63 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI } from '@google/genai';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chatConfig } from '../chat/support';
+import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
+
+let h: SimulatedGateway;
+let openai: OpenAI;
+let key: string;
+beforeAll(async () => {
+  h = await startSimulatedGateway(chatConfig, { chatTimeoutMs: 5000 });
+  key = (await h.t.accountWithKey()).key;
+  openai = new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/v1`, maxRetries: 0 });
+});
+afterAll(() => h.close());
+
+describe('GET /v1/models/{id}', () => {
+  it('answers one model by id or alias, 404 for an unknown one or one the key may not call', async () => {
+    expect(await openai.models.retrieve('chat-model')).toMatchObject({ id: 'chat-model', object: 'model', owned_by: 'test' });
+    expect((await openai.models.retrieve('chat-model-2024')).id).toBe('chat-model');
+    const missing = (await openai.models.retrieve('no-such-model').catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(missing.status).toBe(404);
+    expect(missing.error).toMatchObject({ code: 'not_found' });
+    const limited = new OpenAI({ apiKey: (await h.t.accountWithKey({ allowed_models: ['msg-model'] })).key, baseURL: `${h.baseUrl}/v1`, maxRetries: 0 });
+    expect(((await limited.models.retrieve('chat-model').catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>).status).toBe(404);
+    expect((await limited.models.retrieve('msg-model')).id).toBe('msg-model');
+  });
+});
+
+describe('x-request-id', () => {
+  it('is echoed on chat answers, streamed or not, and on refusals', async () => {
+    const plain = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'x-request-id': 'client-req-1' } }).withResponse();
+    expect(plain.response.headers.get('x-request-id')).toBe('client-req-1');
+    const streamed = await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'hi' }], stream: true }, { headers: { 'x-request-id': 'client-req-2' } }).withResponse();
+    for await (const _chunk of streamed.data) void _chunk;
+    expect(streamed.response.headers.get('x-request-id')).toBe('client-req-2');
+    const refused = await fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'client-req-3' }, body: '{}' });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('x-request-id')).toBe('client-req-3');
+    const unechoed = await fetch(`${h.baseUrl}/v1/models`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'x'.repeat(201) } });
+    expect(unechoed.headers.get('x-request-id')).toBeNull();
+  });
+});
+
+describe('token counting (a local estimate, free)', () => {
+  it('POST /v1/messages/count_tokens answers the Anthropic SDK, grows with the prompt, and refuses what a call would', async () => {
+    const anthropic = new Anthropic({ apiKey: key, baseURL: h.baseUrl, maxRetries: 0 });
+    const short = await anthropic.messages.countTokens({ model: 'msg-model', messages: [{ role: 'user', content: 'hi' }] });
+    const long = await anthropic.messages.countTokens({ model: 'msg-model', system: 'Be brief.', messages: [{ role: 'user', content: 'hi '.repeat(400) }] });
+    expect(short.input_tokens).toBeGreaterThan(0);
+    expect(long.input_tokens).toBeGreaterThan(short.input_tokens + 250);
+    const unknown = (await anthropic.messages.countTokens({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
+    expect(unknown.status).toBe(400);
+    expect(h.sim.requests.filter((r) => r.path.includes('count'))).toHaveLength(0);
+  });
+
+  it('Gemini :countTokens answers the @google/genai SDK', async () => {
+    const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.baseUrl } });
+    const counted = await ai.models.countTokens({ model: 'gem-model', contents: 'hello there, how are you today?' });
+    expect(counted.totalTokens).toBeGreaterThan(0);
+  });
+});
