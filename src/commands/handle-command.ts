@@ -60,6 +60,8 @@ export interface HandleOptions<S = unknown> {
 }
 
 const MAX_CONFLICT_RETRIES = 25;
+/** Events read from a stream at a time when it is read from its start or a snapshot. */
+const READ_PAGE = 5000;
 const CACHE_LIMIT = 10_000;
 /** Commands decided and appended together at most. */
 const MAX_BATCH = 256;
@@ -150,8 +152,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
    * waits for no queued command (a command still decides on the state its lane sees).
    */
   async fromLog(streamId: string): Promise<Loaded<S>> {
-    const events = await this.store.readStream(streamId);
-    return this.fold({ revision: -1n, state: this.decider.initialState, lastId: null }, events);
+    return this.foldForward(streamId, { revision: -1n, state: this.decider.initialState, lastId: null });
   }
 
   /** Current state, read forward from the cached revision after every command queued
@@ -487,7 +488,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       this.drop(streamId);
       this.sawForeignWrite(streamId);
     }
-    const loaded = (await this.fromSnapshot(streamId)) ?? this.fold({ revision: -1n, state: this.decider.initialState, lastId: null }, await this.store.readStream(streamId));
+    const loaded = (await this.fromSnapshot(streamId)) ?? (await this.foldForward(streamId, { revision: -1n, state: this.decider.initialState, lastId: null }));
     if (loaded.revision >= 0n) this.remember(streamId, loaded, checked);
     return loaded;
   }
@@ -511,11 +512,23 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       onError?.(error, streamId);
       return undefined;
     }
-    const read = await this.store.readStream(streamId, { fromRevision: snapshot.revision });
+    const read = await this.store.readStream(streamId, { fromRevision: snapshot.revision, maxCount: READ_PAGE });
     const [at] = read;
     if (at === undefined || at.revision !== snapshot.revision || at.id !== snapshot.eventId) return undefined;
     this.snapshotAt.set(streamId, snapshot.revision);
-    return this.fold({ revision: snapshot.revision, state, lastId: snapshot.eventId }, read.slice(1));
+    const loaded = this.fold({ revision: snapshot.revision, state, lastId: snapshot.eventId }, read.slice(1));
+    return read.length < READ_PAGE ? loaded : this.foldForward(streamId, loaded);
+  }
+
+  /** `from` read forward to the end of the stream a page at a time: a long stream (read before
+   * its first snapshot) is never held in memory whole. */
+  private async foldForward(streamId: string, from: Cached<S>): Promise<Cached<S>> {
+    let loaded = from;
+    for (;;) {
+      const page = await this.store.readStream(streamId, { fromRevision: loaded.revision + 1n, maxCount: READ_PAGE });
+      loaded = this.fold(loaded, page);
+      if (page.length < READ_PAGE) return loaded;
+    }
   }
 
   /** Takes a snapshot of a state this process holds once its stream is `every` events past the last
