@@ -3,6 +3,19 @@ import { parse as parseUuid, v5 as uuidv5 } from 'uuid';
 import { decodeRecorded, schemaVersion, type DomainEvent } from '../events/catalog';
 import { ConcurrencyError, type AppendResult, type EventStore, type NewEvent, type Position, type RecordedEvent } from '../events/store/port';
 import type { Decider, DomainError } from './decision';
+import { decodeState, encodeState } from './snapshot/codec';
+import type { SnapshotStore } from './snapshot/store';
+
+/** Snapshots of a handler's streams (src/commands/snapshot): where, which version, how often. */
+export interface Snapshotting {
+  readonly store: SnapshotStore;
+  /** stateVersion(...) of the aggregate: a snapshot of another version is ignored. */
+  readonly version: string;
+  /** A snapshot is taken once a stream has this many events past its last one. */
+  readonly every: bigint;
+  /** Told when a snapshot could not be written or read (the stream is then read from its start). */
+  readonly onError?: (error: unknown, streamId: string) => void;
+}
 
 /** As bytes: `uuid` would parse the text form again for every id. */
 const EVENT_ID_NAMESPACE = parseUuid('6f1d3c1e-2b7a-4c55-9d0e-3f6a8b9c0d21');
@@ -47,6 +60,8 @@ export interface HandleOptions<S = unknown> {
 }
 
 const MAX_CONFLICT_RETRIES = 25;
+/** Events read from a stream at a time when it is read from its start or a snapshot. */
+const READ_PAGE = 5000;
 const CACHE_LIMIT = 10_000;
 /** Commands decided and appended together at most. */
 const MAX_BATCH = 256;
@@ -111,11 +126,15 @@ export class CommandHandler<C, S, E extends DomainEvent> {
   private readonly foreignWriteAt = new Map<string, number>();
   private idleWaiters: Array<() => void> = [];
 
+  /** The revision of each cached stream's latest snapshot known to this process. */
+  private readonly snapshotAt = new Map<string, bigint>();
+
   constructor(
     private readonly store: EventStore,
     private readonly decider: Decider<C, S, E>,
     /** Streams whose state is kept (least recently used forgotten first): fewer for large states. */
     private readonly cacheLimit = CACHE_LIMIT,
+    private readonly snapshots: Snapshotting | null = null,
   ) {
     // The database may have lost events this cache was folded from (see Sql.onReset).
     store.onReset?.(() => this.forget());
@@ -133,8 +152,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
    * waits for no queued command (a command still decides on the state its lane sees).
    */
   async fromLog(streamId: string): Promise<Loaded<S>> {
-    const events = await this.store.readStream(streamId);
-    return this.fold({ revision: -1n, state: this.decider.initialState, lastId: null }, events);
+    return this.foldForward(streamId, { revision: -1n, state: this.decider.initialState, lastId: null });
   }
 
   /** Current state, read forward from the cached revision after every command queued
@@ -470,9 +488,68 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       this.drop(streamId);
       this.sawForeignWrite(streamId);
     }
-    const loaded = this.fold({ revision: -1n, state: this.decider.initialState, lastId: null }, await this.store.readStream(streamId));
+    const loaded = (await this.fromSnapshot(streamId)) ?? (await this.foldForward(streamId, { revision: -1n, state: this.decider.initialState, lastId: null }));
     if (loaded.revision >= 0n) this.remember(streamId, loaded, checked);
     return loaded;
+  }
+
+  /**
+   * The stream's latest snapshot read forward to the end of the stream: the read starts at the
+   * snapshot's revision, whose event must be the one it was taken at (as a cached state's). A
+   * snapshot of another version, unreadable, or of a stream the log no longer holds is ignored:
+   * undefined, and the stream is read from its start.
+   */
+  private async fromSnapshot(streamId: string): Promise<Cached<S> | undefined> {
+    if (!this.snapshots) return undefined;
+    const { store, version, onError } = this.snapshots;
+    let state: S;
+    let snapshot;
+    try {
+      snapshot = await store.load(streamId);
+      if (!snapshot || snapshot.version !== version) return undefined;
+      state = decodeState(snapshot.state) as S;
+    } catch (error) {
+      onError?.(error, streamId);
+      return undefined;
+    }
+    const read = await this.store.readStream(streamId, { fromRevision: snapshot.revision, maxCount: READ_PAGE });
+    const [at] = read;
+    if (at === undefined || at.revision !== snapshot.revision || at.id !== snapshot.eventId) return undefined;
+    this.snapshotAt.set(streamId, snapshot.revision);
+    const loaded = this.fold({ revision: snapshot.revision, state, lastId: snapshot.eventId }, read.slice(1));
+    return read.length < READ_PAGE ? loaded : this.foldForward(streamId, loaded);
+  }
+
+  /** `from` read forward to the end of the stream a page at a time: a long stream (read before
+   * its first snapshot) is never held in memory whole. */
+  private async foldForward(streamId: string, from: Cached<S>): Promise<Cached<S>> {
+    let loaded = from;
+    for (;;) {
+      const page = await this.store.readStream(streamId, { fromRevision: loaded.revision + 1n, maxCount: READ_PAGE });
+      loaded = this.fold(loaded, page);
+      if (page.length < READ_PAGE) return loaded;
+    }
+  }
+
+  /** Takes a snapshot of a state this process holds once its stream is `every` events past the last
+   * one; not awaited (a snapshot is a cache: one that fails to be written costs a longer read later). */
+  private snapshotIfDue(streamId: string, loaded: Cached<S>) {
+    if (!this.snapshots || loaded.lastId === null) return;
+    const { store, version, every, onError } = this.snapshots;
+    const last = this.snapshotAt.get(streamId) ?? -1n;
+    if (loaded.revision - last < every) return;
+    this.snapshotAt.set(streamId, loaded.revision);
+    let state: unknown;
+    try {
+      state = encodeState(loaded.state);
+    } catch (error) {
+      onError?.(error, streamId);
+      return;
+    }
+    store.save(streamId, { revision: loaded.revision, eventId: loaded.lastId, version, state }).catch((error: unknown) => {
+      if (this.snapshotAt.get(streamId) === loaded.revision) this.snapshotAt.delete(streamId);
+      onError?.(error, streamId);
+    });
   }
 
   private fold(from: Cached<S>, events: readonly RecordedEvent[]): Cached<S> {
@@ -488,6 +565,7 @@ export class CommandHandler<C, S, E extends DomainEvent> {
   private drop(streamId: string) {
     this.cache.delete(streamId);
     this.checkedAt.delete(streamId);
+    this.snapshotAt.delete(streamId);
   }
 
   /** Early word of a decision (HandleOptions.onDecided), only on a stream this process alone writes lately. */
@@ -523,6 +601,8 @@ export class CommandHandler<C, S, E extends DomainEvent> {
       const oldest = this.cache.keys().next().value as string;
       this.cache.delete(oldest);
       this.checkedAt.delete(oldest);
+      this.snapshotAt.delete(oldest);
     }
+    this.snapshotIfDue(streamId, loaded);
   }
 }

@@ -12,8 +12,10 @@ import {
 import type { EventStore, Position } from '../events/store/port';
 import { generateApiKey } from '../secrets/api-key';
 import type { KeyVault } from '../secrets/key-vault';
+import { stateVersion } from './snapshot/codec';
+import type { SnapshotStore } from './snapshot/store';
 import type { DomainError } from './decision';
-import { CommandHandler, type Handled } from './handle-command';
+import { CommandHandler, type Handled, type Snapshotting } from './handle-command';
 import { digestOfHold, idempotencyDigest, idempotentCallDecider, type IdempotentCallCommand, type IdempotentCallState } from './idempotent-call/decider';
 import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
 import { RefusalBudget } from './refusal-budget';
@@ -34,7 +36,19 @@ export interface LedgerOptions {
   readonly refusalsPerMinute?: number;
   /** Where the ledger reports what it did not do and nobody waits to hear (default: stderr). */
   readonly warn?: (fields: Record<string, unknown>, message: string) => void;
+  /** Snapshots of wallets and keys (src/commands/snapshot); absent: every stream is read from its start. */
+  readonly snapshots?: SnapshotStore;
+  /** Events between two snapshots of a stream (default SNAPSHOT_EVERY). */
+  readonly snapshotEvery?: number;
 }
+
+/** Events between two snapshots of a wallet or key: a first read after a restart reads at most about
+ * this many events past the snapshot, whatever the stream's length. */
+export const SNAPSHOT_EVERY = 1000;
+/** Raised when a type inside WalletState or KeyState changes (a new field of the state itself
+ * changes the version on its own: stateVersion). */
+const WALLET_SNAPSHOT_VERSION = 1;
+const KEY_SNAPSHOT_VERSION = 1;
 
 /** How stale the cached key state may be when authentication reads it: a key changed
  * through another gateway instance takes effect here within this time. */
@@ -105,11 +119,20 @@ export class Ledger {
   ) {
     this.now = options.now ?? unixNow;
     this.callsDurable = (options.callCommit ?? 'async') === 'sync';
-    this.wallets = new CommandHandler(store, walletDecider);
-    this.keys = new CommandHandler(store, keyDecider);
+    this.warn = options.warn ?? ((fields, message) => console.warn(message, JSON.stringify(fields)));
+    const snapshotting = (aggregate: string, version: number, initialState: unknown): Snapshotting | null =>
+      options.snapshots
+        ? {
+            store: options.snapshots,
+            version: stateVersion(aggregate, version, initialState),
+            every: BigInt(options.snapshotEvery ?? SNAPSHOT_EVERY),
+            onError: (error, streamId) => this.warn({ streamId, error: String(error) }, 'snapshot not used'),
+          }
+        : null;
+    this.wallets = new CommandHandler(store, walletDecider, undefined, snapshotting('wallet', WALLET_SNAPSHOT_VERSION, walletDecider.initialState));
+    this.keys = new CommandHandler(store, keyDecider, undefined, snapshotting('key', KEY_SNAPSHOT_VERSION, keyDecider.initialState));
     this.idempotentCalls = new CommandHandler(store, idempotentCallDecider);
     this.refusals = new RefusalBudget(options.refusalsPerMinute !== undefined ? { perMinute: options.refusalsPerMinute } : {});
-    this.warn = options.warn ?? ((fields, message) => console.warn(message, JSON.stringify(fields)));
   }
 
   /** The wallet after every command queued before this read: real time. */

@@ -33,6 +33,7 @@ import { GatewayMetrics } from '../metrics/metrics';
 import { metricsRoute, metricsTokenOf } from '../metrics/route';
 import { ProjectionRunner, type Parking } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
+import { SNAPSHOT_SCHEMA, sqlSnapshotStore } from '../commands/snapshot/store';
 import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
 import { ConsoleSessions } from '../console/sessions';
 import { acquireDataDirLock } from '../storage/data-dir-lock';
@@ -199,6 +200,8 @@ export async function openStorage(settings: Settings, sqlOverride?: Sql): Promis
   const store = checkedStore(engine);
   if (!settings.eventStoreUrl) await migrateEvents(sql);
   await sql.exec(KEY_VAULT_SCHEMA);
+  // Every engine: snapshots are kept in the gateway's database (EventStoreDB has none of its own).
+  await sql.exec(SNAPSHOT_SCHEMA);
   return {
     sql,
     store,
@@ -313,7 +316,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const store = meteredStore(storage.store, metrics);
   const secret = persistentSecret(settings.dataDir, 'key-encryption-secret', settings.keyEncryptionSecret, () => randomBytes(32).toString('hex'));
   const vault = new KeyVault(storage.sql, new KeyCipher(secret.value));
-  const ledger = new Ledger(store, vault, { callCommit: settings.callCommit, ...(overrides.now ? { now: overrides.now } : {}) });
+  const ledger = new Ledger(store, vault, { callCommit: settings.callCommit, snapshots: sqlSnapshotStore(storage.sql), ...(overrides.now ? { now: overrides.now } : {}) });
   const knowledge = new KnowledgeService(store, ledger, overrides.now);
   const enterprises = new Enterprises(store, ledger, overrides.now);
   // Download links are signed with a key derived from the key-encryption secret, never the secret itself.

@@ -260,6 +260,12 @@ export function createPostgresEventStore(sql: Sql): EventStore {
       if (options.fromRevision !== undefined) {
         params.push(String(options.fromRevision));
         where += backwards ? ' AND stream_revision <= $2::bigint' : ' AND stream_revision >= $2::bigint';
+        // A stream's revisions are dense (0, 1, 2, …): a page forwards is a closed range of them. Bounded,
+        // the read stays a page's worth of index whatever the planner thinks of a long stream's rows.
+        if (!backwards && options.maxCount !== undefined) {
+          params.push(String(options.fromRevision + BigInt(Math.max(0, Math.floor(options.maxCount)))));
+          where += ' AND stream_revision < $3::bigint';
+        }
       }
       const limit = options.maxCount !== undefined ? ` LIMIT ${Math.max(0, Math.floor(options.maxCount))}` : '';
       const rows = await sql.query<EventRow>(
