@@ -13,7 +13,7 @@ import { formatUsd, parseUsd } from '../../src/money/usd';
 import { approvedKeyId } from '../../src/commands/enterprise/service';
 import { verifyLedger } from '../../src/projections/verify';
 import type { Simulator } from '../../src/upstream/simulator';
-import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
+import { startSimulatedGateway, startTestGateway, type SimulatedGateway } from '../support/gateway';
 import { chatConfig } from '../chat/support';
 
 function config(sim: Simulator): GatewayConfig {
@@ -224,6 +224,23 @@ describe('enterprise agents over HTTP', () => {
     expect([expired.status, expired.code]).toEqual([401, 'invalid_api_key']);
     expect(expired.message).toContain('expired');
     await ok('DELETE', `/keys/${expiring.id}`);
+  });
+
+  it('a revocation on another instance refuses the next call here at once', async () => {
+    const fresh = await ok('POST', `/agents/${support.id}/keys`, { name: 'two instances', issued_by: alice });
+    // Authentication here now holds the key as usable (its cache is fresh for a second).
+    const first = await client(fresh.key).chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
+    expect(first.choices[0]!.message.content).toBeTruthy();
+    const other = await startTestGateway({ config: config(h.sim), db: h.t.db });
+    try {
+      const revoked = await other.admin('POST', `/keys/${fresh.id}/revoke`);
+      expect(revoked.statusCode).toBe(200);
+      const refused = await failure(client(fresh.key).chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }));
+      expect([refused.status, refused.code]).toEqual([401, 'invalid_api_key']);
+      expect(refused.message).toContain('revoked');
+    } finally {
+      await other.close();
+    }
   });
 
   it("refuses with 402: past the enterprise's balance, and past the key's cap (naming it)", async () => {

@@ -10,6 +10,8 @@ import { redactUrl } from '../intake/redact';
 import type { RouteDoc } from '../openapi/route-doc';
 import { relayChat, type RelayDeps } from './relay';
 import { prepareAgentCall, type AgentCallDeps } from '../../agents/agent-call';
+import { usability } from '../../commands/key/decider';
+import { AUTH_MESSAGES } from '../plugins/auth';
 
 const COUNT_TOKENS_DOC: RouteDoc = {
   operationId: 'countMessageTokens',
@@ -75,6 +77,11 @@ export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
       { config: { auth: 'key', shape: 'chat', agentKeys: true, callLog: { endpoint: chatCompletions.protocol }, openapi: openapi.chat } },
       async (request, reply) => {
         if (request.caller?.key.agentId == null) return relayChat(deps, chatCompletions, request, reply);
+        // Revocation of an agent key is immediate on every instance (Errors rule 9): its state is read
+        // from the log for each call, not taken from authentication's cache (up to a second old).
+        const key = await deps.ledger.key(request.caller.keyId);
+        const refusal = key.status === 'none' ? 'revoked' : usability(key, deps.now());
+        if (refusal) throw new GatewayError('invalid_api_key', AUTH_MESSAGES[refusal]);
         const call = await prepareAgentCall(agents, request);
         request.body = call.body;
         return relayChat(deps, chatCompletions, request, reply, { pin: call.session });
