@@ -1,3 +1,4 @@
+import { registerCors, type CorsOrigins, type TrustProxy } from './edge';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { KnowledgeService } from '../commands/knowledge/service';
 import type { Ledger } from '../commands/ledger';
@@ -108,6 +109,9 @@ export interface AppDeps {
   readonly tracer?: RequestTracer | null;
   /** The gateway's shutdown: requests refused while it drains, calls it may end (src/lifecycle). */
   readonly drain?: Drain;
+  /** TRUST_PROXY and CORS_ORIGINS (src/http/edge.ts); default: no proxy trusted, CORS off. */
+  readonly trustProxy?: TrustProxy;
+  readonly corsOrigins?: CorsOrigins;
   /** The account holders' web console: sign-in links and sessions (src/console). */
   readonly consoleSessions: ConsoleSessions;
   /** Channel health: cooldowns, disabled channels, probes (src/channels); absent: a board of the app's own, no admin view. */
@@ -144,6 +148,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 600 },
     genReqId: () => `req_${crypto.randomUUID().replaceAll('-', '')}`,
     requestIdHeader: false,
+    // A hop count is fastify's too (its types omit it).
+    trustProxy: (deps.trustProxy ?? false) as FastifyServerOptions['trustProxy'],
     logController: new AccessLogController(),
     // While closing, the drain plugin refuses requests in their endpoint's shape (fastify's own 503 has none).
     return503OnClosing: deps.drain === undefined,
@@ -180,6 +186,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
   await app.register(requestIdEchoPlugin);
+  // Before the intake and authentication: a preflight is answered, and every refusal carries the
+  // CORS headers a browser needs to read it (off unless CORS_ORIGINS is set).
+  await registerCors(app, deps.corsOrigins ?? null);
   await app.register(intakePlugin, { timings });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(agentKeyGate);

@@ -25,6 +25,8 @@ export function accessLine(request: FastifyRequest, status: number, latencyMs: n
     url: redactUrl(request.url),
     status,
     latency_ms: Math.round(latencyMs * 10) / 10,
+    // The client's address: a trusted proxy's X-Forwarded-For when TRUST_PROXY says so.
+    ip: request.ip,
   };
   const caller = request.caller;
   if (caller) {

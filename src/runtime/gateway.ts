@@ -33,6 +33,7 @@ import { GatewayMetrics } from '../metrics/metrics';
 import { metricsRoute, metricsTokenOf } from '../metrics/route';
 import { ProjectionRunner, type Parking } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
+import { corsOriginsOf, trustProxyOf, type CorsOrigins, type TrustProxy } from '../http/edge';
 import { SNAPSHOT_SCHEMA, sqlSnapshotStore } from '../commands/snapshot/store';
 import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
 import { ConsoleSessions } from '../console/sessions';
@@ -64,6 +65,10 @@ export interface Settings {
   readonly keyEncryptionSecret: string | undefined;
   readonly logLevel: string;
   readonly publicBaseUrl: string | undefined;
+  /** TRUST_PROXY (src/http/edge.ts). */
+  readonly trustProxy: TrustProxy;
+  /** CORS_ORIGINS (src/http/edge.ts); null: off. */
+  readonly corsOrigins: CorsOrigins;
   /** How call metering commits (LEDGER_CALL_COMMIT): see CallCommit. */
   readonly callCommit: CallCommit;
   /** SHUTDOWN_GRACE_S: how long calls in flight may go on after SIGTERM/SIGINT (default 30). */
@@ -113,12 +118,23 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     keyEncryptionSecret: blank(env.KEY_ENCRYPTION_SECRET),
     logLevel: logLevelOf(blank(env.LOG_LEVEL)),
     publicBaseUrl: blank(env.PUBLIC_BASE_URL),
+    trustProxy: setting(() => trustProxyOf(blank(env.TRUST_PROXY))),
+    corsOrigins: setting(() => corsOriginsOf(blank(env.CORS_ORIGINS))),
     callCommit: callCommitOf(blank(env.LEDGER_CALL_COMMIT)),
     shutdownGraceS: secondsOf('SHUTDOWN_GRACE_S', blank(env.SHUTDOWN_GRACE_S), 30),
     readyMaxProjectionLagS: projectionLagOf(blank(env.READY_MAX_PROJECTION_LAG_S)),
     taskPollIntervalMs: pollIntervalOf(blank(env.TASK_POLL_INTERVAL_MS)),
     env,
   };
+}
+
+/** A setting's own parser's refusal, as the start's refusal of that setting. */
+function setting<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    throw new SettingError((error as Error).message);
+  }
 }
 
 function callCommitOf(value: string | undefined): CallCommit {
@@ -452,6 +468,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     ...(overrides.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: overrides.taskSubmitTimeoutMs } : {}),
     ...(overrides.transcriptTimings ? { transcriptTimings: overrides.transcriptTimings } : {}),
     publicBaseUrl: settings.publicBaseUrl,
+    trustProxy: settings.trustProxy,
+    corsOrigins: settings.corsOrigins,
     version: VERSION,
     tracer,
     ...(overrides.logger !== undefined ? { logger: overrides.logger } : {}),
