@@ -108,7 +108,7 @@ const WIRES: Record<string, Wire> = {
 
 const INFO: ChatRequestInfo = { model: 'm', stream: true, maxTokens: 1000, choices: 1, promptDocument: [{ role: 'user', content: 'hello' }], builtinTools: [] };
 // The relay's own record builder runs on a request of a served app: its metrics are the app's.
-const request = { id: 'req-1', caller: { keyId: 'key-1' }, server: { gatewayMetrics: new GatewayMetrics() } } as unknown as FastifyRequest;
+const request = { id: 'req-1', caller: { keyId: 'key-1', key: { agentId: null } }, server: { gatewayMetrics: new GatewayMetrics() } } as unknown as FastifyRequest;
 
 function expectBillable(report: UsageReport) {
   if (report === null || isInvalidUsage(report)) return;

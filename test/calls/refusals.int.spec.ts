@@ -75,7 +75,7 @@ describe('refusals of a known key have their call-log row', () => {
     const { accountId, key } = await h.t.accountWithKey();
     const a = api(key);
     expect((await a.send('/v1/chat/completions', '{"model": "chat-model", "messages": [')).status).toBe(400);
-    expect((await a.generate('countTokens')).status).toBe(404);
+    expect((await a.generate('embedContent')).status).toBe(404);
     // Spend the whole balance: every billable call is refused at authentication from now on.
     const ledger = h.t.gateway.ledger;
     expect((await ledger.reserve(accountId, { holdId: `drain-${accountId}`, amount: parseUsd('40.44'), keyId: null, purpose: 'test', ttlSeconds: 60 })).ok).toBe(true);

@@ -18,6 +18,9 @@ import {
 } from './port';
 import { toJsonValue } from './json';
 
+/** The largest revision a `bigint` column holds. */
+const BIGINT_MAX = 2n ** 63n - 1n;
+
 export const EVENTS_SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
   global_position bigserial PRIMARY KEY,
@@ -262,8 +265,10 @@ export function createPostgresEventStore(sql: Sql): EventStore {
         where += backwards ? ' AND stream_revision <= $2::bigint' : ' AND stream_revision >= $2::bigint';
         // A stream's revisions are dense (0, 1, 2, …): a page forwards is a closed range of them. Bounded,
         // the read stays a page's worth of index whatever the planner thinks of a long stream's rows.
-        if (!backwards && options.maxCount !== undefined) {
-          params.push(String(options.fromRevision + BigInt(Math.max(0, Math.floor(options.maxCount)))));
+        const end = !backwards && options.maxCount !== undefined ? options.fromRevision + BigInt(Math.max(0, Math.floor(options.maxCount))) : null;
+        // (Past a bigint, no revision can be there anyway: no bound.)
+        if (end !== null && end <= BIGINT_MAX) {
+          params.push(String(end));
           where += ' AND stream_revision < $3::bigint';
         }
       }
