@@ -91,8 +91,28 @@ function adminTokenLine(settings: Settings, token: { value: string; generated: b
   return token.generated ? `admin token: ${token.value} (generated; saved in ${file})` : `admin token: saved in ${file} (not printed)`;
 }
 
+/**
+ * The serving process's log: stdout, written asynchronously in batches (up to 4 KiB, at most
+ * LOG_FLUSH_MS = 250 ms late) instead of one synchronous write per line. One write per access line
+ * cost the request path a system call per call, and when stdout is a pipe whose reader runs on
+ * another core, a wake-up of that reader as well (0.2–0.3 ms of CPU per call measured at one
+ * connection). Whatever is still buffered is written out synchronously when the process exits.
+ */
+function logDestination() {
+  const destination = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: LOG_FLUSH_MS });
+  process.once('exit', () => {
+    try {
+      destination.flushSync();
+    } catch {
+      // stdout already closed: nothing left to write to
+    }
+  });
+  return destination;
+}
+const LOG_FLUSH_MS = 250;
+
 async function serve(settings: Settings) {
-  const logger = pino({ level: settings.logLevel, serializers: requestSerializers });
+  const logger = pino({ level: settings.logLevel, serializers: requestSerializers }, logDestination());
   // Before the gateway reads it: whether this start generated the token decides what is printed.
   const token = adminTokenOf(settings);
   const simulator = await startDemoSimulator(settings);

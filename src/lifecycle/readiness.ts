@@ -1,5 +1,5 @@
 /** A part of what the gateway needs to serve, as `/readyz` names it. */
-export type Part = 'event_store' | 'database' | 'redis' | 'projections';
+export type Part = 'event_store' | 'database' | 'redis' | 'projections' | 'warm_start';
 
 /** One part's check: resolves (with what to show about it, if anything) when the part serves;
  * throws when it does not, a `NotReady` when the reason is fit to show. */

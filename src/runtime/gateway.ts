@@ -5,6 +5,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { sweepExpiredHolds } from '../commands/hold-sweeper';
 import { IdempotencyStore } from '../idempotency/store';
 import { startChore } from './chore';
+import { recentKeys, WarmStart, type WarmStartOutcome } from './warm-start';
 import { KnowledgeService } from '../commands/knowledge/service';
 import { Ledger, type CallCommit } from '../commands/ledger';
 import { Enterprises } from '../commands/enterprise/service';
@@ -76,6 +77,8 @@ export interface Settings {
   /** READY_MAX_PROJECTION_LAG_S: the most a projection may be behind the log for `/readyz` to
    * answer 200 (default 60); null (`off`): not checked. */
   readonly readyMaxProjectionLagS: number | null;
+  /** WARM_START_KEYS / WARM_START_BUDGET_S (src/runtime/warm-start.ts). */
+  readonly warmStart: { readonly keys: number; readonly budgetMs: number };
   /** TASK_POLL_INTERVAL_MS: how often an upstream media task is asked about (default 5000). */
   readonly taskPollIntervalMs: number;
   /** The environment the settings came from (object store settings are read from it). */
@@ -123,6 +126,10 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     callCommit: callCommitOf(blank(env.LEDGER_CALL_COMMIT)),
     shutdownGraceS: secondsOf('SHUTDOWN_GRACE_S', blank(env.SHUTDOWN_GRACE_S), 30),
     readyMaxProjectionLagS: projectionLagOf(blank(env.READY_MAX_PROJECTION_LAG_S)),
+    warmStart: {
+      keys: countOf('WARM_START_KEYS', blank(env.WARM_START_KEYS), 100),
+      budgetMs: secondsOf('WARM_START_BUDGET_S', blank(env.WARM_START_BUDGET_S), 15) * 1000,
+    },
     taskPollIntervalMs: pollIntervalOf(blank(env.TASK_POLL_INTERVAL_MS)),
     env,
   };
@@ -149,6 +156,12 @@ function secondsOf(name: string, value: string | undefined, fallback: number): n
   const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
   if (!Number.isFinite(seconds)) throw new SettingError(`${name} must be a number of seconds (0 or more), not "${value}"`);
   return seconds;
+}
+
+function countOf(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) > 100_000) throw new SettingError(`${name} must be a whole number from 0 to 100000, not "${value}"`);
+  return Number(value);
 }
 
 function projectionLagOf(value: string | undefined): number | null {
@@ -250,6 +263,8 @@ export interface Gateway {
   readonly metrics: GatewayMetrics;
   /** What `GET /readyz` answers. */
   readonly readiness: Readiness;
+  /** The warm start (src/runtime/warm-start.ts): resolves when it has ended, never rejects. */
+  readonly warmed: Promise<WarmStartOutcome>;
   /** Re-reads GATEWAY_CONFIG (SIGHUP, POST /admin/v1/config/reload): validated whole, applied at once, recorded as `ConfigApplied`. */
   reloadConfig(trigger: 'sighup' | 'admin'): Promise<ReloadOutcome>;
   /**
@@ -493,6 +508,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   };
   reportMetricsError = (error) => app.log.warn({ err: error }, 'metrics: a value could not be read');
   await app.register(metricsRoute({ metrics, token: metricsTokenOf(settings.env) }));
+  const warmStart = new WarmStart(settings.warmStart);
   const readiness = new Readiness(
     gatewayChecks({
       store: storage.store,
@@ -500,7 +516,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       limiter: rateLimiter,
       projections: runner.projections.map((p) => p.name),
       maxProjectionLagS: settings.readyMaxProjectionLagS,
-    }),
+    }).concat(warmStart.check()),
     {
       ...overrides.readiness,
       draining: () => drain.draining,
@@ -511,6 +527,11 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await app.register(readyzRoute(readiness));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   await workflows.start();
+  // Not awaited: /readyz says warm_start is failing until it has ended (within its budget).
+  const warmed = warmStart.run(() => recentKeys(storage.sql, settings.warmStart.keys), ledger).then((outcome) => {
+    app.log.info({ ...outcome }, outcome.cut === null ? 'warm start: recently used keys and wallets loaded' : 'warm start: ended early; the rest load at their first call');
+    return outcome;
+  });
   probes.start(probeIntervalMsOf(config.channel_health));
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
@@ -536,6 +557,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     adminToken,
     metrics,
     readiness,
+    warmed,
     reloadConfig: reload,
     close() {
       if (closing) {

@@ -43,7 +43,12 @@ describe('/readyz', () => {
     expect(body).toEqual({
       status: 'ready',
       failing: [],
-      checks: { event_store: { status: 'ok' }, database: { status: 'ok' }, projections: { status: 'ok', lag_s: expect.any(Number) } },
+      checks: {
+        event_store: { status: 'ok' },
+        database: { status: 'ok' },
+        projections: { status: 'ok', lag_s: expect.any(Number) },
+        warm_start: { status: 'ok', keys: 0, accounts: 0, ms: expect.any(Number) },
+      },
     });
     expect((await t.gateway.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   });

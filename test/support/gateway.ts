@@ -97,6 +97,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.transcriptTimings ? { transcriptTimings: options.transcriptTimings } : {}),
     ...(options.probe ? { probe: options.probe } : {}),
   });
+  // Tests start from a ready gateway: /readyz answers 200 once the warm start has ended.
+  await gateway.warmed;
 
   const admin: TestGateway['admin'] = (method, path, body) =>
     gateway.app.inject({
