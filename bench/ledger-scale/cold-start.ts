@@ -1,14 +1,20 @@
 /**
  * The first call after a restart on an account with a long history (issue 16, item 2): starts the
- * gateway (`bin/gateway.mjs serve`, npm start's node flags, LOG_LEVEL=warn), waits until it is ready
- * (projections caught up), makes one chat call with the account's key and a second one, and stops
- * it; `--starts` times. The first start of a seeded account has no snapshot yet (seed.ts appends
- * past the command side), so it reads the whole stream and takes one; every later start reads the
- * snapshot and the events after it.
+ * gateway (`bin/gateway.mjs serve`, npm start's node flags, LOG_LEVEL=warn, alone on core 1), waits
+ * until it is ready (`/readyz`: projections caught up and the warm start ended), makes one chat call
+ * with the account's key and a second one, and stops it; `--starts` times. The upstream is the
+ * benchmark simulator (`bench/chat-overhead/simulator.ts`, on core 0, with the runner), one model
+ * `bench-mini`, so the second call shows what any call costs. The first start of a seeded account has
+ * no snapshot yet (seed.ts appends past the command side) and its key was never used (so the warm
+ * start does not know it): it reads the whole stream and takes a snapshot; every later start finds the
+ * key among the most recently used and loads it and its wallet (snapshot + tail) before it is ready.
  *
  *   DATABASE_URL=postgres://… node --import tsx bench/ledger-scale/cold-start.ts --key sk-… [--starts 3]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { memMb } from '../chat-overhead/proc';
 
@@ -17,16 +23,29 @@ const { values } = parseArgs({
     key: { type: 'string' },
     starts: { type: 'string', default: '3' },
     port: { type: 'string', default: '18080' },
-    model: { type: 'string', default: 'gpt-4o-mini' },
+    'sim-port': { type: 'string', default: '18091' },
   },
 });
 if (!values.key) throw new Error('--key: the seeded account\'s key (seed.ts prints it)');
 const base = `http://127.0.0.1:${values.port}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const simUrl = `http://127.0.0.1:${values['sim-port']}`;
+const configPath = join(tmpdir(), `cold-start-config-${process.pid}.json`);
+writeFileSync(
+  configPath,
+  JSON.stringify({
+    channels: [{ id: 'sim', protocol: 'chat-completions', base_url: simUrl, api_key: 'sim-key', models: ['bench-mini'] }],
+    models: [{ id: 'bench-mini', owned_by: 'bench', kind: 'text', default_max_tokens: 1024, context_window: 128000, price: { input: '0.15', cached_input: '0.075', output: '0.60' } }],
+  }),
+);
+execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+const simulator = spawn('taskset', ['-c', '0', process.execPath, '--import', 'tsx', 'bench/chat-overhead/simulator.ts', '--port', values['sim-port']!], { stdio: 'ignore' });
+process.on('exit', () => simulator.kill('SIGTERM'));
+
 async function start(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--max-semi-space-size=4', '--heap-growing-percent=50', 'bin/gateway.mjs', 'serve'], {
-    env: { ...process.env, PORT: values.port, HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIMULATOR_URL: 'http://127.0.0.1:18090' },
+  const child = spawn('taskset', ['-c', '1', process.execPath, '--max-semi-space-size=4', '--heap-growing-percent=50', 'bin/gateway.mjs', 'serve'], {
+    env: { ...process.env, PORT: values.port, HOST: '127.0.0.1', LOG_LEVEL: 'warn', GATEWAY_CONFIG: configPath },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (;;) {
@@ -42,7 +61,7 @@ async function call(): Promise<number> {
   const response = await fetch(`${base}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${values.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: values.model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 16 }),
+    body: JSON.stringify({ model: 'bench-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 16 }),
   });
   await response.text();
   if (response.status !== 200) throw new Error(`chat call: ${response.status}`);
@@ -61,3 +80,4 @@ for (let n = 1; n <= Number(values.starts); n++) {
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
 }
+simulator.kill('SIGTERM');
