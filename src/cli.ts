@@ -112,7 +112,15 @@ function logDestination() {
 const LOG_FLUSH_MS = 250;
 
 async function serve(settings: Settings) {
-  const logger = pino({ level: settings.logLevel, serializers: requestSerializers }, logDestination());
+  const destination = logDestination();
+  const logger = pino({ level: settings.logLevel, serializers: requestSerializers }, destination);
+  // The log's last batch written before the process exits (the exit hook only writes what no write is carrying).
+  // At most a second: a stdout nobody reads any more must not hold the exit.
+  const logFlushed = () =>
+    new Promise<void>((resolve) => {
+      setTimeout(resolve, 1000).unref();
+      destination.flush(() => resolve());
+    });
   // Before the gateway reads it: whether this start generated the token decides what is printed.
   const token = adminTokenOf(settings);
   const simulator = await startDemoSimulator(settings);
@@ -147,6 +155,7 @@ async function serve(settings: Settings) {
     gateway
       .close()
       .then(() => simulator.close())
+      .then(logFlushed)
       .then(
         () => process.exit(0),
         (error: unknown) => {
