@@ -6,6 +6,7 @@ import { sweepExpiredHolds } from '../commands/hold-sweeper';
 import { IdempotencyStore } from '../idempotency/store';
 import { startChore } from './chore';
 import { recentKeys, WarmStart, type WarmStartOutcome } from './warm-start';
+import { CHANNEL_FOLLOW_MS, ChannelFollower } from '../channels/follow';
 import { KnowledgeService } from '../commands/knowledge/service';
 import { Ledger, type CallCommit } from '../commands/ledger';
 import { Enterprises } from '../commands/enterprise/service';
@@ -298,6 +299,8 @@ export interface GatewayOverrides {
   readonly taskPoller?: Partial<PollerSettings>;
   /** How often overdue tasks are expired (default 15 s). */
   readonly taskSweepEveryMs?: number;
+  /** How often the channel states other instances recorded are read (default CHANNEL_FOLLOW_MS). */
+  readonly channelFollowMs?: number;
   /** The BullMQ key prefix (tests use one of their own on a shared Redis). */
   readonly jobsPrefix?: string;
   /** The upstream's time limit for accepting a media task (default the spec's 60 s). */
@@ -431,6 +434,10 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const channelBoard = new ChannelBoard(healthPolicyOf(config.channel_health));
   registry.followHealth(channelBoard);
   await restoreDisabled(channelBoard, store, config.channels);
+  // What other instances record (an operator's disable or enable, credentials refused, a probe's success) is
+  // taken over here; the first poll only notes what is already there (restoreDisabled read it from the log).
+  const channelFollower = new ChannelFollower(channelBoard, storage.sql);
+  await channelFollower.poll();
   const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
   const probes = new ChannelProbes(channelBoard, () => registry.config.channels, (error) => app.log.warn({ err: error }, 'a channel probe failed to run'));
   // Live configuration: the file read and validated whole, then applied in one turn of the event loop
@@ -536,6 +543,9 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
   const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
   const stopConsolePurge = startChore(() => consoleSessions.purge(), 60 * 60_000, (error) => app.log.error({ err: error }, 'console session purge failed'));
+  const stopChannelFollower = startChore(() => channelFollower.poll(), overrides.channelFollowMs ?? CHANNEL_FOLLOW_MS, (error) =>
+    app.log.warn({ err: error }, 'channel states of other instances could not be read'),
+  );
   const stopMediaSweeper = startChore(() => hosted.sweep(clock()), 10 * 60_000, (error) => app.log.error({ err: error }, 'hosted media sweeper failed'));
   // The shutdown under way, and what ends its grace early (close() called again: a second signal).
   let closing: Promise<void> | null = null;
@@ -569,6 +579,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         stopIdempotencyPurge();
         stopConsolePurge();
         stopMediaSweeper();
+        stopChannelFollower();
         await closeHttp(app, drain, { graceMs: settings.shutdownGraceS * 1000, hurry: hurried, log: app.log });
         // The gateway's own task runs get the same grace; past it they are failed and refunded.
         await workflows.close(settings.shutdownGraceS * 1000);

@@ -43,6 +43,8 @@ export interface TestGatewayOptions {
   readonly readiness?: GatewayOverrides['readiness'];
   readonly taskPoller?: GatewayOverrides['taskPoller'];
   readonly taskSweepEveryMs?: number;
+  /** How often channel states recorded by other instances are read (default 2 s). */
+  readonly channelFollowMs?: number;
   readonly jobsPrefix?: string;
   readonly taskSubmitTimeoutMs?: number;
   readonly transcriptTimings?: GatewayOverrides['transcriptTimings'];
@@ -92,6 +94,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.readiness ? { readiness: options.readiness } : {}),
     ...(options.taskPoller ? { taskPoller: options.taskPoller } : {}),
     ...(options.taskSweepEveryMs ? { taskSweepEveryMs: options.taskSweepEveryMs } : {}),
+    ...(options.channelFollowMs ? { channelFollowMs: options.channelFollowMs } : {}),
     ...(options.jobsPrefix ? { jobsPrefix: options.jobsPrefix } : {}),
     ...(options.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: options.taskSubmitTimeoutMs } : {}),
     ...(options.transcriptTimings ? { transcriptTimings: options.transcriptTimings } : {}),

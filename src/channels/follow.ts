@@ -1,0 +1,85 @@
+import type { Sql } from '../storage/sql';
+import type { ChannelBoard } from './board';
+import { FRESH_STATE, type ChannelState, type ChannelStatus } from './health';
+
+/**
+ * Instances share one log: a channel an operator disables or enables on one instance, or whose
+ * credentials one instance found refused or a probe found good again, is recorded there
+ * (`ChannelStateChanged`), and the `channels` projection keeps each channel's latest change in
+ * `channel_states`. Every instance reads that table every CHANNEL_FOLLOW_MS and takes over the
+ * changes that are not its own passive health: disables (operator, credentials) and what ends them
+ * (an operator's enable, a probe's success). Cooldowns stay each instance's own (what one instance's
+ * attempts saw is not proof for the others), and so do the counters.
+ */
+export const CHANNEL_FOLLOW_MS = 2_000;
+
+/** A row of `channel_states`: the latest recorded change of a channel. */
+export interface RecordedChange {
+  readonly channelId: string;
+  readonly status: ChannelStatus;
+  readonly cause: string;
+  readonly reason: string;
+  /** Unix seconds. */
+  readonly changedAt: number;
+}
+
+/**
+ * What this instance does with a channel's latest recorded change: the state to take, or null (nothing
+ * to take: already so, or a change that is each instance's own). Pure.
+ */
+export function followed(local: ChannelState, change: RecordedChange): ChannelState | null {
+  if (change.status === 'disabled' && (change.cause === 'operator' || change.cause === 'credentials')) {
+    const by = change.cause;
+    if (local.status === 'disabled' && (local.disabledBy === by || local.disabledBy === 'operator')) return null;
+    return {
+      ...local,
+      status: 'disabled',
+      disabledBy: by,
+      coolingUntil: null,
+      ...(by === 'credentials' ? { lastError: change.reason, lastErrorAt: change.changedAt * 1000 } : {}),
+    };
+  }
+  if (change.status === 'healthy' && (change.cause === 'operator' || change.cause === 'probe')) {
+    if (local.status !== 'disabled') return null;
+    // A probe's success does not lift an operator's disable (as on the instance that probed).
+    if (change.cause === 'probe' && local.disabledBy === 'operator') return null;
+    return { ...local, status: 'healthy', disabledBy: null, coolingUntil: null, failuresInRow: 0, cooldowns: FRESH_STATE.cooldowns };
+  }
+  return null;
+}
+
+/**
+ * Polls `channel_states` and applies what `followed` says to the board, silently (the change is in the
+ * log already). Only changes recorded after the previous poll are looked at: the first poll takes note of
+ * what is there (the start restored disabled channels from the log itself).
+ */
+export class ChannelFollower {
+  private seen = new Map<string, string>();
+  private primed = false;
+
+  constructor(
+    private readonly board: ChannelBoard,
+    private readonly sql: Sql,
+  ) {}
+
+  async poll(): Promise<number> {
+    const rows = await this.sql.query<{ channel_id: string; status: ChannelStatus; cause: string; reason: string; changed_at: string }>(
+      'SELECT channel_id, status, cause, reason, changed_at::text AS changed_at FROM channel_states',
+    );
+    let applied = 0;
+    for (const row of rows) {
+      const mark = `${row.changed_at}|${row.status}|${row.cause}|${row.reason}`;
+      if (this.seen.get(row.channel_id) === mark) continue;
+      this.seen.set(row.channel_id, mark);
+      if (!this.primed) continue;
+      const change = { channelId: row.channel_id, status: row.status, cause: row.cause, reason: row.reason, changedAt: Number(row.changed_at) };
+      const next = followed(this.board.state(row.channel_id), change);
+      if (next) {
+        this.board.restore(row.channel_id, next);
+        applied += 1;
+      }
+    }
+    this.primed = true;
+    return applied;
+  }
+}
