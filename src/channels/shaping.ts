@@ -20,6 +20,15 @@ export function shapedPath(channel: ChannelConfig, protocolPath: string, upstrea
   return query === '' ? path : `${path}?${query}`;
 }
 
+/**
+ * A media request's path (images, speech, voices, tasks, clip templates) with the channel's `query` added.
+ * `path_template` is for chat channels only (the config refuses it elsewhere): a media channel speaks
+ * several paths (generations and edits, a task's submission and its polls).
+ */
+export function shapedMediaPath(channel: ChannelConfig, protocolPath: string): string {
+  return shapedPath({ ...channel, path_template: undefined }, protocolPath, '');
+}
+
 export function shapedHeaders(channel: ChannelConfig, protocolAuth: Record<string, string>): Record<string, string> {
   let headers = protocolAuth;
   if (channel.auth_header !== undefined || channel.auth_scheme !== undefined) {

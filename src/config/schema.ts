@@ -98,7 +98,7 @@ export const ChannelSchema = z
     /** Chat channels: the most the upstream may take to start its answer (a stream: its headers); past
      * it the attempt is a time-out and the next channel is tried. Absent: the call's whole budget. */
     first_byte_timeout_s: z.number().positive().max(3600).optional(),
-    /** Request shaping (chat channels and probes; docs/channels.md): extra headers sent on every request. */
+    /** Request shaping (every channel's requests and probes; docs/channels.md): extra headers sent on every request. */
     headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name'), z.string()).optional(),
     /** The header that carries `api_key` instead of the protocol's own (e.g. `api-key` for Azure OpenAI). */
     auth_header: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name').optional(),
@@ -106,8 +106,8 @@ export const ChannelSchema = z
     auth_scheme: z.string().regex(/^[A-Za-z0-9._~+-]*$/, 'a scheme word, e.g. Bearer').optional(),
     /** Query parameters added to every request (e.g. `api-version`). */
     query: z.record(z.string().min(1), z.string()).optional(),
-    /** The request path instead of the protocol's, after the base URL's path; `{model}` is the upstream model id
-     * (e.g. `/openai/deployments/{model}/chat/completions`). */
+    /** Chat channels: the request path instead of the protocol's, after the base URL's path; `{model}` is the
+     * upstream model id (e.g. `/openai/deployments/{model}/chat/completions`). */
     path_template: z.string().startsWith('/').optional(),
     /** An HTTP(S) proxy the channel's requests go through (CONNECT tunnel), e.g. `http://proxy.corp:3128`. */
     proxy: z.string().url().optional(),
@@ -266,6 +266,8 @@ export const ConfigSchema = z
     config.channels.forEach((c, i) => {
       if (channelIds.has(c.id)) ctx.addIssue({ code: 'custom', path: ['channels', i, 'id'], message: `duplicate channel id ${c.id}` });
       channelIds.add(c.id);
+      if (c.path_template !== undefined && !(CHAT_PROTOCOLS as readonly string[]).includes(c.protocol))
+        ctx.addIssue({ code: 'custom', path: ['channels', i, 'path_template'], message: `path_template is for chat channels; a ${c.protocol} channel speaks several paths (use base_url and query)` });
       const publicIds = Array.isArray(c.models) ? c.models : Object.keys(c.models);
       publicIds.forEach((id) => {
         if (!config.models.some((m) => m.id === id))

@@ -1,3 +1,4 @@
+import { channelDispatcher, shapedHeaders, shapedMediaPath } from '../../channels/shaping';
 import type { Dispatcher } from 'undici';
 import {
   imagesAuthHeaders,
@@ -135,10 +136,12 @@ function withExpiry(text: string, expiresAt: number | null): string {
 function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<HopResult<string>> {
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
   // Outside the hop: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
-  const target = upstreamTarget(route.channel.base_url, imagesPath(image.endpoint));
-  const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...imagesAuthHeaders(route.channel.api_key) };
+  // Shaped by the channel's config (src/channels/shaping.ts): query, auth header, extra headers, proxy.
+  const target = upstreamTarget(route.channel.base_url, shapedMediaPath(route.channel, imagesPath(image.endpoint)));
+  const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...shapedHeaders(route.channel, imagesAuthHeaders(route.channel.api_key)) };
   traced?.propagate(headers);
-  return postHop({ target, headers, body, timeoutMs: deps.timings.hopMs, call, dispatcher: deps.dispatcher, onStatus: (status) => traced?.answered(status) }, (response) =>
+  const dispatcher = channelDispatcher(route.channel) ?? deps.dispatcher;
+  return postHop({ target, headers, body, timeoutMs: deps.timings.hopMs, call, dispatcher, onStatus: (status) => traced?.answered(status) }, (response) =>
     textWithin(response.body, IMAGE_ANSWER_BYTES),
   );
 }

@@ -3,6 +3,7 @@
  * the fixed parts"): `GET {base}/api/v3/clip-templates?scene=…` → `{templates: [{id, title, cover_url,
  * has_title, has_persona}]}`; `GET …/clip-templates/{id}` → the template with its canvas and layers.
  */
+import { channelDispatcher, shapedHeaders, shapedMediaPath } from '../../channels/shaping';
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { ChannelConfig } from '../../config/schema';
@@ -32,14 +33,15 @@ export type ClipTemplate = z.output<typeof ClipTemplate>;
 export type TemplateAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: Failure };
 
 async function getJson<T>(channel: ChannelConfig, path: string, schema: z.ZodType<T>, options: { timeoutMs: number; dispatcher?: Dispatcher }): Promise<TemplateAnswer<T>> {
-  const target = upstreamTarget(channel.base_url, path);
+  // Shaped by the channel's config (src/channels/shaping.ts): query, auth header, extra headers, proxy.
+  const target = upstreamTarget(channel.base_url, shapedMediaPath(channel, path));
   const signal = new CallSignal(options.timeoutMs);
   try {
-    const response = await (options.dispatcher ?? upstreamAgent).request({
+    const response = await (channelDispatcher(channel) ?? options.dispatcher ?? upstreamAgent).request({
       origin: target.origin,
       path: target.path,
       method: 'GET',
-      headers: { authorization: `Bearer ${channel.api_key}` },
+      headers: shapedHeaders(channel, { authorization: `Bearer ${channel.api_key}` }),
       signal: signal.signal,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,

@@ -4,6 +4,7 @@
  * `{model, …the request's own fields}` → `{id}`; `GET …/tasks/{id}` → the task; `DELETE …/tasks/{id}`
  * cancels it. One adapter for video, music, transcripts (and avatars): only `content` differs.
  */
+import { channelDispatcher, shapedHeaders, shapedMediaPath } from '../../channels/shaping';
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { ChannelConfig } from '../../config/schema';
@@ -36,7 +37,8 @@ export type UpstreamTask = z.output<typeof UpstreamTask>;
 
 export type TaskAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: Failure };
 
-const authHeaders = (channel: ChannelConfig): Record<string, string> => ({ authorization: `Bearer ${channel.api_key}` });
+// Shaped by the channel's config (src/channels/shaping.ts): query, auth header, extra headers, proxy.
+const authHeaders = (channel: ChannelConfig): Record<string, string> => shapedHeaders(channel, { authorization: `Bearer ${channel.api_key}` });
 
 async function call(
   dispatcher: Dispatcher,
@@ -47,10 +49,10 @@ async function call(
   body?: string,
   parent?: CallSignal,
 ): Promise<TaskAnswer<unknown>> {
-  const target = upstreamTarget(channel.base_url, path);
+  const target = upstreamTarget(channel.base_url, shapedMediaPath(channel, path));
   const signal = new CallSignal(timeoutMs, parent);
   try {
-    const response = await dispatcher.request({
+    const response = await (channelDispatcher(channel) ?? dispatcher).request({
       origin: target.origin,
       path: target.path,
       method,
