@@ -8,3 +8,23 @@ export function probeFromConfig(config: MediaProbeConfig | undefined): UrlProbe 
   if (!config.enabled) return NO_PROBE;
   return new MediaProbe({ allowPrivateAddresses: config.allow_private_addresses, timeoutMs: config.timeout_ms, maxReadBytes: config.max_read_bytes });
 }
+
+/**
+ * The probe as the config file says now: a live reload (SIGHUP, POST /admin/v1/config/reload) replaces it
+ * with `apply`; a probe already under way finishes with the settings it started with.
+ */
+export class ConfiguredProbe implements UrlProbe {
+  private current: UrlProbe;
+
+  constructor(config: MediaProbeConfig | undefined) {
+    this.current = probeFromConfig(config);
+  }
+
+  apply(config: MediaProbeConfig | undefined): void {
+    this.current = probeFromConfig(config);
+  }
+
+  probe(url: string): ReturnType<UrlProbe['probe']> {
+    return this.current.probe(url);
+  }
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../config/load';
-import { probeFromConfig } from './from-config';
+import { ConfiguredProbe, probeFromConfig } from './from-config';
 import { MediaProbe } from './media-probe';
 import { NO_PROBE } from './port';
 
@@ -27,5 +27,14 @@ describe('media_probe in the config', () => {
     expect(() => parseConfig('media_probe: {max_read_bytes: 8388609}', {})).toThrow(/media_probe\.max_read_bytes/);
     expect(() => parseConfig('media_probe: {allow_private_addresses: "yes"}', {})).toThrow(/media_probe\.allow_private_addresses/);
     expect(parseConfig('media_probe: {max_read_bytes: 8388608, timeout_ms: 10000}', {}).media_probe).toMatchObject({ max_read_bytes: 8388608, timeout_ms: 10000 });
+  });
+
+  it('follows a live reload: the probe the new file describes answers the next probe', async () => {
+    const probe = new ConfiguredProbe(parseConfig('models: []', {}).media_probe);
+    expect(await probe.probe('http://127.0.0.1:9/photo.jpg')).toMatchObject({ kind: 'refused', message: expect.stringContaining('a loopback address') });
+    probe.apply(parseConfig('media_probe: {enabled: false}', {}).media_probe);
+    expect(await probe.probe('http://127.0.0.1:9/photo.jpg')).toEqual({ kind: 'unprobed', reason: 'media probing is off' });
+    probe.apply(undefined);
+    expect(await probe.probe('http://127.0.0.1:9/photo.jpg')).toMatchObject({ kind: 'refused' });
   });
 });

@@ -24,7 +24,7 @@ import { TaskService } from '../commands/task/service';
 import { createJobQueue } from '../jobs';
 import { TaskQueries } from '../projections/tasks/queries';
 import { POLLER_SETTINGS, type PollerSettings } from '../tasks/poller';
-import { probeFromConfig } from '../probe/from-config';
+import { ConfiguredProbe } from '../probe/from-config';
 import type { UrlProbe } from '../probe/port';
 import { TaskWorkflows, type TaskWorkflowLog } from '../tasks/workflows';
 import { allProjections } from '../projections';
@@ -442,12 +442,15 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const probes = new ChannelProbes(channelBoard, () => registry.config.channels, (error) => app.log.warn({ err: error }, 'a channel probe failed to run'));
   // Live configuration: the file read and validated whole, then applied in one turn of the event loop
   // (models, prices and channels together); a call in flight keeps the model, price and routes it took.
+  // The media URL probe follows the config file too (a test's own probe stays as given).
+  const mediaProbe = new ConfiguredProbe(config.media_probe);
   let reloads: Promise<unknown> = Promise.resolve();
   const reload = (trigger: 'sighup' | 'admin'): Promise<ReloadOutcome> => {
     const run = reloads.then(async (): Promise<ReloadOutcome> => {
       const read = await readConfig(settings.configPath, settings.env);
       if (!read.ok) return read;
       registry.replace(read.config);
+      mediaProbe.apply(read.config.media_probe);
       channelBoard.setPolicy(healthPolicyOf(read.config.channel_health));
       probes.start(probeIntervalMsOf(read.config.channel_health));
       const event = {
@@ -486,7 +489,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     tasks,
     taskQueries,
     workflows,
-    probe: overrides.probe ?? probeFromConfig(config.media_probe),
+    probe: overrides.probe ?? mediaProbe,
     ...(overrides.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: overrides.taskSubmitTimeoutMs } : {}),
     ...(overrides.transcriptTimings ? { transcriptTimings: overrides.transcriptTimings } : {}),
     publicBaseUrl: settings.publicBaseUrl,
