@@ -9,8 +9,22 @@ import { FRESH_STATE } from './health';
  * the `channels` projection. Appended in the background, in order per channel: a failed append is told, and
  * the live state stays as it is.
  */
-export function auditChannelChanges(board: ChannelBoard, store: EventStore, onError: (error: unknown, channelId: string) => void): { idle(): Promise<void> } {
+export interface ChannelAudit {
+  /** Resolves once every change told so far has been appended (or has failed to be). */
+  idle(): Promise<void>;
+  /** Whether a change of this channel is still waiting for its append (the log is behind this instance). */
+  pending(channelId: string): boolean;
+  /** Whether this instance appended the event (ChannelFollower leaves its own changes alone). */
+  isOwn(eventId: string): boolean;
+}
+
+/** How many of its own change events an instance remembers: far more than change in one follow interval. */
+const OWN_EVENTS_KEPT = 1_000;
+
+export function auditChannelChanges(board: ChannelBoard, store: EventStore, onError: (error: unknown, channelId: string) => void): ChannelAudit {
   let queue: Promise<unknown> = Promise.resolve();
+  const waiting = new Map<string, number>();
+  const own = new Set<string>();
   board.onChange((channelId, change) => {
     const at = Math.floor(Date.now() / 1000);
     const data = {
@@ -23,9 +37,25 @@ export function auditChannelChanges(board: ChannelBoard, store: EventStore, onEr
       at,
     };
     const event = { id: randomUUID(), type: ChannelStateChanged.type, data, metadata: change.cause === 'operator' ? { actor: 'admin' } : {} };
-    queue = queue.then(() => store.append(channelStream(channelId), [event], 'any').catch((error: unknown) => onError(error, channelId)));
+    waiting.set(channelId, (waiting.get(channelId) ?? 0) + 1);
+    own.add(event.id);
+    if (own.size > OWN_EVENTS_KEPT) own.delete(own.values().next().value as string);
+    queue = queue.then(() =>
+      store
+        .append(channelStream(channelId), [event], 'any')
+        .catch((error: unknown) => onError(error, channelId))
+        .finally(() => {
+          const left = (waiting.get(channelId) ?? 1) - 1;
+          if (left > 0) waiting.set(channelId, left);
+          else waiting.delete(channelId);
+        }),
+    );
   });
-  return { idle: () => queue.then(() => undefined) };
+  return {
+    idle: () => queue.then(() => undefined),
+    pending: (channelId) => waiting.has(channelId),
+    isOwn: (eventId) => own.has(eventId),
+  };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Sql } from '../storage/sql';
+import type { ChannelAudit } from './audit';
 import type { ChannelBoard } from './board';
 import { FRESH_STATE, type ChannelState, type ChannelStatus } from './health';
 
@@ -50,8 +51,11 @@ export function followed(local: ChannelState, change: RecordedChange): ChannelSt
 
 /**
  * Polls `channel_states` and applies what `followed` says to the board, silently (the change is in the
- * log already). Only changes recorded after the previous poll are looked at: the first poll takes note of
- * what is there (the start restored disabled channels from the log itself).
+ * log already). Only changes recorded after the previous poll are looked at, and only other instances':
+ * the first poll takes note of what is there (the start restored disabled channels from the log itself),
+ * an event this instance appended is skipped, and so is a channel whose own latest change is not in the
+ * log yet (the table's row is older than this instance's state then). The projection applies a channel's
+ * changes in its stream's order, so a row newer than this instance's last own change is a later decision.
  */
 export class ChannelFollower {
   private seen = new Map<string, string>();
@@ -60,18 +64,23 @@ export class ChannelFollower {
   constructor(
     private readonly board: ChannelBoard,
     private readonly sql: Sql,
+    private readonly audit: Pick<ChannelAudit, 'pending' | 'isOwn'>,
   ) {}
 
   async poll(): Promise<number> {
-    const rows = await this.sql.query<{ channel_id: string; status: ChannelStatus; cause: string; reason: string; changed_at: string }>(
-      'SELECT channel_id, status, cause, reason, changed_at::text AS changed_at FROM channel_states',
+    const rows = await this.sql.query<{ channel_id: string; status: ChannelStatus; cause: string; reason: string; changed_at: string; event_id: string | null }>(
+      'SELECT channel_id, status, cause, reason, changed_at::text AS changed_at, event_id::text AS event_id FROM channel_states',
     );
     let applied = 0;
     for (const row of rows) {
-      const mark = `${row.changed_at}|${row.status}|${row.cause}|${row.reason}`;
+      // A change of this instance's own still on its way to the log is newer than whatever the table
+      // says: look again at the next poll.
+      if (this.audit.pending(row.channel_id)) continue;
+      const mark = row.event_id ?? `${row.changed_at}|${row.status}|${row.cause}|${row.reason}`;
       if (this.seen.get(row.channel_id) === mark) continue;
       this.seen.set(row.channel_id, mark);
-      if (!this.primed) continue;
+      // Its own changes are what this instance's board already holds (or has moved past since).
+      if (!this.primed || (row.event_id !== null && this.audit.isOwn(row.event_id))) continue;
       const change = { channelId: row.channel_id, status: row.status, cause: row.cause, reason: row.reason, changedAt: Number(row.changed_at) };
       const next = followed(this.board.state(row.channel_id), change);
       if (next) {

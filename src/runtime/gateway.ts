@@ -434,11 +434,11 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const channelBoard = new ChannelBoard(healthPolicyOf(config.channel_health));
   registry.followHealth(channelBoard);
   await restoreDisabled(channelBoard, store, config.channels);
+  const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
   // What other instances record (an operator's disable or enable, credentials refused, a probe's success) is
   // taken over here; the first poll only notes what is already there (restoreDisabled read it from the log).
-  const channelFollower = new ChannelFollower(channelBoard, storage.sql);
+  const channelFollower = new ChannelFollower(channelBoard, storage.sql, channelAudit);
   await channelFollower.poll();
-  const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
   const probes = new ChannelProbes(channelBoard, () => registry.config.channels, (error) => app.log.warn({ err: error }, 'a channel probe failed to run'));
   // Live configuration: the file read and validated whole, then applied in one turn of the event loop
   // (models, prices and channels together); a call in flight keeps the model, price and routes it took.

@@ -18,6 +18,9 @@ CREATE TABLE IF NOT EXISTS channel_states (
   until bigint,
   changed_at bigint NOT NULL
 );
+-- The change's event and its place in the channel's stream (instances follow each other's changes by them).
+ALTER TABLE channel_states ADD COLUMN IF NOT EXISTS event_id uuid;
+ALTER TABLE channel_states ADD COLUMN IF NOT EXISTS revision bigint;
 CREATE TABLE IF NOT EXISTS channel_changes (
   event_id uuid PRIMARY KEY,
   channel_id text NOT NULL,
@@ -58,9 +61,9 @@ CREATE TABLE IF NOT EXISTS config_changes (
       [recorded.id, d.channel_id, d.from, d.to, d.cause, d.reason, d.until, actor, d.at],
     );
     await tx.query(
-      `INSERT INTO channel_states (channel_id, status, cause, reason, until, changed_at) VALUES ($1, $2, $3, $4, $5, $6)
-       ON CONFLICT (channel_id) DO UPDATE SET status = $2, cause = $3, reason = $4, until = $5, changed_at = $6`,
-      [d.channel_id, d.to, d.cause, d.reason, d.until, d.at],
+      `INSERT INTO channel_states (channel_id, status, cause, reason, until, changed_at, event_id, revision) VALUES ($1, $2, $3, $4, $5, $6, $7::uuid, $8::bigint)
+       ON CONFLICT (channel_id) DO UPDATE SET status = $2, cause = $3, reason = $4, until = $5, changed_at = $6, event_id = $7::uuid, revision = $8::bigint`,
+      [d.channel_id, d.to, d.cause, d.reason, d.until, d.at, recorded.id, recorded.revision.toString()],
     );
   }),
 };
