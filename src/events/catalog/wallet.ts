@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Int32, Timestamp, Units, defineEvent, type EventOf } from './codec';
+import { ChannelGroup, Int32, Timestamp, Units, defineEvent, type EventOf } from './codec';
 
 /** The wallet stream of an account: `wallet-{accountId}`. It holds the account's
  * status and limits too, because every money decision needs them at once. */
@@ -107,6 +107,9 @@ export const AccountLimitsSet = defineEvent(
     at: Timestamp,
   }),
 );
+/** The channel group the account's calls are routed to (null: none, every channel); a key's own
+ * group wins over it (src/channels/groups.ts). */
+export const AccountGroupSet = defineEvent('AccountGroupSet', z.object({ group: ChannelGroup.nullable(), at: Timestamp }));
 
 /** One re-rated call inside an adjustment: what it cost, what it costs at the new price. */
 export const AdjustedCall = z.object({
@@ -156,6 +159,7 @@ export const walletEvents = [
   AccountDeactivated,
   AccountReactivated,
   AccountLimitsSet,
+  AccountGroupSet,
   CallRejected,
   WalletAdjusted,
   EscrowFunded,

@@ -11,7 +11,8 @@ import { releaseUnsettled } from '../hold-release';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
 import { builtinToolsHold, chargeOf, holdAmount, pricingOf, receiptOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import { checkUsage, isInvalidUsage, usageBounds, usageInvalidNote, type UsageBounds } from '../../upstream/usage';
-import type { Route, Router } from '../../upstream/routing';
+import type { Route, RouteSource, Router } from '../../upstream/routing';
+import { callerGroup } from '../../channels/groups';
 import { tryJson } from '../../upstream/json';
 import { BodyTooLargeError, CHAT_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { readAhead } from '../../upstream/read-ahead';
@@ -102,7 +103,9 @@ export async function relayChat(
   if (model.kind !== 'text' || model.endpoint_type)
     return reject('no_channel_available', `The model \`${model.id}\` is served only on its dedicated ${model.endpoint_type ?? model.kind} endpoint.`);
 
-  const routes = pinnedOrder(routesFor(deps, adapter, model, info, reject), params.pin, (route) => route.channel.id);
+  // Only the channels of the caller's group (its key's, else its account's; none bound: every channel).
+  const group = callerGroup(caller);
+  const routes = pinnedOrder(routesFor(deps.router.scoped(group), group, adapter, model, info, reject), params.pin, (route) => route.channel.id);
   // Translated: the client's request decoded once, and re-encoded for each route's channel.
   const decoded = routes.some(isTranslated) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
   const attempts = routes.map((route) => ({ route, translation: decoded && isTranslated(route) ? translationFor(decoded, adapter, route, model) : null }));
@@ -295,24 +298,26 @@ function brokenBody(error: unknown, signal: CallSignal): Failure {
 }
 
 function routesFor(
-  deps: RelayDeps,
+  router: RouteSource,
+  group: string | null,
   adapter: ProtocolAdapter,
   model: ModelConfig,
   info: ChatRequestInfo,
   reject: (code: ErrorCode, message: string) => never,
 ): Route[] {
-  let routes: Route[] = deps.router.routes(model.id, adapter.protocol);
+  let routes: Route[] = router.routes(model.id, adapter.protocol);
   // No native channel: channels of another protocol that translate for this one.
-  if (routes.length === 0) routes = translatedRoutes(deps.router, model.id, adapter.protocol);
+  if (routes.length === 0) routes = translatedRoutes(router, model.id, adapter.protocol);
   if (routes.length === 0) {
-    const resting = CHAT_PROTOCOLS.some((via) => deps.router.configured(model.id, via, (channel) => channelServes(channel, adapter.protocol)));
-    return reject('no_channel_available', resting ? `Every channel of the model \`${model.id}\` for the ${adapter.protocol} protocol is cooling down or disabled; retry later.` : `The model \`${model.id}\` has no channel for the ${adapter.protocol} protocol.`);
+    const resting = CHAT_PROTOCOLS.some((via) => router.configured(model.id, via, (channel) => channelServes(channel, adapter.protocol)));
+    const where = group === null ? '' : ` in the channel group \`${group}\``;
+    return reject('no_channel_available', resting ? `Every channel of the model \`${model.id}\`${where} for the ${adapter.protocol} protocol is cooling down or disabled; retry later.` : `The model \`${model.id}\` has no channel${where} for the ${adapter.protocol} protocol.`);
   }
   if (info.builtinTools.length === 0) return routes;
   // A built-in tool runs on a channel that lists it: natively, or through a translation that carries it.
-  const capable = builtinToolRoutes(deps.router, model.id, adapter.protocol, info.builtinTools);
+  const capable = builtinToolRoutes(router, model.id, adapter.protocol, info.builtinTools);
   if (capable.length > 0) return capable;
-  const missing = info.builtinTools.find((tool) => builtinToolRoutes(deps.router, model.id, adapter.protocol, [tool]).length === 0);
+  const missing = info.builtinTools.find((tool) => builtinToolRoutes(router, model.id, adapter.protocol, [tool]).length === 0);
   const tools = missing ? `The built-in tool \`${missing}\` is` : `The built-in tools ${info.builtinTools.map((t) => `\`${t}\``).join(' and ')} together are`;
   return reject('tool_not_supported', `${tools} not supported for the model \`${model.id}\` on the ${adapter.protocol} protocol.`);
 }
