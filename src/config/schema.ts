@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { fallbackProblems } from '../channels/fallbacks';
 
 /** An exact decimal USD amount written as a string, e.g. "0.15". Floats are refused:
  * a price must survive the trip into integer units without rounding. */
@@ -182,6 +183,9 @@ export const ModelSchema = z
     discount: DiscountSchema.optional(),
     fixed_grid: z.number().int().positive().optional(),
     video: VideoRulesSchema.optional(),
+    /** Chat models: other models (canonical ids, same kind) tried in order when every channel of this one
+     * failed with a retryable error; theirs are tried in turn (src/channels/fallbacks.ts). */
+    fallbacks: z.array(z.string().min(1)).optional(),
   })
   .strict()
   .superRefine((model, ctx) => {
@@ -262,6 +266,7 @@ export const ConfigSchema = z
     const agentDefault = config.agents?.default_model;
     if (agentDefault !== undefined && !config.models.some((m) => m.id === agentDefault || m.aliases.includes(agentDefault)))
       ctx.addIssue({ code: 'custom', path: ['agents', 'default_model'], message: `unknown model ${agentDefault}` });
+    for (const problem of fallbackProblems(config.models)) ctx.addIssue({ code: 'custom', path: ['models', problem.index, 'fallbacks'], message: problem.message });
     const channelIds = new Set<string>();
     config.channels.forEach((c, i) => {
       if (channelIds.has(c.id)) ctx.addIssue({ code: 'custom', path: ['channels', i, 'id'], message: `duplicate channel id ${c.id}` });

@@ -32,6 +32,9 @@ export const CallRecord = z.object({
   /** The part of the captured cost that is built-in tool fees (nano-dollars, a decimal string);
    * the calls are `unit_count` of `unit_type` (e.g. `web_search_call`). Absent: none. */
   tool_fee: z.string().regex(/^\d+$/).optional(),
+  /** The model the client asked for, when one of its fallbacks answered (`model` is the one that answered
+   * and was billed). Absent: the model asked for answered, or none did. */
+  requested_model: z.string().optional(),
   /** The promotional discount multiplier the token prices were billed at. Absent: none. */
   discount: z.string().regex(/^\d+(\.\d+)?$/).optional(),
 });
