@@ -229,6 +229,34 @@ export const MediaProbeConfigSchema = z
   .strict();
 export type MediaProbeConfig = z.infer<typeof MediaProbeConfigSchema>;
 
+const KiB = 1024;
+/** A body size: whole bytes, or a string with a binary unit (`512KB`, `16MB`, `1GB`: powers of 1024). */
+const ByteSize = z
+  .union([z.number().int(), z.string().regex(/^\s*\d+\s*(B|KB|MB|GB)?\s*$/i, 'a size: whole bytes, or e.g. "512KB", "16MB"')])
+  .transform((v) => {
+    if (typeof v === 'number') return v;
+    const [, n, unit] = /^\s*(\d+)\s*(B|KB|MB|GB)?\s*$/i.exec(v)!;
+    const factor = { B: 1, KB: KiB, MB: KiB * KiB, GB: KiB * KiB * KiB }[(unit ?? 'B').toUpperCase() as 'B' | 'KB' | 'MB' | 'GB'];
+    return Number(n) * factor;
+  })
+  .pipe(z.number().int().min(KiB, 'at least 1KB').max(KiB * KiB * KiB, 'at most 1GB'));
+
+/** The largest request body of each route family (src/http/intake/families.ts); absent: that family's
+ * default. Applied when the server starts (a reload does not change them). */
+export const BodyLimitsSchema = z
+  .object({
+    /** Chat calls in every protocol, count_tokens included (default 8MB). */
+    chat: ByteSize.optional(),
+    /** Media task submissions: video, music, speech, voices, transcripts (default 32MB). */
+    media: ByteSize.optional(),
+    /** The MCP endpoint (default 1MB). */
+    mcp: ByteSize.optional(),
+    /** The admin API's JSON (default 8MB). */
+    admin: ByteSize.optional(),
+  })
+  .strict();
+export type BodyLimits = z.infer<typeof BodyLimitsSchema>;
+
 export const ConfigSchema = z
   .object({
     channels: z.array(ChannelSchema).default([]),
@@ -244,6 +272,8 @@ export const ConfigSchema = z
     agents: z.object({ default_model: z.string().min(1).optional() }).strict().optional(),
     /** Absent: the defaults (cool down after 3 failures in a row, 30 s doubling up to 30 min). */
     channel_health: ChannelHealthSchema.optional(),
+    /** Absent: each route family's default body limit. */
+    body_limits: BodyLimitsSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {
