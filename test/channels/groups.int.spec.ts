@@ -106,6 +106,21 @@ describe('channel groups: keys and accounts bound to a group are routed to its c
     expect((await ok('GET', `/accounts/${account.id}/keys`)).data[0].group).toBeNull();
   });
 
+  it("an agent key routes as its enterprise account's group; a group set on the agent key itself is not looked at", async () => {
+    const ent = (await ok('POST', '/accounts', { name: 'Acme', group: 'premium' })).id as string;
+    const alice = (await ok('POST', '/accounts', { name: 'alice' })).id as string;
+    await ok('PUT', `/accounts/${ent}/enterprise`, { allowed_models: ['shared-model'], default_model: 'shared-model' });
+    await ok('PUT', `/accounts/${ent}/members/${alice}`, { role: 'admin' });
+    const agent = await ok('POST', `/accounts/${ent}/agents`, { name: 'Desk', creator_account_id: alice, system_prompt: 'Be brief.', published: true });
+    const agentKey = await ok('POST', `/agents/${agent.id}/keys`, { name: 'desk', issued_by: alice });
+    const openai = client(agentKey.key);
+    expect(await servedBy(openai, 'shared-model')).toBe('vip-shared');
+    await ok('PATCH', `/keys/${agentKey.id}`, { group: 'default' });
+    expect(await servedBy(openai, 'shared-model')).toBe('vip-shared');
+    await ok('PUT', `/accounts/${ent}/group`, { group: 'default' });
+    expect(await servedBy(openai, 'shared-model')).toBe('gen-shared');
+  });
+
   it('refuses a malformed group name with 400 invalid_request; a group no channel is in refuses every call with 503', async () => {
     const { accountId, keyId, key } = await h.t.accountWithKey();
     for (const [method, path, body] of [
