@@ -67,6 +67,22 @@ describe('CLI values', () => {
     expect(keys.data[0]).toMatchObject({ expires_at: 4_000_000_000, allowed_models: null });
   });
 
+  it('binds and unbinds channel groups: the account with `accounts group`, a key with `--group` (none: unbind)', async () => {
+    const group = async () => (JSON.parse((await gw.run(['accounts', 'show', accountId])).stdout) as { group: string | null }).group;
+    expect((await gw.run(['accounts', 'group', accountId, 'premium'])).code).toBe(0);
+    expect(await group()).toBe('premium');
+    expect((await gw.run(['accounts', 'group', accountId, 'none'])).code).toBe(0);
+    expect(await group()).toBeNull();
+    expect((await gw.run(['accounts', 'group', accountId])).code).toBe(2);
+    const keyGroup = async () => (JSON.parse((await gw.run(['keys', 'list', accountId])).stdout) as { data: Array<{ group: string | null }> }).data[0]!.group;
+    expect((await gw.run(['keys', 'update', keyId, '--group', 'default'])).code).toBe(0);
+    expect(await keyGroup()).toBe('default');
+    expect((await gw.run(['keys', 'update', keyId, '--group', 'none'])).code).toBe(0);
+    expect(await keyGroup()).toBeNull();
+    const created = JSON.parse((await gw.run(['accounts', 'create', 'Grouped Co', '--group', 'premium'])).stdout) as { group: string };
+    expect(created.group).toBe('premium');
+  });
+
   it('answers a mistyped flag with the usage, not a stack trace', async () => {
     const typo = await gw.run(['accounts', 'limits', accountId, '--rmp', '5']);
     expect(typo.code).toBe(2);
