@@ -25,18 +25,20 @@ const USAGE = `Usage: gateway <command> [options]
                                           idempotent on R (admin API: POST /admin/v1/rerates)
   ledger verify --parked                  list the events the projections parked (could not apply); exit 1 if any
 
-  accounts create NAME                    (these talk to a running gateway's admin API:
+  accounts create NAME [--group GROUP]    (these talk to a running gateway's admin API:
   accounts list                            GATEWAY_URL, default http://HOST:PORT, and ADMIN_TOKEN
   accounts show ID                         or the token saved in DATA_DIR)
   accounts topup ID AMOUNT_USD [--reference TEXT]
   accounts limits ID [--rpm N|none] [--concurrency N|none]   (a limit not given keeps its value)
+  accounts group ID GROUP|none            bind the account to a channel group (none: unbind, every channel)
   accounts deactivate ID [--reason TEXT]
   accounts reactivate ID
   accounts ledger ID
   accounts login-link ID                  a one-time sign-in link to the account's web console (/console/), 15 minutes
-  keys create ACCOUNT_ID --name NAME [--models a,b|none] [--expires-at UNIX] [--spend-cap USD] [--disabled]
+  keys create ACCOUNT_ID --name NAME [--models a,b|none] [--expires-at UNIX] [--spend-cap USD] [--group GROUP] [--disabled]
   keys list ACCOUNT_ID
-  keys update KEY_ID [--name NAME] [--models a,b|all|none] [--expires-at UNIX|never] [--spend-cap USD|none] [--enable|--disable]
+  keys update KEY_ID [--name NAME] [--models a,b|all|none] [--expires-at UNIX|never] [--spend-cap USD|none]
+                     [--group GROUP|none] [--enable|--disable]   (a key's group wins over its account's)
   keys revoke KEY_ID
   keys delete KEY_ID
   keys reveal KEY_ID
@@ -333,11 +335,13 @@ function keyBody(values: Record<string, string | boolean | undefined>) {
   const models = values.models as string | undefined;
   const expires = values['expires-at'] as string | undefined;
   const cap = orNull(values['spend-cap'] as string | undefined, 'none');
+  const group = orNull(values.group as string | undefined, 'none');
   return {
     ...(values.name !== undefined ? { name: values.name } : {}),
     ...(models !== undefined ? { allowed_models: allowList(models) } : {}),
     ...(expires !== undefined ? { expires_at: wholeNumber(expires, '--expires-at', 'never') } : {}),
     ...(cap !== undefined ? { spend_cap_usd: cap } : {}),
+    ...(group !== undefined ? { group } : {}),
     ...(values.disable || values.disabled ? { enabled: false } : values.enable ? { enabled: true } : {}),
   };
 }
@@ -382,6 +386,7 @@ export async function main(argv: string[]): Promise<void> {
       models: { type: 'string' },
       'expires-at': { type: 'string' },
       'spend-cap': { type: 'string' },
+      group: { type: 'string' },
       disabled: { type: 'boolean' },
       disable: { type: 'boolean' },
       enable: { type: 'boolean' },
@@ -479,7 +484,7 @@ export async function main(argv: string[]): Promise<void> {
       });
 
     case 'accounts create':
-      return admin(settings, 'POST', '/accounts', { name: need(rest[0], 'NAME') });
+      return admin(settings, 'POST', '/accounts', { name: need(rest[0], 'NAME'), ...(values.group !== undefined ? { group: values.group } : {}) });
     case 'accounts list':
       return admin(settings, 'GET', '/accounts');
     case 'accounts show':
@@ -491,6 +496,10 @@ export async function main(argv: string[]): Promise<void> {
       });
     case 'accounts limits':
       return setLimits(settings, need(rest[0], 'ID'), values.rpm, values.concurrency);
+    case 'accounts group': {
+      const bound = need(rest[1], 'GROUP (or none)');
+      return admin(settings, 'PUT', `/accounts/${need(rest[0], 'ID')}/group`, { group: bound === 'none' ? null : bound });
+    }
     case 'accounts deactivate':
       return admin(settings, 'POST', `/accounts/${need(rest[0], 'ID')}/deactivate`, values.reason ? { reason: values.reason } : {});
     case 'accounts reactivate':

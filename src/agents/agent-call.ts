@@ -7,6 +7,7 @@ import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { Router } from '../upstream/routing';
 import { sessionOf } from './pin';
 import { INJECTED_PAGES, latestUserText, rewriteAgentBody, type InjectedPage } from './rewrite';
+import { callerGroup } from '../channels/groups';
 
 export interface AgentCallDeps {
   readonly enterprises: Enterprises;
@@ -74,7 +75,7 @@ export async function prepareAgentCall(deps: AgentCallDeps, request: FastifyRequ
     }
   }
 
-  const routes = deps.router.routes(model.id, 'chat-completions');
+  const routes = deps.router.scoped(callerGroup(caller)).routes(model.id, 'chat-completions');
   const builtinTools = SWITCHED_TOOLS.filter(([flag, tool]) => agent.settings[flag] && routes.some((r) => r.channel.tools.includes(tool))).map(([, tool]) => tool);
   const rewritten = rewriteAgentBody(request.body, { agent: agent.settings, model: model.id, vision: model.capabilities.includes('vision'), builtinTools, pages });
   if ('error' in rewritten) throw new GatewayError(rewritten.error.code, rewritten.error.message);

@@ -57,3 +57,23 @@ export function failover(failure: Failure, call: CallState, latencyMs = 0): Verd
   if (failure.kind === 'no_channel') return { next: !ended, outcome: null, failure };
   return { next: !ended, outcome: { kind: 'failure', message: failure.message, latencyMs }, failure };
 }
+
+/**
+ * Whether a model's fallbacks are tried after its ladder ended on `failure` (src/channels/fallbacks.ts):
+ * when the channels failed in a way another model may not (a failed or timed-out connection, a 5xx, a 429,
+ * every channel's credentials refused), never on the caller's own 4xx, and not once the call's budget ran
+ * out, the gateway is shutting down or the call was stopped.
+ */
+export function fallsBack(failure: Failure, call: CallState): boolean {
+  if (call.expired || call.shuttingDown || call.aborted) return false;
+  switch (failure.kind) {
+    case 'status':
+      return failure.status >= 500 || failure.status === 429;
+    case 'unreachable':
+    case 'timeout':
+    case 'no_channel':
+      return true;
+    default:
+      return false;
+  }
+}

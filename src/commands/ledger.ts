@@ -190,9 +190,9 @@ export class Ledger {
     return this.keys.handle(keyStream(keyId), command, actor ? { metadata: { actor } } : {});
   }
 
-  async openAccount(name: string, actor = 'admin'): Promise<Result<{ accountId: string; state: WalletState }>> {
+  async openAccount(name: string, actor = 'admin', group: string | null = null): Promise<Result<{ accountId: string; state: WalletState }>> {
     const accountId = `acct_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-    const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, now: this.now() }, `open:${accountId}`, actor);
+    const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, group, now: this.now() }, `open:${accountId}`, actor);
     return outcome(handled, (state) => ({ accountId, state }));
   }
 
@@ -205,6 +205,11 @@ export class Ledger {
 
   async setLimits(accountId: string, rpm: number | null, concurrency: number | null, actor = 'admin') {
     return outcome(await this.wallet$(accountId, { type: 'SetLimits', rpm, concurrency, now: this.now() }, undefined, actor), (state) => ({ state }));
+  }
+
+  /** Binds the account to a channel group (null: unbinds it). */
+  async setGroup(accountId: string, group: string | null, actor = 'admin') {
+    return outcome(await this.wallet$(accountId, { type: 'SetGroup', group, now: this.now() }, undefined, actor), (state) => ({ state }));
   }
 
   async deactivate(accountId: string, reason: string, actor = 'admin') {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { fallbackProblems } from '../channels/fallbacks';
 
 /** An exact decimal USD amount written as a string, e.g. "0.15". Floats are refused:
  * a price must survive the trip into integer units without rounding. */
@@ -182,6 +183,9 @@ export const ModelSchema = z
     discount: DiscountSchema.optional(),
     fixed_grid: z.number().int().positive().optional(),
     video: VideoRulesSchema.optional(),
+    /** Chat models: other models (canonical ids, same kind) tried in order when every channel of this one
+     * failed with a retryable error; theirs are tried in turn (src/channels/fallbacks.ts). */
+    fallbacks: z.array(z.string().min(1)).optional(),
   })
   .strict()
   .superRefine((model, ctx) => {
@@ -225,6 +229,34 @@ export const MediaProbeConfigSchema = z
   .strict();
 export type MediaProbeConfig = z.infer<typeof MediaProbeConfigSchema>;
 
+const KiB = 1024;
+/** A body size: whole bytes, or a string with a binary unit (`512KB`, `16MB`, `1GB`: powers of 1024). */
+const ByteSize = z
+  .union([z.number().int(), z.string().regex(/^\s*\d+\s*(B|KB|MB|GB)?\s*$/i, 'a size: whole bytes, or e.g. "512KB", "16MB"')])
+  .transform((v) => {
+    if (typeof v === 'number') return v;
+    const [, n, unit] = /^\s*(\d+)\s*(B|KB|MB|GB)?\s*$/i.exec(v)!;
+    const factor = { B: 1, KB: KiB, MB: KiB * KiB, GB: KiB * KiB * KiB }[(unit ?? 'B').toUpperCase() as 'B' | 'KB' | 'MB' | 'GB'];
+    return Number(n) * factor;
+  })
+  .pipe(z.number().int().min(KiB, 'at least 1KB').max(KiB * KiB * KiB, 'at most 1GB'));
+
+/** The largest request body of each route family (src/http/intake/families.ts); absent: that family's
+ * default. Applied when the server starts (a reload does not change them). */
+export const BodyLimitsSchema = z
+  .object({
+    /** Chat calls in every protocol, count_tokens included (default 8MB). */
+    chat: ByteSize.optional(),
+    /** Media task submissions: video, music, speech, voices, transcripts (default 32MB). */
+    media: ByteSize.optional(),
+    /** The MCP endpoint (default 1MB). */
+    mcp: ByteSize.optional(),
+    /** The admin API's JSON (default 8MB). */
+    admin: ByteSize.optional(),
+  })
+  .strict();
+export type BodyLimits = z.infer<typeof BodyLimitsSchema>;
+
 export const ConfigSchema = z
   .object({
     channels: z.array(ChannelSchema).default([]),
@@ -240,6 +272,8 @@ export const ConfigSchema = z
     agents: z.object({ default_model: z.string().min(1).optional() }).strict().optional(),
     /** Absent: the defaults (cool down after 3 failures in a row, 30 s doubling up to 30 min). */
     channel_health: ChannelHealthSchema.optional(),
+    /** Absent: each route family's default body limit. */
+    body_limits: BodyLimitsSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {
@@ -262,6 +296,7 @@ export const ConfigSchema = z
     const agentDefault = config.agents?.default_model;
     if (agentDefault !== undefined && !config.models.some((m) => m.id === agentDefault || m.aliases.includes(agentDefault)))
       ctx.addIssue({ code: 'custom', path: ['agents', 'default_model'], message: `unknown model ${agentDefault}` });
+    for (const problem of fallbackProblems(config.models)) ctx.addIssue({ code: 'custom', path: ['models', problem.index, 'fallbacks'], message: problem.message });
     const channelIds = new Set<string>();
     config.channels.forEach((c, i) => {
       if (channelIds.has(c.id)) ctx.addIssue({ code: 'custom', path: ['channels', i, 'id'], message: `duplicate channel id ${c.id}` });

@@ -33,6 +33,7 @@ const row = (fields: Partial<LogRow>): LogRow => ({
   adjustment_usd: '0.00',
   adjustment_reference: null,
   tool_fee_usd: null,
+  requested_model: null,
   agent_id: null,
   ...fields,
 });

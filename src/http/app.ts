@@ -189,7 +189,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Before the intake and authentication: a preflight is answered, and every refusal carries the
   // CORS headers a browser needs to read it (off unless CORS_ORIGINS is set).
   await registerCors(app, deps.corsOrigins ?? null);
-  await app.register(intakePlugin, { timings });
+  // The config's `body_limits`, read once: route limits are set as the routes are registered.
+  await app.register(intakePlugin, { timings, bodyLimits: deps.registry.config.body_limits ?? {} });
   await app.register(authPlugin, { ledger: deps.ledger, sql: deps.sql, ...(deps.now ? { now: deps.now } : {}) });
   await app.register(agentKeyGate);
   await app.register(rateLimitPlugin, { limiter: deps.rateLimiter, onRefused: (exceeded) => deps.metrics.rateLimited(exceeded) });

@@ -50,7 +50,7 @@ export function corsOriginsOf(value: string | undefined): CorsOrigins {
 const CLIENT_PATHS = /^\/(v1|v1beta|api)(\/|$)/;
 
 /** The gateway's own answer headers a browser client may read. */
-const EXPOSED_HEADERS = ['x-gateway-trace', 'x-request-id', 'retry-after', 'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests', 'x-protocol-translation', 'x-protocol-warning', 'idempotency-replayed'];
+const EXPOSED_HEADERS = ['x-gateway-trace', 'x-gateway-cost', 'x-request-id', 'retry-after', 'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests', 'x-protocol-translation', 'x-protocol-warning', 'idempotency-replayed'];
 
 export async function registerCors(app: FastifyInstance, origins: CorsOrigins): Promise<void> {
   if (origins === null) return;

@@ -86,7 +86,7 @@ const MiB = 1024 * 1024;
 
 /** A body over its route's limit (0: the route takes none). */
 export function requestTooLarge(limit: number): GatewayError {
-  const size = limit % MiB === 0 ? `${limit / MiB} MB` : `${limit} bytes`;
+  const size = limit % MiB === 0 ? `${limit / MiB} MB` : limit % 1024 === 0 ? `${limit / 1024} KB` : `${limit} bytes`;
   return new GatewayError('request_too_large', limit === 0 ? 'this endpoint takes no request body' : `the request body is over this endpoint's limit of ${size}`);
 }
 

@@ -70,7 +70,7 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
   const big = (v: string | null | undefined) => (v == null ? null : BigInt(v));
 
   const accountRows = await sql.query<Record<string, string | null>>(
-    `SELECT account_id, name, status, balance::text, held::text, credited::text, captured::text, adjusted::text, rpm, concurrency FROM accounts
+    `SELECT account_id, name, status, balance::text, held::text, credited::text, captured::text, adjusted::text, rpm, concurrency, channel_group FROM accounts
       WHERE $1::text IS NULL OR account_id = $1`,
     [options.accountId ?? null],
   );
@@ -92,6 +92,7 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
     compare(subject, 'adjusted', state.adjusted, big(row.adjusted));
     compare(subject, 'rpm', state.limits.rpm, row.rpm === null ? null : Number(row.rpm));
     compare(subject, 'concurrency', state.limits.concurrency, row.concurrency === null ? null : Number(row.concurrency));
+    compare(subject, 'group', state.group, row.channel_group);
     // Money is conserved: credits = balance + captured charges + net adjustments.
     if (state.credited !== state.balance + state.captured + state.adjusted)
       differences.push({ subject, field: 'conservation', expected: String(state.credited), actual: String(state.balance + state.captured + state.adjusted) });
@@ -130,7 +131,7 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
   for (const id of rowsById.keys()) differences.push({ subject: `account ${id}`, field: 'row', expected: 'absent (no events)', actual: 'present' });
 
   const keyRows = await sql.query<Record<string, unknown>>(
-    `SELECT key_id, account_id, name, prefix, key_hash, allowed_models, expires_at::text AS expires_at, enabled, spend_cap::text AS spend_cap, status, revealable
+    `SELECT key_id, account_id, name, prefix, key_hash, allowed_models, expires_at::text AS expires_at, enabled, spend_cap::text AS spend_cap, status, revealable, channel_group
        FROM api_keys WHERE $1::text IS NULL OR account_id = $1`,
     [options.accountId ?? null],
   );
@@ -152,6 +153,7 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
     compare(subject, 'expires_at', state.settings.expires_at, row.expires_at === null ? null : Number(row.expires_at));
     compare(subject, 'enabled', state.settings.enabled, row.enabled);
     compare(subject, 'spend_cap', state.settings.spend_cap, big(row.spend_cap as string | null));
+    compare(subject, 'group', state.settings.group, row.channel_group);
     compare(subject, 'status', state.status, row.status);
     compare(subject, 'revealable', state.revealable, row.revealable);
   }

@@ -1,4 +1,5 @@
 import { ChannelBoard } from '../channels/board';
+import { inGroup } from '../channels/groups';
 import type { ChannelConfig, ChatProtocol, GatewayConfig } from '../config/schema';
 
 export interface Route {
@@ -29,10 +30,17 @@ function weightedOrder<T extends { channel: ChannelConfig }>(items: T[], random:
   return ordered;
 }
 
+/** What a call routes with: the router itself, or its view for one channel group (`Router.scoped`). */
+export interface RouteSource {
+  hasRoute(modelId: string, protocol: ChatProtocol | string): boolean;
+  configured(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean): boolean;
+  routes(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean): Route[];
+}
+
 /** The channels to try for a model on a protocol: lower priority first, equal
  * priority balanced by weight, at most three per request; channels cooling down or disabled are
  * left out (src/channels). */
-export class Router {
+export class Router implements RouteSource {
   /** Per protocol and model: the routes grouped by priority, lowest first (built per config). */
   private byKey = new Map<string, Route[][]>();
 
@@ -67,6 +75,17 @@ export class Router {
 
   hasRoute(modelId: string, protocol: ChatProtocol | string): boolean {
     return this.byKey.has(`${protocol}\n${modelId}`);
+  }
+
+  /** The routes of the channels of one group only (src/channels/groups.ts); null: every channel. */
+  scoped(group: string | null): RouteSource {
+    if (group === null) return this;
+    const only = (accept?: (channel: ChannelConfig) => boolean) => (channel: ChannelConfig) => inGroup(channel, group) && (accept?.(channel) ?? true);
+    return {
+      hasRoute: (modelId, protocol) => this.configured(modelId, protocol, only()),
+      configured: (modelId, protocol, accept) => this.configured(modelId, protocol, only(accept)),
+      routes: (modelId, protocol, accept) => this.routes(modelId, protocol, only(accept)),
+    };
   }
 
   /** Whether a channel is configured for the model on the protocol (`accept` keeps only some), whatever its health. */

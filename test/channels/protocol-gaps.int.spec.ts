@@ -3,6 +3,7 @@ import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatConfig } from '../chat/support';
+import { promptTokens } from '../../src/upstream/simulator';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
 let h: SimulatedGateway;
@@ -43,21 +44,46 @@ describe('x-request-id', () => {
   });
 });
 
-describe('token counting (a local estimate, free)', () => {
-  it('POST /v1/messages/count_tokens answers the Anthropic SDK, grows with the prompt, and refuses what a call would', async () => {
+describe('token counting (free): the upstream count when a channel speaks the protocol, else a local estimate', () => {
+  const counts = () => h.sim.requests.filter((r) => r.path.endsWith('/count_tokens') || r.path.endsWith(':countTokens'));
+
+  it('POST /v1/messages/count_tokens is asked of a Messages channel, with its upstream model id, and answers the Anthropic SDK', async () => {
     const anthropic = new Anthropic({ apiKey: key, baseURL: h.baseUrl, maxRetries: 0 });
+    const before = counts().length;
+    const request = { model: 'msg-model', system: 'Be brief.', messages: [{ role: 'user' as const, content: 'hi '.repeat(400) }] };
+    const long = await anthropic.messages.countTokens(request);
+    const asked = counts().slice(before);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.path).toBe('/msg-a/v1/messages/count_tokens');
+    expect(asked[0]!.body).toMatchObject({ model: 'msg-model-upstream', system: 'Be brief.' });
+    expect(long.input_tokens).toBe(promptTokens('messages', request));
     const short = await anthropic.messages.countTokens({ model: 'msg-model', messages: [{ role: 'user', content: 'hi' }] });
-    const long = await anthropic.messages.countTokens({ model: 'msg-model', system: 'Be brief.', messages: [{ role: 'user', content: 'hi '.repeat(400) }] });
-    expect(short.input_tokens).toBeGreaterThan(0);
     expect(long.input_tokens).toBeGreaterThan(short.input_tokens + 250);
     const unknown = (await anthropic.messages.countTokens({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
     expect(unknown.status).toBe(400);
-    expect(h.sim.requests.filter((r) => r.path.includes('count'))).toHaveLength(0);
   });
 
-  it('Gemini :countTokens answers the @google/genai SDK', async () => {
+  it('an upstream that fails its count, or a model with no channel of the protocol, gets the local estimate', async () => {
+    const anthropic = new Anthropic({ apiKey: key, baseURL: h.baseUrl, maxRetries: 0 });
+    const request = { model: 'msg-model', messages: [{ role: 'user' as const, content: 'a question with a few words in it' }] };
+    h.sim.enqueueFor({ pathPrefix: '/msg-a' }, 'http_500');
+    const before = counts().length;
+    const estimated = await anthropic.messages.countTokens(request);
+    expect(counts().length).toBe(before + 1);
+    expect(estimated.input_tokens).toBeGreaterThan(0);
+    // The same prompt on a model served only by a Chat Completions channel: counted locally, nothing asked.
+    const local = await anthropic.messages.countTokens({ ...request, model: 'chat-model' });
+    expect(counts().length).toBe(before + 1);
+    expect(local.input_tokens).toBe(estimated.input_tokens);
+  });
+
+  it('Gemini :countTokens is asked of a Gemini channel and answers the @google/genai SDK', async () => {
     const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.baseUrl } });
+    const before = counts().length;
     const counted = await ai.models.countTokens({ model: 'gem-model', contents: 'hello there, how are you today?' });
+    const asked = counts().slice(before);
+    expect(asked.map((r) => r.path)).toEqual(['/gem-a/v1beta/models/gem-model-upstream:countTokens']);
+    expect(counted.totalTokens).toBe(promptTokens('generate-content', asked[0]!.body));
     expect(counted.totalTokens).toBeGreaterThan(0);
   });
 });

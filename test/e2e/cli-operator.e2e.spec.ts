@@ -67,6 +67,17 @@ describe('CLI values', () => {
     expect(keys.data[0]).toMatchObject({ expires_at: 4_000_000_000, allowed_models: null });
   });
 
+  it('binds and unbinds channel groups: the account with `accounts group`, a key with `--group` (none: unbind)', async () => {
+    // Each command prints the account or key as the admin API answers it.
+    const group = async (args: string[]) => (JSON.parse((await gw.run(args)).stdout) as { group: string | null }).group;
+    expect(await group(['accounts', 'group', accountId, 'premium'])).toBe('premium');
+    expect(await group(['accounts', 'group', accountId, 'none'])).toBeNull();
+    expect((await gw.run(['accounts', 'group', accountId])).code).toBe(2);
+    expect(await group(['keys', 'update', keyId, '--group', 'default'])).toBe('default');
+    expect(await group(['keys', 'update', keyId, '--group', 'none'])).toBeNull();
+    expect(await group(['accounts', 'create', 'Grouped Co', '--group', 'premium'])).toBe('premium');
+  }, 120_000);
+
   it('answers a mistyped flag with the usage, not a stack trace', async () => {
     const typo = await gw.run(['accounts', 'limits', accountId, '--rmp', '5']);
     expect(typo.code).toBe(2);

@@ -23,7 +23,7 @@ export const initialKeyState: KeyState = {
   prefix: '',
   hash: '',
   revealable: false,
-  settings: { name: '', allowed_models: null, expires_at: null, enabled: true, spend_cap: null },
+  settings: { name: '', allowed_models: null, expires_at: null, enabled: true, spend_cap: null, group: null },
   createdAt: 0,
   agentId: null,
   requestId: null,
@@ -75,7 +75,8 @@ export function evolve(state: KeyState, event: KeyEvent): KeyState {
         prefix,
         hash,
         revealable,
-        settings: { name, allowed_models, expires_at, enabled, spend_cap },
+        // Keys issued before groups have none.
+        settings: { name, allowed_models, expires_at, enabled, spend_cap, group: event.data.group ?? null },
         createdAt: at,
         agentId: event.data.agent_id ?? null,
         requestId: event.data.request_id ?? null,
@@ -92,6 +93,11 @@ export function evolve(state: KeyState, event: KeyEvent): KeyState {
     default:
       return state;
   }
+}
+
+function withoutNullGroup(settings: KeySettings): KeySettings {
+  const { group, ...rest } = settings;
+  return group == null ? rest : { ...rest, group };
 }
 
 const bigintAsString = (_key: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
@@ -113,7 +119,8 @@ export function decide(command: KeyCommand, state: KeyState): Decision<KeyEvent,
         prefix: command.prefix,
         hash: command.hash,
         revealable: command.revealable,
-        ...command.settings,
+        // A key with no group writes no `group` field: its event reads as before groups.
+        ...withoutNullGroup(command.settings),
         at: command.now,
         ...(command.agent
           ? { agent_id: command.agent.agentId, issued_by: command.agent.issuedBy, ...(command.agent.requestId ? { request_id: command.agent.requestId } : {}) }

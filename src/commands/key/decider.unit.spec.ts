@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeEvent, type KeyEvent, type KeySettings } from '../../events/catalog';
-import { decide, initialKeyState, keyDecider, usability, type KeyCommand } from './decider';
+import { decide, evolve, initialKeyState, keyDecider, usability, type KeyCommand } from './decider';
 import { givenWhenThen } from '../../../test/support/decider';
 
 // ---------------------------------------------------------------------------
@@ -72,7 +72,8 @@ describe('key decider: IssueKey', () => {
       prefix: 'sk-abcdefgh-',
       hash: HASH,
       revealable: true,
-      settings,
+      // A key issued with no group has none (null): the event carries no `group` field.
+      settings: { ...settings, group: null },
       createdAt: NOW,
       agentId: null,
       requestId: null,
@@ -112,7 +113,7 @@ describe('key decider: IssueKey', () => {
 describe('key decider: UpdateKey', () => {
   it('records only the fields that the command changes', () => {
     const state = given([issued()]).when(update({ name: 'prod' })).then([updated({ name: 'prod' })]);
-    expect(state.settings).toEqual({ ...settings, name: 'prod' });
+    expect(state.settings).toEqual({ ...settings, group: null, name: 'prod' });
   });
 
   it('drops fields that are explicitly undefined', () => {
@@ -125,7 +126,7 @@ describe('key decider: UpdateKey', () => {
     const state = given([issued()])
       .when(update({ allowed_models: null, spend_cap: null }))
       .then([updated({ allowed_models: null, spend_cap: null })]);
-    expect(state.settings).toEqual({ ...settings, allowed_models: null, spend_cap: null });
+    expect(state.settings).toEqual({ ...settings, group: null, allowed_models: null, spend_cap: null });
   });
 
   it('emits nothing for an empty change', () => {
@@ -135,7 +136,16 @@ describe('key decider: UpdateKey', () => {
 
   it('applies successive updates on top of each other', () => {
     const state = fold([issued(), updated({ name: 'a' }), updated({ expires_at: NOW + 100 }), updated({ enabled: false })]);
-    expect(state.settings).toEqual({ ...settings, name: 'a', expires_at: NOW + 100, enabled: false });
+    expect(state.settings).toEqual({ ...settings, group: null, name: 'a', expires_at: NOW + 100, enabled: false });
+  });
+
+  it('binds and unbinds a channel group: a change like any setting, an unchanged group appends nothing', () => {
+    given().when(issue({ group: 'premium' })).then([issued({ group: 'premium' })]);
+    given([issued()]).when(update({ group: 'premium' })).then([updated({ group: 'premium' })]);
+    given([issued({ group: 'premium' })]).when(update({ group: null })).then([updated({ group: null })]);
+    given([issued()]).when(update({ group: null })).then([]);
+    const state = [issued({ group: 'premium' }), updated({ group: null })].reduce(evolve, initialKeyState);
+    expect(state.settings.group).toBeNull();
   });
 
   it('refuses invalid settings', () => {

@@ -1,3 +1,4 @@
+import { initialKeyState } from '../key/decider';
 /**
  * A snapshot is a cache of the log: a wallet folded from a snapshot (through its JSON text, as the
  * snapshot table stores it) plus the events after it must be exactly the wallet folded from the
@@ -111,6 +112,13 @@ describe('wallet snapshots', () => {
     expect(stateVersion('wallet', 1, initialWalletState)).toBe(v1);
     expect(stateVersion('wallet', 2, initialWalletState)).not.toBe(v1);
     expect(stateVersion('wallet', 1, { ...initialWalletState, escrow: 0n })).not.toBe(v1);
+  });
+
+  it('the channel group in wallet and key states is part of their shape: snapshots taken before it are not read', () => {
+    const { group: _wallet, ...walletBefore } = initialWalletState;
+    expect(stateVersion('wallet', 1, walletBefore)).not.toBe(stateVersion('wallet', 1, initialWalletState));
+    const { group: _key, ...settingsBefore } = initialKeyState.settings;
+    expect(stateVersion('key', 1, { ...initialKeyState, settings: settingsBefore })).not.toBe(stateVersion('key', 1, initialKeyState));
   });
 
   it('refuses to snapshot what it could not restore', () => {

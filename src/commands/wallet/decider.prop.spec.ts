@@ -54,6 +54,7 @@ type Intent =
   | { type: 'Deactivate' }
   | { type: 'Reactivate' }
   | { type: 'SetLimits'; rpm: number | null; concurrency: number | null }
+  | { type: 'SetGroup'; group: string | null }
   | { type: 'Adjust'; reference: string; calls: { keyId: string | null; oldCost: bigint; newCost: bigint }[] };
 
 const HOLD_POOL = ['h0', 'h1', 'h2', 'h3'] as const;
@@ -122,6 +123,7 @@ const intent: fc.Arbitrary<Intent> = fc.oneof(
   { weight: 2, arbitrary: fc.constant({ type: 'Deactivate' as const }) },
   { weight: 2, arbitrary: fc.constant({ type: 'Reactivate' as const }) },
   { weight: 1, arbitrary: fc.record({ rpm: limit, concurrency: limit }).map((r) => ({ type: 'SetLimits' as const, ...r })) },
+  { weight: 1, arbitrary: fc.constantFrom(null, 'default', 'premium').map((group) => ({ type: 'SetGroup' as const, group })) },
   {
     weight: 2,
     arbitrary: fc
@@ -156,6 +158,7 @@ interface ModelHold {
 
 class Model {
   status: 'none' | 'active' | 'inactive' = 'none';
+  group: string | null = null;
   credited = 0n;
   captured = 0n;
   /** Net debits of adjustments: Σ(new − old). */
@@ -243,6 +246,8 @@ class Model {
         return { type: 'Reactivate', now: NOW };
       case 'SetLimits':
         return { type: 'SetLimits', rpm: intent.rpm, concurrency: intent.concurrency, now: NOW };
+      case 'SetGroup':
+        return { type: 'SetGroup', group: intent.group, now: NOW };
       case 'Adjust':
         return {
           type: 'Adjust',
@@ -318,6 +323,8 @@ class Model {
         return this.status === 'active' ? [] : [{ type: 'AccountReactivated', data: { at: NOW } }];
       case 'SetLimits':
         return [{ type: 'AccountLimitsSet', data: { rpm: command.rpm, concurrency: command.concurrency, at: NOW } }];
+      case 'SetGroup':
+        return this.group === command.group ? [] : [{ type: 'AccountGroupSet', data: { group: command.group, at: NOW } }];
       case 'RecordRejectedCall':
         return [{ type: 'CallRejected', data: { call: command.call, at: NOW } }];
       case 'Adjust':
@@ -391,6 +398,9 @@ class Model {
         this.status = 'active';
         return;
       case 'AccountLimitsSet':
+        return;
+      case 'AccountGroupSet':
+        this.group = event.data.group;
         return;
       case 'WalletAdjusted':
         this.references.add(event.data.reference);

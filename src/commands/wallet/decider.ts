@@ -88,6 +88,9 @@ export interface WalletState {
   /** References of the adjustments applied: an operator's re-rate runs once. */
   readonly adjustments: PersistentSet<string>;
   readonly limits: { readonly rpm: number | null; readonly concurrency: number | null };
+  /** The channel group the account's calls are routed to; null: none (every channel). A key's own
+   * group wins (src/channels/groups.ts). */
+  readonly group: string | null;
   /** Escrows of the account's agent keys, by key id. */
   readonly escrows: PersistentMap<string, Escrow>;
   /** What the open escrows still set aside (Σ escrowLeft): part of the balance, not available. */
@@ -110,6 +113,7 @@ export const initialWalletState: WalletState = {
   adjusted: 0n,
   adjustments: PersistentSet<string>(),
   limits: { rpm: null, concurrency: null },
+  group: null,
   escrows: PersistentMap<string, Escrow>(),
   escrowed: 0n,
 };
@@ -128,7 +132,8 @@ export function escrowLeft(state: WalletState, keyId: string | null): bigint {
 }
 
 export type WalletCommand =
-  | { type: 'OpenAccount'; accountId: string; name: string; now: number }
+  /** `group`: the channel group it is bound to from the start (absent: none). */
+  | { type: 'OpenAccount'; accountId: string; name: string; group?: string | null; now: number }
   | { type: 'TopUp'; topupId: string; amount: bigint; reference: string; now: number }
   | {
       type: 'Reserve';
@@ -149,6 +154,7 @@ export type WalletCommand =
   | { type: 'Deactivate'; reason: string; now: number }
   | { type: 'Reactivate'; now: number }
   | { type: 'SetLimits'; rpm: number | null; concurrency: number | null; now: number }
+  | { type: 'SetGroup'; group: string | null; now: number }
   | { type: 'FundEscrow'; keyId: string; amount: bigint; requestId: string; now: number }
   | { type: 'ReturnEscrow'; keyId: string; now: number }
   | {
@@ -229,6 +235,7 @@ function copy(state: WalletState): { -readonly [K in keyof WalletState]: WalletS
     adjusted: state.adjusted,
     adjustments: state.adjustments,
     limits: state.limits,
+    group: state.group,
     escrows: state.escrows,
     escrowed: state.escrowed,
   };
@@ -320,6 +327,9 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
     case 'AccountLimitsSet':
       next.limits = { rpm: event.data.rpm, concurrency: event.data.concurrency };
       return next;
+    case 'AccountGroupSet':
+      next.group = event.data.group;
+      return next;
     case 'WalletAdjusted': {
       next.balance = state.balance + event.data.amount;
       next.adjusted = state.adjusted - event.data.amount;
@@ -360,6 +370,7 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
     return accept(
       { type: 'AccountOpened', data: { account_id: command.accountId, name: command.name, at: command.now } },
       { type: 'CreditGranted', data: { grant_id: `signup-${command.accountId}`, amount: SIGNUP_GRANT, reason: 'signup', at: command.now } },
+      ...(command.group ? [{ type: 'AccountGroupSet' as const, data: { group: command.group, at: command.now } }] : []),
     );
   }
   if (state.status === 'none') return refuse('account_not_found', 'account not found');
@@ -478,6 +489,11 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
         type: 'AccountLimitsSet',
         data: { rpm: command.rpm, concurrency: command.concurrency, at: command.now },
       });
+
+    case 'SetGroup':
+      // Binding the group it already has appends nothing.
+      if (command.group === state.group) return accept();
+      return accept({ type: 'AccountGroupSet', data: { group: command.group, at: command.now } });
 
     case 'Adjust':
       return adjust(command, state);

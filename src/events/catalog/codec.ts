@@ -15,6 +15,9 @@ export const INT32_MAX = 2_147_483_647;
 /** A count the read models keep in a Postgres `integer` column (rate limits, latencies, unit counts). */
 export const Int32 = z.number().int().max(INT32_MAX);
 
+/** The name of a channel group (`group` of a channel in the config) a key or an account is bound to. */
+export const ChannelGroup = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a group name: letters, digits, `.`, `_`, `-`, at most 64');
+
 /** Unix seconds. */
 export const Timestamp = z.number().int();
 

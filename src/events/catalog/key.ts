@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, Units, defineEvent, type EventOf } from './codec';
+import { ChannelGroup, Timestamp, Units, defineEvent, type EventOf } from './codec';
 
 /** The stream of one API key: `key-{keyId}`. Events carry the key's id, prefix and
  * SHA-256 hash, never the raw key (that lives encrypted in the key vault). */
@@ -11,6 +11,9 @@ export const KeySettings = z.object({
   expires_at: Timestamp.nullable(),
   enabled: z.boolean(),
   spend_cap: Units.nullable(),
+  /** The channel group the key's calls are routed to (src/channels/groups.ts); null or absent: the
+   * account's group, or every channel. Absent from events written before groups. */
+  group: ChannelGroup.nullable().optional(),
 });
 export type KeySettings = z.output<typeof KeySettings>;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Int32, Timestamp, Units, defineEvent, type EventOf } from './codec';
+import { ChannelGroup, Int32, Timestamp, Units, defineEvent, type EventOf } from './codec';
 
 /** The wallet stream of an account: `wallet-{accountId}`. It holds the account's
  * status and limits too, because every money decision needs them at once. */
@@ -32,6 +32,9 @@ export const CallRecord = z.object({
   /** The part of the captured cost that is built-in tool fees (nano-dollars, a decimal string);
    * the calls are `unit_count` of `unit_type` (e.g. `web_search_call`). Absent: none. */
   tool_fee: z.string().regex(/^\d+$/).optional(),
+  /** The model the client asked for, when one of its fallbacks answered (`model` is the one that answered
+   * and was billed). Absent: the model asked for answered, or none did. */
+  requested_model: z.string().optional(),
   /** The promotional discount multiplier the token prices were billed at. Absent: none. */
   discount: z.string().regex(/^\d+(\.\d+)?$/).optional(),
 });
@@ -107,6 +110,9 @@ export const AccountLimitsSet = defineEvent(
     at: Timestamp,
   }),
 );
+/** The channel group the account's calls are routed to (null: none, every channel); a key's own
+ * group wins over it (src/channels/groups.ts). */
+export const AccountGroupSet = defineEvent('AccountGroupSet', z.object({ group: ChannelGroup.nullable(), at: Timestamp }));
 
 /** One re-rated call inside an adjustment: what it cost, what it costs at the new price. */
 export const AdjustedCall = z.object({
@@ -156,6 +162,7 @@ export const walletEvents = [
   AccountDeactivated,
   AccountReactivated,
   AccountLimitsSet,
+  AccountGroupSet,
   CallRejected,
   WalletAdjusted,
   EscrowFunded,

@@ -7,7 +7,7 @@ import { available, MINIMUM_TOPUP, type WalletState } from '../../commands/walle
 import type { ModelRegistry } from '../../config/registry';
 import { UsdString } from '../../config/schema';
 import { UnreadableEventError, decodeRecorded, walletStream } from '../../events/catalog';
-import { INT32_MAX } from '../../events/catalog/codec';
+import { ChannelGroup, INT32_MAX } from '../../events/catalog/codec';
 import type { EventStore, Position } from '../../events/store/port';
 import { formatUsd, parseUsd } from '../../money/usd';
 import type { ProjectionRunner } from '../../projections/runner/runner';
@@ -66,10 +66,13 @@ const KeyFields = z.object({
   expires_at: Timestamp.nullable().optional(),
   enabled: z.boolean().optional(),
   spend_cap_usd: AdminAmount.nullable().optional(),
+  group: ChannelGroup.nullable().optional().describe("The channel group the key's calls are routed to (wins over the account's); null: none."),
 });
 const CreateKey = KeyFields.strict();
 const PatchKey = KeyFields.partial().strict();
-const CreateAccount = z.object({ name: operatorText(NAME_MAX) }).strict();
+const GroupField = ChannelGroup.nullable().describe("The channel group the account's calls are routed to (a key's own group wins); null: none, every channel.");
+const CreateAccount = z.object({ name: operatorText(NAME_MAX), group: GroupField.optional() }).strict();
+const SetGroup = z.object({ group: GroupField }).strict();
 const TopUp = z
   .object({
     amount_usd: AdminAmount.describe(`USD, a decimal string: at least the minimum top-up (${formatUsd(MINIMUM_TOPUP)}), at most ${MAX_ADMIN_AMOUNT_USD}.`),
@@ -90,6 +93,7 @@ function accountView(accountId: string, state: WalletState) {
     held_usd: formatUsd(state.held),
     available_usd: formatUsd(available(state)),
     limits: state.limits,
+    group: state.group,
     created_at: state.createdAt,
   };
 }
@@ -104,6 +108,7 @@ function keyView(state: KeyState, extra: { last_used_at?: number | null; used_us
     expires_at: state.settings.expires_at,
     enabled: state.settings.enabled,
     spend_cap_usd: state.settings.spend_cap === null ? null : formatUsd(state.settings.spend_cap),
+    group: state.settings.group ?? null,
     status: state.status,
     revealable: state.revealable,
     created_at: state.createdAt,
@@ -134,8 +139,8 @@ const LedgerQuery = z.looseObject({
   limit: pageLimit(1000, 10_000),
 });
 
-const ACCOUNT = 'The account: `{id, name, status, balance_usd, held_usd, available_usd, limits, created_at}`.';
-const KEY = 'The key: `{id, account_id, name, prefix, allowed_models, expires_at, enabled, spend_cap_usd, status, revealable, created_at, agent_id, last_used_at, used_usd}`.';
+const ACCOUNT = 'The account: `{id, name, status, balance_usd, held_usd, available_usd, limits, group, created_at}`.';
+const KEY = 'The key: `{id, account_id, name, prefix, allowed_models, expires_at, enabled, spend_cap_usd, group, status, revealable, created_at, agent_id, last_used_at, used_usd}`.';
 const NO_ACCOUNT = { 404: 'No such account: `account_not_found`.' };
 const NO_KEY = { 404: 'No such key: `key_not_found`.' };
 
@@ -161,6 +166,10 @@ const DOCS = {
   }),
   setLimits: adminDoc('admin-accounts', 'setAccountLimits', "Set an account's requests per minute and concurrency (null: unlimited)", { 200: { description: ACCOUNT } }, {
     body: { json: Limits },
+    errors: NO_ACCOUNT,
+  }),
+  setGroup: adminDoc('admin-accounts', 'setAccountGroup', "Bind an account to a channel group (null: unbind)", { 200: { description: ACCOUNT } }, {
+    body: { json: SetGroup },
     errors: NO_ACCOUNT,
   }),
   deactivate: adminDoc('admin-accounts', 'deactivateAccount', 'Deactivate an account (its keys stop working)', { 200: { description: ACCOUNT } }, {
@@ -259,7 +268,7 @@ export function adminRoutes(options: AdminOptions) {
 
     app.post('/accounts', { config: { openapi: DOCS.createAccount } }, async (request, reply) => {
       const body = parse(CreateAccount, request.body);
-      const result = await ledger.openAccount(body.name);
+      const result = await ledger.openAccount(body.name, 'admin', body.group ?? null);
       if (!result.ok) throw fromDomain(result.error);
       await settled(result.position);
       return reply.code(201).send(accountView(result.accountId, result.state));
@@ -301,6 +310,14 @@ export function adminRoutes(options: AdminOptions) {
     app.put<{ Params: { id: string } }>('/accounts/:id/limits', { config: { openapi: DOCS.setLimits } }, async (request) => {
       const body = parse(Limits, request.body);
       const result = await ledger.setLimits(request.params.id, body.rpm, body.concurrency);
+      if (!result.ok) throw fromDomain(result.error);
+      await settled(result.position);
+      return accountView(request.params.id, result.state);
+    });
+
+    app.put<{ Params: { id: string } }>('/accounts/:id/group', { config: { openapi: DOCS.setGroup } }, async (request) => {
+      const body = parse(SetGroup, request.body);
+      const result = await ledger.setGroup(request.params.id, body.group);
       if (!result.ok) throw fromDomain(result.error);
       await settled(result.position);
       return accountView(request.params.id, result.state);
@@ -354,6 +371,7 @@ export function adminRoutes(options: AdminOptions) {
         expires_at: body.expires_at ?? null,
         enabled: body.enabled ?? true,
         spend_cap: body.spend_cap_usd == null ? null : parseUsd(body.spend_cap_usd),
+        group: body.group ?? null,
       });
       if (!result.ok) throw fromDomain(result.error);
       await settled(result.position);
@@ -385,6 +403,7 @@ export function adminRoutes(options: AdminOptions) {
         ...(body.expires_at !== undefined ? { expires_at: body.expires_at } : {}),
         ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
         ...(body.spend_cap_usd !== undefined ? { spend_cap: body.spend_cap_usd === null ? null : parseUsd(body.spend_cap_usd) } : {}),
+        ...(body.group !== undefined ? { group: body.group } : {}),
       });
       if (!result.ok) throw fromDomain(result.error);
       await settled(result.position);

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOption
 import fp from 'fastify-plugin';
 import { GatewayError, requestTooLarge as tooLarge, sendError } from '../errors';
 import { addRouteHook } from '../plugins/route-hooks';
-import { BODY_RULES, familyOf } from './families';
+import { BODY_RULES, familyOf, type BodyFamily } from './families';
 import { hasNulEscape, jsonBoundsProblem } from './json-shape';
 import { redactUrl } from './redact';
 
@@ -111,6 +111,8 @@ export function jsonRpcError(error: GatewayError): unknown {
 
 export interface IntakeOptions {
   readonly timings: IntakeTimings;
+  /** The config's `body_limits`: a family's limit instead of the table's (a route's own limit still wins). */
+  readonly bodyLimits?: Partial<Record<BodyFamily, number>>;
 }
 
 /**
@@ -120,13 +122,13 @@ export interface IntakeOptions {
  * in paths and queries, and a connection closed rather than drained when its body was refused.
  */
 export const intakePlugin = fp<IntakeOptions>(
-  async (app: FastifyInstance, { timings }) => {
+  async (app: FastifyInstance, { timings, bodyLimits = {} }) => {
     app.addHook('onRoute', (route: RouteOptions) => {
       const methods = [route.method].flat();
       const family = methods.map((m) => familyOf(m, route.url)).find((f) => f !== 'none') ?? 'none';
       const rule = BODY_RULES[family];
       // A route may declare its own limit (a test's stand-in route); else its family's applies.
-      const limit = route.bodyLimit ?? rule.limit;
+      const limit = route.bodyLimit ?? (rule.limit > 0 ? (bodyLimits[family] ?? rule.limit) : 0);
       if (limit > 0) route.bodyLimit = limit;
       route.config = { ...(route.config ?? {}), body: { limit, deadlineMs: rule.deadlineMs || BODY_RULES.chat.deadlineMs, refuseNul: rule.refuseNul === true } };
       // A route hook, so that it runs after authentication (the app's and the admin API's):

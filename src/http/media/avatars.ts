@@ -18,6 +18,7 @@ import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';
 import { upTo } from './video-dh';
 import { sendRefused, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
 import { MEDIA_READ, MEDIA_ROUTE, TASK_ID } from './task-views';
+import { callerGroup } from '../../channels/groups';
 
 // Avatars (spec "Avatar", "Avatar endpoints"): an avatar IS a task of the `avatar` family. Its upstream
 // task (the content-generation tasks API on an `avatars` channel) creates it; that task's upstream id is
@@ -194,7 +195,7 @@ async function createAvatar(deps: AvatarDeps, request: FastifyRequest, reply: Fa
   const model = avatarModel(deps, caller.key.settings.allowed_models, body.model);
   if ('code' in model) return reject(model.code, model.message);
   facts.model = model.id;
-  const routes = deps.router.routes(model.id, 'avatars');
+  const routes = deps.router.scoped(callerGroup(caller)).routes(model.id, 'avatars');
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for avatars.`);
   const refused = await mediaRefusal(deps.probe, [{ field: 'source_url', url: body.source_url, rule: body.source_kind === 'video' ? CLIP_LIMITS.sourceVideo : CLIP_LIMITS.materialImage }]);
   if (refused) return reject('invalid_request', refused);

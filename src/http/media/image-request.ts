@@ -9,6 +9,7 @@ import type { ImageEndpoint, ImageRequest, UploadedImage } from '../../upstream/
 import type { Route, Router } from '../../upstream/routing';
 import { callableModel, beginCall, replayRefusal, type CallFacts } from '../billable-call';
 import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../errors';
+import { callerGroup } from '../../channels/groups';
 
 // What both modes of an image call share before any money moves: the body (JSON or multipart),
 // its validation, the model, the channels and the price.
@@ -149,7 +150,7 @@ export function takeImageCall(deps: ImageIntakeDeps, endpoint: ImageEndpoint, re
   const model = callableModel(deps.registry, caller.key.settings.allowed_models, body.model);
   if ('code' in model) return reject(model.code, model.message);
   facts.model = model.id;
-  const routes: Route[] = model.kind === 'image' ? deps.router.routes(model.id, 'images') : [];
+  const routes: Route[] = model.kind === 'image' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'images') : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for image ${endpoint}.`);
   const { unitPrice, units } = imageReservation(model, body.n ?? 1);
   return { endpoint, facts, reject, body, image, model, routes, unitPrice, units };

@@ -12,6 +12,7 @@ import { echoed, MUSIC_LIFETIME_S, SongFields, type MusicDeps } from './music';
 import { perCall, perCallPlan, perCallReplayRefusal } from './per-call';
 import { sendRefused, submittedBody, submitUpstreamTask } from './task-submit';
 import { MEDIA_ROUTE, TASK_ID, taskNotFound } from './task-views';
+import { callerGroup } from '../../channels/groups';
 
 /** The follow-ups of a song, after Suno-style APIs: lyrics from a prompt; extend, cover (two new songs);
  * stems (vocals and instrumental), wav, video (files) of a song already made. */
@@ -158,7 +159,7 @@ async function submitAsset(deps: MusicDeps, request: FastifyRequest, reply: Fast
   facts.model = model.id;
   // The upstream that made the song is the only one that knows its ids.
   const channelId = source?.task.upstream?.channelId;
-  const routes = model.kind !== 'music' ? [] : deps.router.routes(model.id, 'music', channelId === undefined ? undefined : (channel) => channel.id === channelId);
+  const routes = model.kind !== 'music' ? [] : deps.router.scoped(callerGroup(caller)).routes(model.id, 'music', channelId === undefined ? undefined : (channel) => channel.id === channelId);
   if (routes.length === 0)
     return reject(
       'no_channel_available',

@@ -11,6 +11,7 @@ import type { RouteDoc } from '../openapi/route-doc';
 import { perCall, perCallPlan, perCallReplayRefusal } from './per-call';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
 import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
+import { callerGroup } from '../../channels/groups';
 
 export interface MusicDeps extends TaskSubmitDeps {
   readonly registry: ModelRegistry;
@@ -157,7 +158,7 @@ async function submitMusic(deps: MusicDeps, request: FastifyRequest, reply: Fast
   const model = callableModel(deps.registry, caller.key.settings.allowed_models, body.model);
   if ('code' in model) return reject(model.code, model.message);
   facts.model = model.id;
-  const routes = model.kind === 'music' ? deps.router.routes(model.id, 'music') : [];
+  const routes = model.kind === 'music' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'music') : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for music generation.`);
   const plan = perCallPlan(model);
   const { model: _model, ...fields } = body;

@@ -22,6 +22,7 @@ import { characterCount, MEDIA_ROUTE, SPEECH_HOLD_GRACE_S, SPEECH_TASK_LIFETIME_
 import { createGatewayTask, submittedBody } from './task-submit';
 import { LIST_LIMIT, MEDIA_READ, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
 import { resolveVoice } from './voices';
+import { callerGroup } from '../../channels/groups';
 
 /** OpenAI's limit on `input`, in characters (code points). */
 export const MAX_SPEECH_CHARACTERS = 4096;
@@ -167,7 +168,7 @@ async function speech(deps: SpeechDeps, request: FastifyRequest, reply: FastifyR
   const cloned = await resolveVoice(deps, caller.accountId, body.voice);
   if (cloned && 'invalid' in cloned) return reject('invalid_request', cloned.invalid);
   // A cloned voice exists only on the channel that cloned it.
-  const routes = model.kind === 'speech' ? deps.router.routes(model.id, 'speech', cloned ? (channel) => channel.id === cloned.channelId : undefined) : [];
+  const routes = model.kind === 'speech' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'speech', cloned ? (channel) => channel.id === cloned.channelId : undefined) : [];
   if (routes.length === 0) {
     if (cloned && model.kind === 'speech' && deps.router.hasRoute(model.id, 'speech'))
       return reject('invalid_request', `voice: the voice ${cloned.voiceId} works only with the models of the upstream that cloned it, and \`${model.id}\` is not one of them`);

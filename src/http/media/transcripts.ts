@@ -16,6 +16,7 @@ import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../e
 import type { RouteDoc } from '../openapi/route-doc';
 import { perCall, perCallPlan, perCallReplayRefusal } from './per-call';
 import { sendRefused, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
+import { callerGroup } from '../../channels/groups';
 
 export interface TranscriptTimings {
   /** How long the request waits for the transcript, submission included (the spec's "about 55 s"). */
@@ -112,7 +113,7 @@ async function extract(deps: TranscriptDeps, request: FastifyRequest, reply: Fas
   facts.model = model.id;
   const invalid = checkUrl(body.url);
   if (invalid) return reject('invalid_request', invalid);
-  const routes = model.kind === 'transcript' ? deps.router.routes(model.id, 'transcripts') : [];
+  const routes = model.kind === 'transcript' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'transcripts') : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for transcripts.`);
 
   const { waitMs } = deps.timings;

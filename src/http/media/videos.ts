@@ -15,6 +15,7 @@ import type { ClipTemplates } from '../../clip/templates';
 import { VideoBody } from './video-standard';
 import { videoSkuOf } from './video-skus';
 import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
+import { callerGroup } from '../../channels/groups';
 
 export interface VideoDeps extends TaskSubmitDeps {
   readonly registry: ModelRegistry;
@@ -145,7 +146,7 @@ async function submitVideo(deps: VideoDeps, request: FastifyRequest, reply: Fast
   if (!parsed.success) return reject('invalid_request', zodMessage(parsed.error));
   const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId, probe: deps.probe, tasks: deps.tasks, registry: deps.registry, clipTemplates: deps.clipTemplates });
   if ('invalid' in prepared) return reject('invalid_request', prepared.invalid);
-  const routes = model.kind === 'video' ? deps.router.routes(model.id, 'videos', prepared.channels) : [];
+  const routes = model.kind === 'video' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'videos', prepared.channels) : [];
   if (routes.length === 0) {
     // A reference (an avatar, a cloned voice) held by an upstream with no video channel for this model.
     const elsewhere = prepared.channels !== undefined && model.kind === 'video' && deps.router.hasRoute(model.id, 'videos');

@@ -17,6 +17,7 @@ import type { RouteDoc } from '../openapi/route-doc';
 import { cloneOn, MEDIA_ROUTE, SPEECH_TASK_LIFETIME_S, speechTimings, type SpeechDeps } from './speech-calls';
 import { createGatewayTask } from './task-submit';
 import { MEDIA_READ, statusesOf, statusQueryDoc } from './task-views';
+import { callerGroup } from '../../channels/groups';
 
 /** The gateway's id of a cloned voice: `voice_` and its task's id. */
 const VOICE_ID = /^voice_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
@@ -143,7 +144,7 @@ async function cloneVoice(deps: SpeechDeps, request: FastifyRequest, reply: Fast
   const model = cloneModel(deps, caller.key.settings.allowed_models, named);
   if ('code' in model) return reject(model.code, model.message);
   facts.model = model.id;
-  const routes: Route[] = model.kind === 'speech' ? deps.router.routes(model.id, 'speech') : [];
+  const routes: Route[] = model.kind === 'speech' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'speech') : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for speech, so no voice can be cloned with it.`);
 
   const price = parseUsd(model.price.per_voice ?? '0');

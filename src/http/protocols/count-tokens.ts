@@ -1,23 +1,77 @@
 import type { FastifyRequest } from 'fastify';
-import type { ModelRegistry } from '../../config/registry';
+import { callerGroup } from '../../channels/groups';
+import { channelDispatcher, shapedHeaders, shapedPath } from '../../channels/shaping';
 import type { ProtocolAdapter } from '../../upstream/contract';
+import { ERROR_BODY_BYTES, textWithin } from '../../upstream/bounded-body';
+import { tryJson } from '../../upstream/json';
 import { estimateUsage } from '../../upstream/pricing';
+import type { Route } from '../../upstream/routing';
+import { upstreamAgent, upstreamTarget } from '../../upstream/upstream-call';
 import { callableModel } from '../billable-call';
 import { GatewayError } from '../errors';
+import type { RelayDeps } from './relay';
+
+/** The most an upstream count may take before the local estimate answers instead. */
+export const UPSTREAM_COUNT_TIMEOUT_MS = 10_000;
 
 /**
- * A prompt's token count, estimated locally as the pre-charge estimates it (about 4 bytes of the prompt a
- * token, docs/channels.md): Anthropic's `POST /v1/messages/count_tokens` and Gemini's `:countTokens`. Free,
- * no upstream call, no call-log row. The body is the protocol's own request (`max_tokens` not needed).
+ * A prompt's token count for Anthropic's `POST /v1/messages/count_tokens` and Gemini's `:countTokens`
+ * (Claude Code asks on every turn). Asked of the upstream when a channel of the model, in the caller's
+ * group and usable, speaks the same protocol (its own count endpoint, shaped like its calls); else, or when
+ * that answer is not a count, estimated locally as the pre-charge estimates it (about 4 bytes of the prompt a
+ * token, docs/channels.md). Free, no call-log row, and the channel's health is not told (a count is not a call).
+ * The body is the protocol's own request (`max_tokens` not needed).
  */
-export function countPromptTokens(registry: ModelRegistry, adapter: ProtocolAdapter, request: FastifyRequest, params: { model?: string } = {}): number {
+export async function countPromptTokens(deps: Pick<RelayDeps, 'registry' | 'router' | 'dispatcher'>, adapter: ProtocolAdapter, request: FastifyRequest, params: { model?: string } = {}): Promise<number> {
   const raw = request.body;
   // Gemini's countTokens may wrap the request: `{generateContentRequest: {...}}`.
   const inner = (raw as { generateContentRequest?: unknown } | null)?.generateContentRequest ?? raw;
   const body = inner !== null && typeof inner === 'object' && !Array.isArray(inner) && adapter.protocol === 'messages' ? { max_tokens: 1, ...inner } : inner;
   const info = adapter.inspect(body, params);
   if ('invalid' in info) throw new GatewayError('invalid_request', info.invalid);
-  const model = callableModel(registry, request.caller!.key.settings.allowed_models, info.model);
+  const model = callableModel(deps.registry, request.caller!.key.settings.allowed_models, info.model);
   if ('code' in model) throw new GatewayError(model.code, model.message);
-  return estimateUsage(model, info.promptDocument, 1).promptTokens;
+  // Native channels only (a translated channel's count would be of another request); a channel whose
+  // path is a template has no count endpoint the gateway could name.
+  const route = deps.router
+    .scoped(callerGroup(request.caller))
+    .routes(model.id, adapter.protocol)
+    .find((r) => r.channel.protocol === adapter.protocol && !r.channel.path_template);
+  const counted = route ? await upstreamCount(deps, adapter, route, raw, request) : null;
+  return counted ?? estimateUsage(model, info.promptDocument, 1).promptTokens;
+}
+
+/** The upstream's count, or null when it gave none (any failure: the local estimate answers). */
+async function upstreamCount(deps: Pick<RelayDeps, 'dispatcher'>, adapter: ProtocolAdapter, route: Route, body: unknown, request: FastifyRequest): Promise<number | null> {
+  const { channel, upstreamModel } = route;
+  const asked = countRequest(adapter.protocol, upstreamModel, body);
+  const target = upstreamTarget(channel.base_url, shapedPath(channel, asked.path, upstreamModel));
+  try {
+    const response = await (channelDispatcher(channel) ?? deps.dispatcher ?? upstreamAgent).request({
+      origin: target.origin,
+      path: target.path,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...shapedHeaders(channel, adapter.authHeaders(channel.api_key)) },
+      body: JSON.stringify(asked.body),
+      headersTimeout: UPSTREAM_COUNT_TIMEOUT_MS,
+      bodyTimeout: UPSTREAM_COUNT_TIMEOUT_MS,
+    });
+    const text = await textWithin(response.body, ERROR_BODY_BYTES);
+    if (response.statusCode !== 200) return null;
+    const json = tryJson(text) as { input_tokens?: unknown; totalTokens?: unknown } | null;
+    const count = adapter.protocol === 'messages' ? json?.input_tokens : json?.totalTokens;
+    return typeof count === 'number' && Number.isSafeInteger(count) && count >= 0 ? count : null;
+  } catch (error) {
+    request.log.info({ err: error, channel: channel.id }, 'upstream token count failed: the local estimate answers');
+    return null;
+  }
+}
+
+/** The count request of a protocol for a channel: its path and the client's body naming the upstream model. */
+function countRequest(protocol: string, upstreamModel: string, body: unknown): { path: string; body: unknown } {
+  const b = (body ?? {}) as Record<string, unknown>;
+  if (protocol === 'messages') return { path: '/v1/messages/count_tokens', body: { ...b, model: upstreamModel } };
+  const wrapped = b.generateContentRequest as Record<string, unknown> | undefined;
+  const sent = wrapped && typeof wrapped === 'object' ? { ...b, generateContentRequest: { ...wrapped, model: `models/${upstreamModel}` } } : b;
+  return { path: `/v1beta/models/${encodeURIComponent(upstreamModel)}:countTokens`, body: sent };
 }

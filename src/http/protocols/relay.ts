@@ -11,17 +11,21 @@ import { releaseUnsettled } from '../hold-release';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
 import { builtinToolsHold, chargeOf, holdAmount, pricingOf, receiptOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import { checkUsage, isInvalidUsage, usageBounds, usageInvalidNote, type UsageBounds } from '../../upstream/usage';
-import type { Route, Router } from '../../upstream/routing';
+import type { Route, RouteSource, Router } from '../../upstream/routing';
+import { callerGroup } from '../../channels/groups';
 import { tryJson } from '../../upstream/json';
 import { BodyTooLargeError, CHAT_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { readAhead } from '../../upstream/read-ahead';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
+import { formatUsd } from '../../money/usd';
 import { ClientStream } from './client-stream';
 import { callEstimate } from './estimate';
 import { streamUsage } from './stream-usage';
 import { writeShutdownFrame } from './shutdown-frame';
 import { attemptAnswered, attemptFailed } from '../../channels/attempt';
+import { fallsBack } from '../../channels/failover';
+import { fallbackChain } from '../../channels/fallbacks';
 import { channelDispatcher, shapedHeaders, shapedPath } from '../../channels/shaping';
 import { trackCall } from '../../lifecycle/http';
 import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type Translation } from './translated';
@@ -39,6 +43,8 @@ export interface RelayDeps {
 }
 
 export const CHAT_TIMEOUT_MS = 180_000;
+/** The header of a non-streamed chat answer that carries the call's settled cost in USD. */
+export const COST_HEADER = 'x-gateway-cost';
 const HOLD_GRACE_S = 120;
 /** Pause before a trailing out-of-framing piece (a bare error object) so it reaches the client on its own. */
 const STRAY_GAP_MS = 50;
@@ -102,14 +108,31 @@ export async function relayChat(
   if (model.kind !== 'text' || model.endpoint_type)
     return reject('no_channel_available', `The model \`${model.id}\` is served only on its dedicated ${model.endpoint_type ?? model.kind} endpoint.`);
 
-  const routes = pinnedOrder(routesFor(deps, adapter, model, info, reject), params.pin, (route) => route.channel.id);
+  // Only the channels of the caller's group (its key's, else its account's; none bound: every channel).
+  const group = callerGroup(caller);
+  const router = deps.router.scoped(group);
+  // The model, then its fallbacks (src/channels/fallbacks.ts) the key may use, each with the channels it
+  // would try, taken now: a reload during the call changes none of them.
+  const chain = fallbackChain(model, (id) => deps.registry.resolve(id)).filter((m, i) => i === 0 || usableFallback(deps, caller.key.settings.allowed_models, m));
+  const found = chain.map((m) => routesFor(router, group, adapter, m, info));
+  const first = found[0]!;
+  if ('code' in first && found.every((f) => 'code' in f)) return reject(first.code, first.message);
+  const staged = chain.flatMap((m, i) => {
+    const f = found[i]!;
+    return 'code' in f ? [] : [{ model: m, routes: pinnedOrder(f.routes, params.pin, (route) => route.channel.id) }];
+  });
   // Translated: the client's request decoded once, and re-encoded for each route's channel.
-  const decoded = routes.some(isTranslated) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
-  const attempts = routes.map((route) => ({ route, translation: decoded && isTranslated(route) ? translationFor(decoded, adapter, route, model) : null }));
-  const estimate = callEstimate(model, attempts.map((a) => a.translation?.asked ?? info));
-  const pricing = pricingOf(model, deps.registry.config.discounts);
+  const decoded = staged.some((st) => st.routes.some(isTranslated)) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
+  const stages: Stage[] = staged.map(({ model: m, routes }) => {
+    const attempts = routes.map((route) => ({ route, translation: decoded && isTranslated(route) ? translationFor(decoded, adapter, route, m) : null }));
+    const estimate = callEstimate(m, attempts.map((a) => a.translation?.asked ?? info));
+    const pricing = pricingOf(m, deps.registry.config.discounts);
+    return { model: m, attempts, estimate, bounds: usageBounds(m, info), pricing };
+  });
   const holdId = request.id;
-  const amount = holdAmount(pricing, estimate, ctx.submittedAt) + builtinToolsHold(pricing, info.builtinTools);
+  // The hold covers the worst case of the whole chain: the dearest of its models' worst cases, so that
+  // whichever model answers, its charge was held (a model that answers is billed at its own price).
+  const amount = stages.map((st) => holdAmount(st.pricing, st.estimate, ctx.submittedAt) + builtinToolsHold(st.pricing, info.builtinTools)).reduce((a, b) => (a > b ? a : b));
   // The upstream request may leave once the hold is decided; its commit is awaited before
   // anything reaches the client, before a settlement and before another channel is tried.
   const hold = traceHold(request, { amount, holdId }, () =>
@@ -132,16 +155,14 @@ export async function relayChat(
   const call: Call = {
     ctx,
     info,
-    estimate,
-    bounds: usageBounds(model, info),
-    pricing,
+    requested: model.id,
     holdId,
     signal,
     commit: holdCommit(hold.committed, signal, request, reject),
     closed: false,
   };
   try {
-    return await relayRoutes(deps, adapter, request, reply, attempts, call);
+    return await relayRoutes(deps, adapter, request, reply, stages, call);
   } catch (error) {
     // A failure of the gateway's own after the hold (a bug, a translation that threw): the client
     // gets a 5xx, which is never billed, and the call its row; not left to the sweeper.
@@ -161,14 +182,22 @@ export async function relayChat(
 interface Call {
   readonly ctx: CallContext;
   readonly info: ChatRequestInfo;
-  readonly estimate: Usage;
-  readonly bounds: UsageBounds;
-  readonly pricing: TokenPricing;
+  /** The model the client asked for (the call-log row's `requested_model` when a fallback answered). */
+  readonly requested: string;
   readonly holdId: string;
   readonly signal: CallSignal;
   readonly commit: HoldCommit;
   /** Set once the hold's settlement or release is queued. */
   closed: boolean;
+}
+
+/** One model of the call's chain (the model asked for, then its fallbacks), with what its attempts share. */
+interface Stage {
+  readonly model: ModelConfig;
+  readonly attempts: readonly Attempt[];
+  readonly estimate: Usage;
+  readonly bounds: UsageBounds;
+  readonly pricing: TokenPricing;
 }
 
 /** One channel to try, and how the request is re-encoded for it when it speaks another protocol. */
@@ -208,71 +237,81 @@ function holdCommit(committed: Promise<Result<unknown>>, signal: CallSignal, req
   return commit;
 }
 
-async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: FastifyRequest, reply: FastifyReply, attempts: readonly Attempt[], call: Call): Promise<unknown> {
+async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: FastifyRequest, reply: FastifyReply, stages: readonly Stage[], call: Call): Promise<unknown> {
   const caller = request.caller!;
-  const { ctx, info, estimate, bounds, pricing, holdId, signal, commit } = call;
+  const { ctx, info, holdId, signal, commit } = call;
   let failure: Failure | null = null;
   let failedAdapter = adapter;
-  for (const { route, translation } of attempts) {
-    ctx.attempts += 1;
-    ctx.channelId = route.channel.id;
-    const routeAdapter = translation?.adapter ?? adapter;
-    if (translation) for (const [name, value] of Object.entries(translation.headers)) reply.header(name, value);
-    request.callMeter?.attempt();
-    const traced = traceAttempt(request, route, ctx.attempts);
-    const startedAt = performance.now();
-    const outcome = await send(deps, routeAdapter, route, request, info, signal, traced);
-    // A stream cut while the commit is awaited must not take the frames that came before the cut with it.
-    const body = 'response' in outcome ? (info.stream && !commit.known ? readAhead(outcome.response.body) : outcome.response.body) : null;
-    await commit.wait().catch((refusal: unknown) => {
-      if ('response' in outcome) outcome.response.body.destroy();
-      throw refusal;
-    });
-    // Not streamed: the answer is read whole before anything reaches the client. A body that
-    // breaks off after its 200 is a failed attempt like a reset connection: not billed, and
-    // another channel is tried.
-    let failed = 'failure' in outcome ? outcome.failure : null;
-    let text = '';
-    if ('response' in outcome && !info.stream) {
-      try {
-        text = await textWithin(outcome.response.body, CHAT_ANSWER_BYTES);
-      } catch (error) {
-        failed = brokenBody(error, signal);
+  stages: for (const [index, stage] of stages.entries()) {
+    // A fallback is tried only when the previous model's channels all failed in a way another model may not.
+    if (index > 0 && !(failure !== null && fallsBack(failure, signal))) break;
+    const { estimate, bounds, pricing } = stage;
+    for (const { route, translation } of stage.attempts) {
+      ctx.attempts += 1;
+      ctx.channelId = route.channel.id;
+      const routeAdapter = translation?.adapter ?? adapter;
+      if (translation) for (const [name, value] of Object.entries(translation.headers)) reply.header(name, value);
+      request.callMeter?.attempt();
+      const traced = traceAttempt(request, route, ctx.attempts);
+      const startedAt = performance.now();
+      const outcome = await send(deps, routeAdapter, route, request, info, signal, traced);
+      // A stream cut while the commit is awaited must not take the frames that came before the cut with it.
+      const body = 'response' in outcome ? (info.stream && !commit.known ? readAhead(outcome.response.body) : outcome.response.body) : null;
+      await commit.wait().catch((refusal: unknown) => {
+        if ('response' in outcome) outcome.response.body.destroy();
+        throw refusal;
+      });
+      // Not streamed: the answer is read whole before anything reaches the client. A body that
+      // breaks off after its 200 is a failed attempt like a reset connection: not billed, and
+      // another channel is tried.
+      let failed = 'failure' in outcome ? outcome.failure : null;
+      let text = '';
+      if ('response' in outcome && !info.stream) {
+        try {
+          text = await textWithin(outcome.response.body, CHAT_ANSWER_BYTES);
+        } catch (error) {
+          failed = brokenBody(error, signal);
+        }
       }
+      request.callMeter?.answered(route.channel.id, failed);
+      if (failed) {
+        traced?.failed(failed);
+        // One failover rule for every ladder (src/channels/failover.ts).
+        const verdict = attemptFailed(route, failed, signal, startedAt);
+        failure = verdict.failure;
+        failedAdapter = routeAdapter;
+        if (!verdict.next) continue stages;
+        continue;
+      }
+      attemptAnswered(route, startedAt);
+      // The row names the model that answered, and the one asked for when it was a fallback.
+      ctx.model = stage.model.id;
+      const fallback = stage.model.id !== call.requested ? { requested_model: call.requested } : {};
+      const { response } = outcome as { response: Dispatcher.ResponseData };
+      // Settled after the answer has gone out, without making the client wait: the command is
+      // queued at once (later reads and reservations of the wallet come after it) and shares
+      // its append with the wallet's next commands. A hold whose settlement never lands
+      // (the process died) is released by the sweeper: the call is then free, never double-billed.
+      const settle: Settle = (usage, status, error, invalidUsage) => {
+        // Priced first: a usage that cannot be priced leaves the call open for relayChat's release.
+        const charge = chargeOf(pricing, usage, ctx.submittedAt);
+        request.callMeter?.charge(charge.amount);
+        const note = invalidUsage ? usageInvalidNote(invalidUsage, error) : error ? { error_code: error.code, error_message: error.message } : {};
+        const record = callRecord(ctx, { status, ...usageFields(usage), ...receiptOf(usage, charge), ...note, ...fallback });
+        if (invalidUsage) request.log.warn({ holdId, channel: route.channel.id, model: ctx.model, reason: invalidUsage }, 'upstream usage invalid: the call is billed on the estimate');
+        call.closed = true;
+        traceSettlement(request, { holdId, amount: charge.amount, record, attempt: traced }, () => deps.ledger.settle(caller.accountId, holdId, charge.amount, record, true))
+          .then((settled) => {
+            if (!settled.ok) request.log.error({ holdId, error: settled.error }, 'settlement refused');
+          })
+          .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
+      };
+      // The exact amount the settlement captures (the same pricing of the same usage), for the cost header.
+      const price = (usage: Usage) => chargeOf(pricing, usage, ctx.submittedAt).amount;
+      if (!info.stream) return relayBody(text, response, routeAdapter, reply, estimate, bounds, settle, price, translation);
+      return relayStream(body!, adapter, info, request, reply, estimate, bounds, settle, signal, translation);
     }
-    request.callMeter?.answered(route.channel.id, failed);
-    if (failed) {
-      traced?.failed(failed);
-      // One failover rule for every ladder (src/channels/failover.ts).
-      const verdict = attemptFailed(route, failed, signal, startedAt);
-      failure = verdict.failure;
-      failedAdapter = routeAdapter;
-      if (!verdict.next) break;
-      continue;
     }
-    attemptAnswered(route, startedAt);
-    const { response } = outcome as { response: Dispatcher.ResponseData };
-    // Settled after the answer has gone out, without making the client wait: the command is
-    // queued at once (later reads and reservations of the wallet come after it) and shares
-    // its append with the wallet's next commands. A hold whose settlement never lands
-    // (the process died) is released by the sweeper: the call is then free, never double-billed.
-    const settle: Settle = (usage, status, error, invalidUsage) => {
-      // Priced first: a usage that cannot be priced leaves the call open for relayChat's release.
-      const charge = chargeOf(pricing, usage, ctx.submittedAt);
-      request.callMeter?.charge(charge.amount);
-      const note = invalidUsage ? usageInvalidNote(invalidUsage, error) : error ? { error_code: error.code, error_message: error.message } : {};
-      const record = callRecord(ctx, { status, ...usageFields(usage), ...receiptOf(usage, charge), ...note });
-      if (invalidUsage) request.log.warn({ holdId, channel: route.channel.id, model: ctx.model, reason: invalidUsage }, 'upstream usage invalid: the call is billed on the estimate');
-      call.closed = true;
-      traceSettlement(request, { holdId, amount: charge.amount, record, attempt: traced }, () => deps.ledger.settle(caller.accountId, holdId, charge.amount, record, true))
-        .then((settled) => {
-          if (!settled.ok) request.log.error({ holdId, error: settled.error }, 'settlement refused');
-        })
-        .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
-    };
-    if (!info.stream) return relayBody(text, response, routeAdapter, reply, estimate, bounds, settle, translation);
-    return relayStream(body!, adapter, info, request, reply, estimate, bounds, settle, signal, translation);
-  }
 
   // Every channel failed before an answer started: nothing billed.
   const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
@@ -294,25 +333,34 @@ function brokenBody(error: unknown, signal: CallSignal): Failure {
   return failure.kind === 'timeout' || failure.kind === 'shutdown' ? failure : { kind: 'unreachable', message: 'the upstream connection broke off during the response' };
 }
 
+/** Whether a fallback model may serve the caller's call: callable, on the chat endpoints, and on the key's allow-list. */
+function usableFallback(deps: RelayDeps, allowList: readonly string[] | null, model: ModelConfig): boolean {
+  const callable = callableModel(deps.registry, allowList, model.id);
+  return !('code' in callable) && callable.kind === 'text' && !callable.endpoint_type;
+}
+
+/** The routes of one model for the call, or why it has none. */
 function routesFor(
-  deps: RelayDeps,
+  router: RouteSource,
+  group: string | null,
   adapter: ProtocolAdapter,
   model: ModelConfig,
   info: ChatRequestInfo,
-  reject: (code: ErrorCode, message: string) => never,
-): Route[] {
-  let routes: Route[] = deps.router.routes(model.id, adapter.protocol);
+): { routes: Route[] } | { code: ErrorCode; message: string } {
+  const reject = (code: ErrorCode, message: string) => ({ code, message });
+  let routes: Route[] = router.routes(model.id, adapter.protocol);
   // No native channel: channels of another protocol that translate for this one.
-  if (routes.length === 0) routes = translatedRoutes(deps.router, model.id, adapter.protocol);
+  if (routes.length === 0) routes = translatedRoutes(router, model.id, adapter.protocol);
   if (routes.length === 0) {
-    const resting = CHAT_PROTOCOLS.some((via) => deps.router.configured(model.id, via, (channel) => channelServes(channel, adapter.protocol)));
-    return reject('no_channel_available', resting ? `Every channel of the model \`${model.id}\` for the ${adapter.protocol} protocol is cooling down or disabled; retry later.` : `The model \`${model.id}\` has no channel for the ${adapter.protocol} protocol.`);
+    const resting = CHAT_PROTOCOLS.some((via) => router.configured(model.id, via, (channel) => channelServes(channel, adapter.protocol)));
+    const where = group === null ? '' : ` in the channel group \`${group}\``;
+    return reject('no_channel_available', resting ? `Every channel of the model \`${model.id}\`${where} for the ${adapter.protocol} protocol is cooling down or disabled; retry later.` : `The model \`${model.id}\` has no channel${where} for the ${adapter.protocol} protocol.`);
   }
-  if (info.builtinTools.length === 0) return routes;
+  if (info.builtinTools.length === 0) return { routes };
   // A built-in tool runs on a channel that lists it: natively, or through a translation that carries it.
-  const capable = builtinToolRoutes(deps.router, model.id, adapter.protocol, info.builtinTools);
-  if (capable.length > 0) return capable;
-  const missing = info.builtinTools.find((tool) => builtinToolRoutes(deps.router, model.id, adapter.protocol, [tool]).length === 0);
+  const capable = builtinToolRoutes(router, model.id, adapter.protocol, info.builtinTools);
+  if (capable.length > 0) return { routes: capable };
+  const missing = info.builtinTools.find((tool) => builtinToolRoutes(router, model.id, adapter.protocol, [tool]).length === 0);
   const tools = missing ? `The built-in tool \`${missing}\` is` : `The built-in tools ${info.builtinTools.map((t) => `\`${t}\``).join(' and ')} together are`;
   return reject('tool_not_supported', `${tools} not supported for the model \`${model.id}\` on the ${adapter.protocol} protocol.`);
 }
@@ -367,6 +415,7 @@ function relayBody(
   estimate: Usage,
   bounds: UsageBounds,
   settle: Settle,
+  price: (usage: Usage) => bigint,
   translation: Translation | null = null,
 ) {
   const json = tryJson(text);
@@ -378,6 +427,8 @@ function relayBody(
   // translation that throws is a 500, released unbilled by relayChat.
   const answer = translation ? JSON.stringify(translation.answer(json)) : text;
   const type = translation ? 'application/json' : response.headers['content-type'];
+  // What the call costs, in USD, exactly as it is settled (a stream's headers leave before its cost is known).
+  reply.header(COST_HEADER, formatUsd(price(usage)));
   const sent = reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(answer);
   // Queued as the answer leaves, in the same turn of the event loop: no later request (the
   // client's next one, a balance read) can be handled before the wallet has it.

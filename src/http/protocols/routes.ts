@@ -15,8 +15,8 @@ import { AUTH_MESSAGES } from '../plugins/auth';
 
 const COUNT_TOKENS_DOC: RouteDoc = {
   operationId: 'countMessageTokens',
-  summary: 'Count the input tokens of a messages request (a local estimate, free)',
-  description: 'The body of `POST /v1/messages` (`max_tokens` not needed). Estimated by the gateway (about 4 bytes of the prompt a token), not asked upstream; no call is billed or logged.',
+  summary: 'Count the input tokens of a messages request (free)',
+  description: 'The body of `POST /v1/messages` (`max_tokens` not needed). Asked of the upstream when a usable channel of the model speaks the Messages protocol, else (or when it gives no count) estimated by the gateway (about 4 bytes of the prompt a token); no call is billed or logged.',
   tags: ['chat'],
   responses: { 200: { description: '`{input_tokens}`.' } },
 };
@@ -90,9 +90,9 @@ export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
     app.post('/v1/messages', { config: { auth: 'key', shape: 'messages', callLog: { endpoint: messages.protocol }, openapi: openapi.messages } }, (request, reply) =>
       relayChat(deps, messages, request, reply),
     );
-    // Claude Code asks on every turn: a local estimate, free (src/http/protocols/count-tokens.ts).
+    // Claude Code asks on every turn: the upstream's count, else a local estimate; free (src/http/protocols/count-tokens.ts).
     app.post('/v1/messages/count_tokens', { config: { auth: 'key', shape: 'messages', free: true, openapi: COUNT_TOKENS_DOC } }, async (request) => ({
-      input_tokens: countPromptTokens(deps.registry, messages, request),
+      input_tokens: await countPromptTokens(deps, messages, request),
     }));
     app.post('/v1/responses', { config: { auth: 'key', shape: 'chat', callLog: { endpoint: responses.protocol }, openapi: openapi.responses } }, (request, reply) =>
       relayChat(deps, responses, request, reply),
@@ -105,7 +105,7 @@ export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
     const callLog = { endpoint: generateContent.protocol, model: pathModel };
     app.post<{ Params: { '*': string } }>('/v1beta/models/*', { config: { auth: 'key', shape: 'generate', callLog, openapi: openapi.generate } }, (request, reply) => {
       const counted = /^(.+):countTokens$/.exec(request.params['*']);
-      if (counted) return { totalTokens: countPromptTokens(deps.registry, generateContent, request, { model: decodeURIComponent(counted[1]!) }) };
+      if (counted) return countPromptTokens(deps, generateContent, request, { model: decodeURIComponent(counted[1]!) }).then((totalTokens) => ({ totalTokens }));
       const match = /^(.+):(generateContent|streamGenerateContent)$/.exec(request.params['*']);
       if (!match) throw new GatewayError('not_found', `no route for POST ${redactUrl(request.url).split('?')[0]}; use {model}:generateContent, {model}:streamGenerateContent or {model}:countTokens`);
       return relayChat(deps, generateContent, request, reply, { model: decodeURIComponent(match[1]!), stream: match[2] === 'streamGenerateContent' });

@@ -12,7 +12,7 @@ import { chatCompletions } from '../../upstream/protocols/chat-completions';
 import { generateContent } from '../../upstream/protocols/generate-content';
 import { messages } from '../../upstream/protocols/messages';
 import { responses } from '../../upstream/protocols/responses';
-import { MAX_CHANNELS_PER_REQUEST, type Route, type Router } from '../../upstream/routing';
+import { MAX_CHANNELS_PER_REQUEST, type Route, type RouteSource } from '../../upstream/routing';
 import { carriesBuiltinTool, streamBridge, TRANSLATORS, type AnswerContext, type CanonicalRequest, type StreamBridge } from '../../upstream/translate';
 
 const NATIVE: Readonly<Record<ChatProtocol, ProtocolAdapter>> = {
@@ -31,7 +31,7 @@ export const isTranslated = (route: Route): route is TranslatedRoute => 'via' in
 
 /** Channels of the other protocols that translate for `client`: lower priority first (each
  * protocol's own weighted order kept, the sort is stable), at most three. */
-export function translatedRoutes(router: Router, modelId: string, client: ChatProtocol, accept?: (channel: ChannelConfig, via: ChatProtocol) => boolean): TranslatedRoute[] {
+export function translatedRoutes(router: RouteSource, modelId: string, client: ChatProtocol, accept?: (channel: ChannelConfig, via: ChatProtocol) => boolean): TranslatedRoute[] {
   return CHAT_PROTOCOLS.filter((p) => p !== client)
     .flatMap((via) => router.routes(modelId, via, (channel) => channelServes(channel, client) && (accept?.(channel, via) ?? true)).map((route) => ({ ...route, via })))
     .sort((a, b) => a.channel.priority - b.channel.priority)
@@ -41,7 +41,7 @@ export function translatedRoutes(router: Router, modelId: string, client: ChatPr
 /** The routes of a request with built-in tools: channels that list every one of them, native first;
  * a translating channel only when the translation carries each tool to the channel's protocol
  * (image_generation: chat-completions clients on responses channels). */
-export function builtinToolRoutes(router: Router, modelId: string, client: ChatProtocol, tools: readonly string[]): Route[] {
+export function builtinToolRoutes(router: RouteSource, modelId: string, client: ChatProtocol, tools: readonly string[]): Route[] {
   const offers = (channel: ChannelConfig) => tools.every((tool) => channel.tools.includes(tool));
   const native = router.routes(modelId, client, offers);
   if (native.length > 0) return native;

@@ -13,6 +13,8 @@ export interface AccountChange {
   adjusted: bigint;
   status: 'active' | 'inactive' | null;
   limits: { rpm: number | null; concurrency: number | null } | null;
+  /** Set when the batch binds or unbinds the account's channel group. */
+  group: { value: string | null } | null;
   updatedAt: number;
 }
 
@@ -49,7 +51,7 @@ export function foldAccounts(items: readonly ProjectedEvent[]): AccountsChanges 
   const account = (accountId: string, at: number): AccountChange => {
     let change = accounts.get(accountId);
     if (!change) {
-      change = { accountId, opened: null, balance: 0n, held: 0n, credited: 0n, captured: 0n, adjusted: 0n, status: null, limits: null, updatedAt: at };
+      change = { accountId, opened: null, balance: 0n, held: 0n, credited: 0n, captured: 0n, adjusted: 0n, status: null, limits: null, group: null, updatedAt: at };
       accounts.set(accountId, change);
     }
     change.updatedAt = at;
@@ -116,6 +118,9 @@ export function foldAccounts(items: readonly ProjectedEvent[]): AccountsChanges 
         break;
       case 'AccountLimitsSet':
         account(accountId, event.data.at).limits = { rpm: event.data.rpm, concurrency: event.data.concurrency };
+        break;
+      case 'AccountGroupSet':
+        account(accountId, event.data.at).group = { value: event.data.group };
         break;
       case 'WalletAdjusted': {
         const a = account(accountId, event.data.at);

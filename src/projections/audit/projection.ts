@@ -38,6 +38,7 @@ const AUDITED = new Set([
   'AccountDeactivated',
   'AccountReactivated',
   'AccountLimitsSet',
+  'AccountGroupSet',
   'KeyIssued',
   'KeyUpdated',
   'KeyRevealed',

@@ -44,7 +44,9 @@ CREATE INDEX IF NOT EXISTS call_log_by_request ON call_log (request_id);
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS tool_fee bigint;
 -- The enterprise agent whose key made the call (null: an ordinary key). Added later, so added here.
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS agent_id text;
-CREATE INDEX IF NOT EXISTS call_log_by_agent ON call_log (account_id, agent_id, created_at DESC) WHERE agent_id IS NOT NULL;`,
+CREATE INDEX IF NOT EXISTS call_log_by_agent ON call_log (account_id, agent_id, created_at DESC) WHERE agent_id IS NOT NULL;
+-- The model the client asked for, when a fallback answered (model: the one that answered). Added later, so added here.
+ALTER TABLE call_log ADD COLUMN IF NOT EXISTS requested_model text;`,
 
   async applyBatch(tx, items, writes = WHOLE) {
     await inSlices(items.flatMap(toRow), writes, (rows) => insertRows(tx, rows));
@@ -60,15 +62,16 @@ async function insertRows(tx: SqlQuery, rows: readonly Row[]) {
   await tx.query(
     `INSERT INTO call_log (id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
                            cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
-                           created_at, attempts_count, result_urls, result_expires_at, tool_fee, agent_id)
+                           created_at, attempts_count, result_urls, result_expires_at, tool_fee, agent_id, requested_model)
      SELECT r.id, r.account_id, c.key_id, c.model, c.endpoint, c.status, c.error_code, c.error_message, c.input_tokens, c.output_tokens,
             c.cached_tokens, c.unit_count, c.unit_type, r.cost, c.latency_ms, c.request_id, c.task_id, c.channel_id, c.submitted_at,
-            r.created_at, c.attempts_count, c.result_urls, c.result_expires_at, c.tool_fee, c.agent_id
+            r.created_at, c.attempts_count, c.result_urls, c.result_expires_at, c.tool_fee, c.agent_id, c.requested_model
        FROM json_to_recordset($1::json) AS r(id uuid, account_id text, cost bigint, created_at bigint, call json),
             json_to_record(r.call) AS c(key_id text, model text, endpoint text, status text, error_code text, error_message text,
                                         input_tokens bigint, output_tokens bigint, cached_tokens bigint, unit_count int, unit_type text,
                                         latency_ms int, request_id text, task_id text, channel_id text, submitted_at bigint,
-                                        attempts_count int, result_urls text[], result_expires_at bigint, tool_fee bigint, agent_id text)`,
+                                        attempts_count int, result_urls text[], result_expires_at bigint, tool_fee bigint, agent_id text,
+                                        requested_model text)`,
     [JSON.stringify(rows.map((r) => ({ id: r.id, account_id: r.accountId, cost: String(r.cost), created_at: r.at, call: r.call })))],
   );
 }

@@ -79,6 +79,9 @@ export interface LogRow {
   tool_fee_usd: string | null;
   /** The enterprise agent whose key made the call (null: an ordinary key). */
   agent_id: string | null;
+  /** The model asked for when a fallback answered (`model`: the one that answered and was billed); null
+   * otherwise. Not a CSV column: the spec fixes those. */
+  requested_model: string | null;
 }
 
 interface RawRow {
@@ -108,6 +111,7 @@ interface RawRow {
   adjustment_reference: string | null;
   tool_fee: string | null;
   agent_id: string | null;
+  requested_model: string | null;
 }
 
 /** Newest first, filtered, keyset-paged. Returns one row more than asked when there is a next page. */
@@ -138,7 +142,7 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
             c.cached_tokens::text AS cached_tokens, c.unit_count, c.unit_type, c.cost::text AS cost, c.latency_ms, c.request_id,
             c.task_id, c.submitted_at::text AS submitted_at, c.attempts_count, c.result_urls, c.result_expires_at::text AS result_expires_at,
             c.adjustment::text AS adjustment, c.adjustment_reference,
-            c.tool_fee::text AS tool_fee, c.agent_id
+            c.tool_fee::text AS tool_fee, c.agent_id, c.requested_model
        FROM call_log c LEFT JOIN api_keys k ON k.key_id = c.key_id
       WHERE ${where.join(' AND ')}
       ORDER BY c.created_at DESC, c.id DESC
@@ -172,6 +176,7 @@ export async function queryLogs(sql: SqlQuery, filter: LogFilter, limit: number)
     adjustment_reference: r.adjustment_reference,
     tool_fee_usd: r.tool_fee === null ? null : formatUsd(BigInt(r.tool_fee)),
     agent_id: r.agent_id,
+    requested_model: r.requested_model,
   }));
 }
 

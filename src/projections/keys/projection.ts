@@ -26,6 +26,8 @@ CREATE INDEX IF NOT EXISTS api_keys_by_account ON api_keys (account_id, created_
 -- An agent key's agent (null: an ordinary key). Added later, so added here.
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS agent_id text;
 CREATE INDEX IF NOT EXISTS api_keys_by_agent ON api_keys (agent_id) WHERE agent_id IS NOT NULL;
+-- The channel group the key is bound to (null: none). Added later, so added here.
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS channel_group text;
 CREATE TABLE IF NOT EXISTS key_activity (
   key_id text PRIMARY KEY,
   last_used_at bigint NOT NULL
@@ -38,8 +40,8 @@ CREATE TABLE IF NOT EXISTS key_activity (
         const d = event.data;
         await tx.query(
           `INSERT INTO api_keys (key_id, account_id, name, prefix, key_hash, allowed_models, expires_at, enabled, spend_cap,
-                                 status, revealable, created_at, updated_at, agent_id)
-           VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::bigint, 'active', $10, $11, $11, $12)`,
+                                 status, revealable, created_at, updated_at, agent_id, channel_group)
+           VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::bigint, 'active', $10, $11, $11, $12, $13)`,
           [
             keyId,
             d.account_id,
@@ -53,6 +55,7 @@ CREATE TABLE IF NOT EXISTS key_activity (
             d.revealable,
             d.at,
             d.agent_id ?? null,
+            d.group ?? null,
           ],
         );
         return;
@@ -70,6 +73,7 @@ CREATE TABLE IF NOT EXISTS key_activity (
         if (c.expires_at !== undefined) set('expires_at', c.expires_at);
         if (c.enabled !== undefined) set('enabled', c.enabled);
         if (c.spend_cap !== undefined) set('spend_cap', c.spend_cap === null ? null : String(c.spend_cap), '::bigint');
+        if (c.group !== undefined) set('channel_group', c.group);
         await tx.query(`UPDATE api_keys SET updated_at = $2${sets.map((s) => `, ${s}`).join('')} WHERE key_id = $1`, params);
         return;
       }

@@ -13,18 +13,21 @@ import { handleResponses, responsesMarkerText } from './protocols/responses';
 import { handleSpeech, handleVoiceCreate } from './protocols/speech';
 import { handleClipTemplates } from './protocols/clip';
 import { handleTaskDelete, handleTaskGet, handleTaskSubmit, taskProtocol, type Task } from './protocols/tasks';
+import { promptTokens } from './tokens';
 import { deepStrings, markersIn, normalizeEntry, ScenarioError, toScenarioSet } from './scenarios';
 import type { Protocol, RecordedRequest, Scenario, ScenarioFilter, ScenarioSet, Simulator, SimulatorOptions } from './types';
 
 type Route =
   | { kind: 'chat' | 'responses' | 'messages' | 'images-generations' | 'images-edits' | 'task-submit' | 'speech' | 'voices'; protocol: Protocol }
   | { kind: 'generate'; protocol: Protocol; model: string; stream: boolean }
+  | { kind: 'count-tokens'; protocol: Protocol }
   | { kind: 'task-get' | 'task-delete'; protocol: Protocol; id: string }
   | { kind: 'clip-templates'; protocol: Protocol; id: string | undefined }
   | { kind: 'file'; name: string }
   | { kind: 'health' };
 
 const GENERATE_RE = /\/(?:v1beta|v1alpha|v1)\/models\/([^/]+):(generateContent|streamGenerateContent)$/;
+const COUNT_TOKENS_RE = /\/(?:v1beta|v1alpha|v1)\/models\/([^/]+):countTokens$/;
 const TASKS_RE = /\/api\/v3\/contents\/generations\/tasks(?:\/([^/]+))?$/;
 const CLIP_TEMPLATES_RE = /\/api\/v3\/clip-templates(?:\/([^/]+))?$/;
 
@@ -50,6 +53,8 @@ function route(method: string, path: string, body: unknown, tasks: ReadonlyMap<s
   if (path.endsWith('/v1/chat/completions')) return { kind: 'chat', protocol: 'chat-completions' };
   if (path.endsWith('/v1/responses')) return { kind: 'responses', protocol: 'responses' };
   if (path.endsWith('/v1/messages')) return { kind: 'messages', protocol: 'messages' };
+  if (path.endsWith('/v1/messages/count_tokens')) return { kind: 'count-tokens', protocol: 'messages' };
+  if (COUNT_TOKENS_RE.test(path)) return { kind: 'count-tokens', protocol: 'generate-content' };
   if (path.endsWith('/v1/images/generations')) return { kind: 'images-generations', protocol: 'images' };
   if (path.endsWith('/v1/images/edits')) return { kind: 'images-edits', protocol: 'images' };
   if (path.endsWith('/v1/audio/speech')) return { kind: 'speech', protocol: 'speech' };
@@ -240,6 +245,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         return handleSpeech(ctx);
       case 'voices':
         return handleVoiceCreate(ctx);
+      case 'count-tokens': {
+        // The prompt's tokens as a call would report them (Gemini's body may wrap the request).
+        if (p === 'messages') return sendJson(ctx, 200, { input_tokens: promptTokens('messages', ctx.body) });
+        const inner = asRecord(ctx.body).generateContentRequest ?? ctx.body;
+        return sendJson(ctx, 200, { totalTokens: promptTokens('generate-content', inner) });
+      }
     }
   }
 
