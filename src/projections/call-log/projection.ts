@@ -1,7 +1,12 @@
 import type { CallRecord } from '../../events/catalog';
 import type { SqlQuery } from '../../storage/sql';
-import { inSlices, WHOLE, type ProjectedEvent, type Projection } from '../projection';
+import { inSlices, secondaryIndex, WHOLE, type ProjectedEvent, type Projection } from '../projection';
 import { boundedCall } from './bounds';
+
+// The admin and usage reads (queries.ts); a rebuild builds them after the load (SecondaryIndex).
+const BY_ACCOUNT_TIME = secondaryIndex('call_log_by_account_time', 'call_log (account_id, created_at DESC, id DESC)');
+const BY_REQUEST = secondaryIndex('call_log_by_request', 'call_log (request_id)');
+const BY_AGENT = secondaryIndex('call_log_by_agent', 'call_log (account_id, agent_id, created_at DESC) WHERE agent_id IS NOT NULL');
 
 /** One row per final outcome of an external call: from the event that ended its hold
  * (cost = what was captured) or from CallRejected (cost 0). Attempts are folded in. */
@@ -9,6 +14,7 @@ export const callLogProjection: Projection = {
   name: 'call-log',
   streams: ['wallet-'],
   tables: ['call_log'],
+  secondaryIndexes: [BY_ACCOUNT_TIME, BY_REQUEST, BY_AGENT],
   schema: `
 CREATE TABLE IF NOT EXISTS call_log (
   id uuid PRIMARY KEY,
@@ -38,13 +44,13 @@ CREATE TABLE IF NOT EXISTS call_log (
 -- What re-rates changed: the signed sum of (new cost − old cost), and the last re-rate's reference.
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS adjustment bigint NOT NULL DEFAULT 0;
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS adjustment_reference text;
-CREATE INDEX IF NOT EXISTS call_log_by_account_time ON call_log (account_id, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS call_log_by_request ON call_log (request_id);
+${BY_ACCOUNT_TIME.create}
+${BY_REQUEST.create}
 -- The built-in tool fee part of the cost (nano-dollars); the calls are unit_count of unit_type. Added later, so added here.
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS tool_fee bigint;
 -- The enterprise agent whose key made the call (null: an ordinary key). Added later, so added here.
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS agent_id text;
-CREATE INDEX IF NOT EXISTS call_log_by_agent ON call_log (account_id, agent_id, created_at DESC) WHERE agent_id IS NOT NULL;`,
+${BY_AGENT.create}`,
 
   async applyBatch(tx, items, writes = WHOLE) {
     await inSlices(items.flatMap(toRow), writes, (rows) => insertRows(tx, rows));
