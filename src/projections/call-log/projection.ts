@@ -1,4 +1,5 @@
 import type { CallRecord } from '../../events/catalog';
+import { copyLine, copyTextArray } from '../../storage/copy-text';
 import type { SqlQuery } from '../../storage/sql';
 import { inSlices, secondaryIndex, WHOLE, type ProjectedEvent, type Projection } from '../projection';
 import { boundedCall } from './bounds';
@@ -53,7 +54,9 @@ ALTER TABLE call_log ADD COLUMN IF NOT EXISTS agent_id text;
 ${BY_AGENT.create}`,
 
   async applyBatch(tx, items, writes = WHOLE) {
-    await inSlices(items.flatMap(toRow), writes, (rows) => insertRows(tx, rows));
+    const rows = items.flatMap(toRow);
+    if (writes.copy) await copyRows(tx, rows);
+    else await inSlices(rows, writes, (slice) => insertRows(tx, slice));
     // A call's row always comes before any adjustment of it in the log, so after this batch's inserts.
     const adjusted = adjustments(items);
     if (adjusted.length > 0) await adjustRows(tx, adjusted);
@@ -77,6 +80,22 @@ async function insertRows(tx: SqlQuery, rows: readonly Row[]) {
                                         attempts_count int, result_urls text[], result_expires_at bigint, tool_fee bigint, agent_id text)`,
     [JSON.stringify(rows.map((r) => ({ id: r.id, account_id: r.accountId, cost: String(r.cost), created_at: r.at, call: r.call })))],
   );
+}
+
+const COPY_COLUMNS = ['id', 'account_id', 'key_id', 'model', 'endpoint', 'status', 'error_code', 'error_message', 'input_tokens', 'output_tokens',
+  'cached_tokens', 'unit_count', 'unit_type', 'cost', 'latency_ms', 'request_id', 'task_id', 'channel_id', 'submitted_at',
+  'created_at', 'attempts_count', 'result_urls', 'result_expires_at', 'tool_fee', 'agent_id'];
+
+/** The same rows as insertRows writes, loaded with COPY (a rebuild). */
+async function copyRows(tx: SqlQuery, rows: readonly Row[]) {
+  let lines = '';
+  for (const { id, accountId, call: c, cost, at } of rows)
+    lines += copyLine([
+      id, accountId, c.key_id, c.model, c.endpoint, c.status, c.error_code, c.error_message, c.input_tokens, c.output_tokens,
+      c.cached_tokens, c.unit_count, c.unit_type, cost, c.latency_ms, c.request_id, c.task_id, c.channel_id, c.submitted_at,
+      at, c.attempts_count, copyTextArray(c.result_urls), c.result_expires_at, c.tool_fee, c.agent_id,
+    ]);
+  await tx.copyFrom('call_log', COPY_COLUMNS, lines);
 }
 
 interface Row {

@@ -1,3 +1,4 @@
+import { copyLine } from '../../storage/copy-text';
 import type { SqlQuery } from '../../storage/sql';
 import { inSlices, secondaryIndex, WHOLE, type ProjectedEvent, type Projection } from '../projection';
 
@@ -58,6 +59,13 @@ ${BY_HOLD.create}`,
       else if (carried && key !== null) keyOf.delete(key);
       return { entry: e, keyId, after };
     });
+    if (writes.copy) {
+      let lines = '';
+      for (const { entry: e, keyId, after } of rows)
+        lines += copyLine([e.accountId, e.seq, e.eventId, e.type, e.amount, after.balance, after.held, e.holdId, keyId, e.reference, e.at]);
+      await tx.copyFrom('ledger_entries', COLUMNS, lines);
+      return;
+    }
     await inSlices(rows, writes, (slice) =>
       tx.query(
         `INSERT INTO ledger_entries (account_id, seq, event_id, entry_type, amount, balance_after, held_after, hold_id, key_id, reference, at)
@@ -85,6 +93,8 @@ ${BY_HOLD.create}`,
     );
   },
 };
+
+const COLUMNS = ['account_id', 'seq', 'event_id', 'entry_type', 'amount', 'balance_after', 'held_after', 'hold_id', 'key_id', 'reference', 'at'];
 
 /** One shape for every entry (no optional fields, no spreads): V8 keeps these objects on one
  * hidden class, where per-type shapes built by spreading cost microseconds each. */

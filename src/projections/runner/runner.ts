@@ -1,7 +1,7 @@
 import { UnreadableEventError, decodeRecorded } from '../../events/catalog';
 import { START, comparePositions, type EventStore, type Position, type RecordedEvent } from '../../events/store/port';
 import type { Sql, SqlQuery } from '../../storage/sql';
-import { IN_SLICES, RebuildMemory, WHOLE, type BatchWrites, type ProjectedEvent, type Projection, type SecondaryIndex } from '../projection';
+import { IN_SLICES, LOAD, RebuildMemory, WHOLE, type BatchWrites, type ProjectedEvent, type Projection, type SecondaryIndex } from '../projection';
 import { PARKED_SCHEMA, afterParked, deterministic, parkedCounts, parkedEvents, recordParked, type ParkedEvent, type Parking } from './parked';
 import { checkRevisions } from './revisions';
 import { projectionLag, type ProjectionLag } from './lag';
@@ -269,7 +269,7 @@ export class ProjectionRunner {
       if (ready.length === 0) return outcome;
 
       // A rebuild, a full batch (the runner is behind the log) or a busy gateway: the runner's throughput is what counts.
-      const writes = !pass.rebuilding && batch.length < pass.batch && !this.busy() ? IN_SLICES : WHOLE;
+      const writes = pass.rebuilding ? LOAD : batch.length < pass.batch && !this.busy() ? IN_SLICES : WHOLE;
       const followed = new Map(ready.map((p) => [p, batch.filter((e) => p.streams.some((prefix) => e.streamId.startsWith(prefix)))]));
       const { clean, gap, parked } = await checkRevisions(tx, followed);
       outcome.failure = gap;
