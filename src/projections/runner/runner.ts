@@ -270,7 +270,7 @@ export class ProjectionRunner {
 
       // A rebuild, a full batch (the runner is behind the log) or a busy gateway: the runner's throughput is what counts.
       const writes = pass.rebuilding ? LOAD : batch.length < pass.batch && !this.busy() ? IN_SLICES : WHOLE;
-      const followed = new Map(ready.map((p) => [p, batch.filter((e) => p.streams.some((prefix) => e.streamId.startsWith(prefix)))]));
+      const followed = followedEvents(ready, batch);
       const { clean, gap, parked } = await checkRevisions(tx, followed);
       outcome.failure = gap;
       for (const p of clean) {
@@ -449,6 +449,21 @@ export class ProjectionRunner {
   }
 }
 
+/** Each projection's events of the batch, in log order: who follows a stream is asked once per stream. */
+function followedEvents(projections: readonly Projection[], batch: readonly RecordedEvent[]): Map<Projection, RecordedEvent[]> {
+  const followed = new Map(projections.map((p) => [p, [] as RecordedEvent[]]));
+  const followers = new Map<string, RecordedEvent[][]>();
+  for (const event of batch) {
+    let lists = followers.get(event.streamId);
+    if (lists === undefined) {
+      lists = projections.filter((p) => p.streams.some((prefix) => event.streamId.startsWith(prefix))).map((p) => followed.get(p)!);
+      followers.set(event.streamId, lists);
+    }
+    for (const list of lists) list.push(event);
+  }
+  return followed;
+}
+
 function groupByPosition(at: ReadonlyMap<Projection, Position>): Map<Position, Projection[]> {
   const groups = new Map<string, { from: Position; group: Projection[] }>();
   for (const [projection, from] of at) {
@@ -494,7 +509,7 @@ async function applyParking(
   const from = new Map(parkedFrom);
   const items: ProjectedEvent[] = [];
   for (const recorded of events) {
-    const since = from.get(recorded.streamId);
+    const since = from.size === 0 ? undefined : from.get(recorded.streamId);
     if (since !== undefined) {
       parking.push({ event: recorded, error: afterParked(since) });
       continue;
