@@ -41,6 +41,23 @@ export interface SecondaryIndex {
   readonly name: string;
   /** CREATE INDEX IF NOT EXISTS …, part of the projection's schema. */
   readonly create: string;
+  /** Statements that drop it, when more than DROP INDEX (a constraint's index). */
+  readonly drop?: readonly string[];
+}
+
+/**
+ * A column's UNIQUE constraint, dropped by a rebuild and built again as a unique index of the same
+ * name: the same guarantee (and the same name in a violation), but one CREATE UNIQUE INDEX IF NOT
+ * EXISTS, which the schema can run on every start. For a column whose values are unique already
+ * where they come from (an event's id: the log's own constraint).
+ */
+export function uniqueIndex(table: string, column: string): SecondaryIndex {
+  const name = `${table}_${column}_key`;
+  return {
+    name,
+    create: `CREATE UNIQUE INDEX IF NOT EXISTS ${name} ON ${table} (${column});`,
+    drop: [`ALTER TABLE ${table} DROP CONSTRAINT IF EXISTS ${name}`, `DROP INDEX IF EXISTS ${name}`],
+  };
 }
 
 /** `on`: what follows ON in CREATE INDEX (the table, the columns, a WHERE). */

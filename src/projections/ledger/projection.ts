@@ -1,10 +1,13 @@
 import { copyLine } from '../../storage/copy-text';
 import type { SqlQuery } from '../../storage/sql';
-import { inSlices, secondaryIndex, WHOLE, type ProjectedEvent, type Projection } from '../projection';
+import { inSlices, secondaryIndex, uniqueIndex, WHOLE, type ProjectedEvent, type Projection } from '../projection';
 
 /** A capture or release looks up its hold's row: without this a hot account's settlement scans its whole ledger.
  * A rebuild keeps the open holds' keys in memory instead, and builds this index at the end. */
 const BY_HOLD = secondaryIndex('ledger_entries_by_hold', 'ledger_entries (account_id, hold_id) WHERE hold_id IS NOT NULL');
+/** An event's id is unique in the log already; kept up to date row by row, this index of random ids cost a
+ * rebuild more than the rows (a constraint in the table's first version, a unique index once rebuilt). */
+const EVENT_ID = uniqueIndex('ledger_entries', 'event_id');
 
 /** What a rebuild carries from batch to batch (RebuildMemory): each account's running totals after its
  * newest row, and the key of each hold still open. */
@@ -19,7 +22,7 @@ export const ledgerProjection: Projection = {
   name: 'ledger',
   streams: ['wallet-'],
   tables: ['ledger_entries'],
-  secondaryIndexes: [BY_HOLD],
+  secondaryIndexes: [BY_HOLD, EVENT_ID],
   schema: `
 CREATE TABLE IF NOT EXISTS ledger_entries (
   account_id text NOT NULL,
@@ -35,7 +38,8 @@ CREATE TABLE IF NOT EXISTS ledger_entries (
   at bigint NOT NULL,
   PRIMARY KEY (account_id, seq)
 );
-${BY_HOLD.create}`,
+${BY_HOLD.create}
+${EVENT_ID.create}`,
 
   async applyBatch(tx, items, writes = WHOLE, memory) {
     const entries: Entry[] = [];

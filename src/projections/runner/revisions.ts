@@ -27,7 +27,9 @@ export async function checkRevisions(
   followed: ReadonlyMap<Projection, readonly RecordedEvent[]>,
 ): Promise<{ clean: Projection[]; gap: StreamGapError | null; parked: Map<Projection, Map<string, bigint>> }> {
   const parked = new Map<Projection, Map<string, bigint>>();
-  const streamIds = [...new Set([...followed.values()].flatMap((events) => events.map((e) => e.streamId)))];
+  const streams = new Set<string>();
+  for (const events of followed.values()) for (const e of events) streams.add(e.streamId);
+  const streamIds = [...streams];
   if (streamIds.length === 0) return { clean: [...followed.keys()], gap: null, parked };
   const rows = await tx.query<{ projection: string; stream_id: string; revision: string; parked_from: string | null }>(
     `SELECT projection, stream_id, revision::text AS revision, parked_from::text AS parked_from FROM projection_stream_revisions

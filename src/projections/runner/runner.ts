@@ -319,7 +319,9 @@ export class ProjectionRunner {
       await tx.query('SELECT 1 FROM projection_checkpoints WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE', [named]);
       // One TRUNCATE for every table: no row-by-row delete of a large read model.
       await tx.query(`TRUNCATE ${projections.flatMap((p) => p.tables).join(', ')}`);
-      if (indexes.length) await tx.query(`DROP INDEX IF EXISTS ${indexes.map((i) => i.name).join(', ')}`);
+      const plain = indexes.filter((i) => i.drop === undefined);
+      if (plain.length) await tx.query(`DROP INDEX IF EXISTS ${plain.map((i) => i.name).join(', ')}`);
+      for (const statement of indexes.flatMap((i) => i.drop ?? [])) await tx.query(statement);
       await tx.query('DELETE FROM projection_stream_revisions WHERE projection = ANY($1::text[])', [named]);
       await tx.query('DELETE FROM projection_parked_events WHERE projection = ANY($1::text[])', [named]);
       await tx.query('UPDATE projection_checkpoints SET commit_position = -1, prepare_position = -1, updated_at = now() WHERE name = ANY($1::text[])', [named]);
