@@ -1,10 +1,17 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
+import { from as copyFromStdin } from 'pg-copy-streams';
 import type { PGlite } from '@electric-sql/pglite';
 
 /** The little of a SQL connection that the stores and projections need; PGlite and
  * a `pg` pool both provide it, so the same SQL runs embedded and on Postgres. */
 export interface SqlQuery {
   query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<Row[]>;
+  /** Loads rows into `table` with COPY (text format, copyText.ts): `rows` is one line per row, each
+   * value in `columns` order. Several times cheaper for the database than the same rows sent as a
+   * statement's parameters; a rebuild loads its large tables this way. */
+  copyFrom(table: string, columns: readonly string[], rows: string): Promise<void>;
 }
 
 export interface TransactionOptions {
@@ -43,7 +50,13 @@ class Resets {
   }
 }
 
+const copyStatement = (table: string, columns: readonly string[], source: string) => `COPY ${table} (${columns.join(', ')}) FROM ${source}`;
+
 export function pgliteSql(db: PGlite): Sql {
+  // PGlite takes the rows of a COPY as a blob, in place of a file named /dev/blob.
+  const copyFrom = async (on: Pick<PGlite, 'query'>, table: string, columns: readonly string[], rows: string) => {
+    if (rows.length) await on.query(copyStatement(table, columns, "'/dev/blob'"), [], { blob: new Blob([rows]) });
+  };
   return {
     kind: 'pglite',
     // In this process: a crash of the database is a crash of the process, caches and all.
@@ -52,12 +65,14 @@ export function pgliteSql(db: PGlite): Sql {
       const result = await db.query<Row>(text, params as unknown[]);
       return result.rows;
     },
+    copyFrom: (table, columns, rows) => copyFrom(db, table, columns, rows),
     transaction<T>(fn: (tx: SqlQuery) => Promise<T>) {
       return db.transaction((tx) =>
         fn({
           async query<Row>(text: string, params: readonly unknown[] = []) {
             return (await tx.query<Row>(text, params as unknown[])).rows;
           },
+          copyFrom: (table, columns, rows) => copyFrom(tx, table, columns, rows),
         }),
       );
     },
@@ -152,11 +167,26 @@ export function postgresSql(connectionString: string, options: PostgresOptions =
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => resets.fire()));
   const statements = new StatementNames();
+  const copyFrom = async (client: pg.PoolClient, table: string, columns: readonly string[], rows: string) => {
+    if (rows.length) await pipeline(Readable.from([rows]), client.query(copyFromStdin(copyStatement(table, columns, 'STDIN'))));
+  };
   return {
     kind: 'postgres',
     async query<Row>(text: string, params: readonly unknown[] = []) {
       const result = await pool.query(statements.query(text, params));
       return result.rows as Row[];
+    },
+    async copyFrom(table, columns, rows) {
+      const client = await pool.connect();
+      let broken: unknown = null;
+      try {
+        await copyFrom(client, table, columns, rows);
+      } catch (error) {
+        broken = error;
+        throw error;
+      } finally {
+        client.release(broken ? (broken as Error) : undefined);
+      }
     },
     async transaction<T>(fn: (tx: SqlQuery) => Promise<T>, options: TransactionOptions = {}) {
       const client = await pool.connect();
@@ -169,6 +199,7 @@ export function postgresSql(connectionString: string, options: PostgresOptions =
           async query<Row>(text: string, params: readonly unknown[] = []) {
             return (await client.query(statements.query(text, params))).rows as Row[];
           },
+          copyFrom: (table, columns, rows) => copyFrom(client, table, columns, rows),
         });
         await client.query('COMMIT');
         return value;

@@ -104,6 +104,16 @@ describe('model fallbacks: tried in order when every channel of the model failed
     const { data } = await ask('main');
     expect(data.choices[0]!.message.content).toBe('Echo: same prompt');
     expect((await lastCall()).row).toMatchObject({ model: 'last', requested_model: 'main', attempts_count: 3, channel_id: 'last-a' });
+    // The admin log row says so too, and still does after the call log is rebuilt from the log (COPY).
+    const logged = async () => {
+      await h.t.gateway.runner.catchUpToHead();
+      const rows = (await h.t.admin('GET', `/accounts/${accountId}/logs`)).json().data as Array<{ model: string; requested_model: string | null }>;
+      return rows.filter((r) => r.requested_model === 'main').map((r) => r.model).sort();
+    };
+    const before = await logged();
+    expect(before).toEqual(expect.arrayContaining(['backup', 'last']));
+    await h.t.gateway.runner.rebuild(['call-log']);
+    expect(await logged()).toEqual(before);
   });
 
   it('never on a client 4xx: the upstream answer is passed through and no fallback is asked', async () => {

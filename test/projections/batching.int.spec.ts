@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountsProjection } from '../../src/projections/accounts/projection';
 import { callLogProjection } from '../../src/projections/call-log/projection';
 import { ledgerProjection } from '../../src/projections/ledger/projection';
-import { WHOLE, type BatchWrites, type ProjectedEvent } from '../../src/projections/projection';
+import { LOAD, RebuildMemory, WHOLE, type BatchWrites, type ProjectedEvent } from '../../src/projections/projection';
 import { testDatabase, type TestDatabase } from '../support/storage';
 import type { CallRecord } from '../../src/events/catalog';
 import { inBatches, walletLog, walletStep, type WalletStep } from './wallet-log';
@@ -26,12 +26,14 @@ beforeAll(async () => {
 afterAll(() => db.drop());
 
 /** Empties the tables, applies the log in the given batches (one transaction each, as the
- * runner does, each table written `writes.rowsPerStatement` rows a statement), and returns every row. */
+ * runner does, each table written `writes.rowsPerStatement` rows a statement), and returns every row.
+ * `LOAD` writes as a rebuild does: COPY, and each projection's memory carried from batch to batch. */
 async function project(items: readonly ProjectedEvent[], sizes: readonly number[], writes: BatchWrites = WHOLE) {
   for (const p of projections) for (const table of p.tables) await db.sql.query(`DELETE FROM ${table}`);
+  const memory = new Map(projections.map((p) => [p, writes === LOAD ? new RebuildMemory() : undefined]));
   for (const batch of inBatches(items, sizes))
     await db.sql.transaction(async (tx) => {
-      for (const p of projections) await p.applyBatch(tx, batch, writes);
+      for (const p of projections) await p.applyBatch(tx, batch, writes, memory.get(p));
     });
   const rows: Record<string, Record<string, unknown>[]> = {};
   for (const [name, query] of Object.entries(TABLES)) rows[name] = await db.sql.query(query);
@@ -112,6 +114,8 @@ describe('hot projections in batches', () => {
           expect(await project(log.items, sizes)).toEqual(oneAtATime);
           expect(await project(log.items, [log.items.length], { rowsPerStatement })).toEqual(oneAtATime);
           expect(await project(log.items, sizes, { rowsPerStatement })).toEqual(oneAtATime);
+          // As a rebuild loads them.
+          expect(await project(log.items, sizes, LOAD)).toEqual(oneAtATime);
         },
       ),
       { numRuns: Number(process.env.FC_RUNS ?? 15), seed: process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined },
@@ -137,7 +141,10 @@ describe('hot projections in batches', () => {
     expect(log.items.map((i) => i.event.type)).toContain('CallRejected');
     const oneAtATime = await project(log.items, [1]);
     expectMatchesDecider(oneAtATime, log);
-    for (const sizes of [[log.items.length], [2], [3, 1], [5, 7]]) expect(await project(log.items, sizes)).toEqual(oneAtATime);
+    for (const sizes of [[log.items.length], [2], [3, 1], [5, 7]]) {
+      expect(await project(log.items, sizes)).toEqual(oneAtATime);
+      expect(await project(log.items, sizes, LOAD)).toEqual(oneAtATime);
+    }
     expect(oneAtATime.holds!.map((h) => [h.account_id, h.hold_id, h.key_id, h.status, big(h.captured)])).toEqual([
       ['acct-0', 'hold-0', 'acct-0-key-0', 'settled', 3_000_000_000n],
       ['acct-0', 'hold-1', null, 'settled', 9_000_000_000n],

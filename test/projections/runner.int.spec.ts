@@ -29,6 +29,10 @@ function counted(sql: Sql) {
       counts.statements++;
       return q.query<Row>(text, params);
     },
+    copyFrom(table, columns, rows) {
+      counts.statements++;
+      return q.copyFrom(table, columns, rows);
+    },
   });
   const wrapped: Sql = {
     ...sql,

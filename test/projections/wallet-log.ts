@@ -34,7 +34,7 @@ export const walletStep: fc.Arbitrary<WalletStep> = fc.oneof(
 const cents = (n: number) => BigInt(n) * 10_000_000n;
 
 /** Text that a hand-built array literal or a careless escape would break. */
-const awkward = ['https://files.example/a,b.png', 'q"uote\\slash', '{brace} NULL', 'ünï cødé', ''];
+const awkward = ['https://files.example/a,b.png', 'q"uote\\slash', '{brace} NULL', 'ünï cødé', '', 'tab\tline\nreturn\r\\N'];
 
 function callRecord(n: number, keyId: string | null, status: CallRecord['status']): CallRecord {
   return {

@@ -1,3 +1,4 @@
+import { copyLine } from '../../storage/copy-text';
 import type { SqlQuery } from '../../storage/sql';
 import { inSlices, WHOLE, type BatchWrites, type Projection } from '../projection';
 import { foldAccounts, holdKey, type AccountChange, type HoldChange } from './changes';
@@ -110,12 +111,19 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
     );
 }
 
+const HOLD_COLUMNS = ['hold_id', 'account_id', 'key_id', 'purpose', 'amount', 'status', 'captured', 'expires_at', 'created_at', 'closed_at'];
+
 /** Holds reserved in the batch are inserted as the batch leaves them; holds reserved
  * earlier are updated, and their rows tell which key the batch's spend goes to. */
 async function writeHolds(tx: SqlQuery, holds: ReadonlyMap<string, HoldChange>, writes: BatchWrites) {
   const changes = [...holds.values()];
   const reserved = changes.filter((h) => h.reserved !== null);
-  await inSlices(reserved, writes, (slice) =>
+  if (writes.copy) {
+    let lines = '';
+    for (const h of reserved)
+      lines += copyLine([h.holdId, h.accountId, h.reserved!.keyId, h.reserved!.purpose, h.reserved!.amount, h.status, h.captured, h.reserved!.expiresAt, h.reserved!.createdAt, h.closedAt]);
+    await tx.copyFrom('holds', HOLD_COLUMNS, lines);
+  } else await inSlices(reserved, writes, (slice) =>
     tx.query(
       `INSERT INTO holds (hold_id, account_id, key_id, purpose, amount, status, captured, expires_at, created_at, closed_at)
        SELECT * FROM json_to_recordset($1::json)

@@ -1,7 +1,13 @@
 import type { CallRecord } from '../../events/catalog';
+import { copyLine, copyTextArray } from '../../storage/copy-text';
 import type { SqlQuery } from '../../storage/sql';
-import { inSlices, WHOLE, type ProjectedEvent, type Projection } from '../projection';
+import { inSlices, secondaryIndex, WHOLE, type ProjectedEvent, type Projection } from '../projection';
 import { boundedCall } from './bounds';
+
+// The admin and usage reads (queries.ts); a rebuild builds them after the load (SecondaryIndex).
+const BY_ACCOUNT_TIME = secondaryIndex('call_log_by_account_time', 'call_log (account_id, created_at DESC, id DESC)');
+const BY_REQUEST = secondaryIndex('call_log_by_request', 'call_log (request_id)');
+const BY_AGENT = secondaryIndex('call_log_by_agent', 'call_log (account_id, agent_id, created_at DESC) WHERE agent_id IS NOT NULL');
 
 /** One row per final outcome of an external call: from the event that ended its hold
  * (cost = what was captured) or from CallRejected (cost 0). Attempts are folded in. */
@@ -9,6 +15,7 @@ export const callLogProjection: Projection = {
   name: 'call-log',
   streams: ['wallet-'],
   tables: ['call_log'],
+  secondaryIndexes: [BY_ACCOUNT_TIME, BY_REQUEST, BY_AGENT],
   schema: `
 CREATE TABLE IF NOT EXISTS call_log (
   id uuid PRIMARY KEY,
@@ -38,18 +45,20 @@ CREATE TABLE IF NOT EXISTS call_log (
 -- What re-rates changed: the signed sum of (new cost − old cost), and the last re-rate's reference.
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS adjustment bigint NOT NULL DEFAULT 0;
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS adjustment_reference text;
-CREATE INDEX IF NOT EXISTS call_log_by_account_time ON call_log (account_id, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS call_log_by_request ON call_log (request_id);
+${BY_ACCOUNT_TIME.create}
+${BY_REQUEST.create}
 -- The built-in tool fee part of the cost (nano-dollars); the calls are unit_count of unit_type. Added later, so added here.
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS tool_fee bigint;
 -- The enterprise agent whose key made the call (null: an ordinary key). Added later, so added here.
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS agent_id text;
-CREATE INDEX IF NOT EXISTS call_log_by_agent ON call_log (account_id, agent_id, created_at DESC) WHERE agent_id IS NOT NULL;
+${BY_AGENT.create}
 -- The model the client asked for, when a fallback answered (model: the one that answered). Added later, so added here.
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS requested_model text;`,
 
   async applyBatch(tx, items, writes = WHOLE) {
-    await inSlices(items.flatMap(toRow), writes, (rows) => insertRows(tx, rows));
+    const rows = items.flatMap(toRow);
+    if (writes.copy) await copyRows(tx, rows);
+    else await inSlices(rows, writes, (slice) => insertRows(tx, slice));
     // A call's row always comes before any adjustment of it in the log, so after this batch's inserts.
     const adjusted = adjustments(items);
     if (adjusted.length > 0) await adjustRows(tx, adjusted);
@@ -74,6 +83,22 @@ async function insertRows(tx: SqlQuery, rows: readonly Row[]) {
                                         requested_model text)`,
     [JSON.stringify(rows.map((r) => ({ id: r.id, account_id: r.accountId, cost: String(r.cost), created_at: r.at, call: r.call })))],
   );
+}
+
+const COPY_COLUMNS = ['id', 'account_id', 'key_id', 'model', 'endpoint', 'status', 'error_code', 'error_message', 'input_tokens', 'output_tokens',
+  'cached_tokens', 'unit_count', 'unit_type', 'cost', 'latency_ms', 'request_id', 'task_id', 'channel_id', 'submitted_at',
+  'created_at', 'attempts_count', 'result_urls', 'result_expires_at', 'tool_fee', 'agent_id', 'requested_model'];
+
+/** The same rows as insertRows writes, loaded with COPY (a rebuild). */
+async function copyRows(tx: SqlQuery, rows: readonly Row[]) {
+  let lines = '';
+  for (const { id, accountId, call: c, cost, at } of rows)
+    lines += copyLine([
+      id, accountId, c.key_id, c.model, c.endpoint, c.status, c.error_code, c.error_message, c.input_tokens, c.output_tokens,
+      c.cached_tokens, c.unit_count, c.unit_type, cost, c.latency_ms, c.request_id, c.task_id, c.channel_id, c.submitted_at,
+      at, c.attempts_count, copyTextArray(c.result_urls), c.result_expires_at, c.tool_fee, c.agent_id, c.requested_model,
+    ]);
+  await tx.copyFrom('call_log', COPY_COLUMNS, lines);
 }
 
 interface Row {

@@ -1,5 +1,20 @@
+import { copyLine } from '../../storage/copy-text';
 import type { SqlQuery } from '../../storage/sql';
-import { inSlices, WHOLE, type ProjectedEvent, type Projection } from '../projection';
+import { inSlices, secondaryIndex, uniqueIndex, WHOLE, type ProjectedEvent, type Projection } from '../projection';
+
+/** A capture or release looks up its hold's row: without this a hot account's settlement scans its whole ledger.
+ * A rebuild keeps the open holds' keys in memory instead, and builds this index at the end. */
+const BY_HOLD = secondaryIndex('ledger_entries_by_hold', 'ledger_entries (account_id, hold_id) WHERE hold_id IS NOT NULL');
+/** An event's id is unique in the log already; kept up to date row by row, this index of random ids cost a
+ * rebuild more than the rows (a constraint in the table's first version, a unique index once rebuilt). */
+const EVENT_ID = uniqueIndex('ledger_entries', 'event_id');
+
+/** What a rebuild carries from batch to batch (RebuildMemory): each account's running totals after its
+ * newest row, and the key of each hold still open. */
+interface Carried {
+  readonly balances: Map<string, { balance: bigint; held: bigint }>;
+  readonly holdKeys: Map<string, string | null>;
+}
 
 /** One row per money movement of an account, with the running balance and held
  * amount after it: the statement a finance team reconciles against. */
@@ -7,6 +22,7 @@ export const ledgerProjection: Projection = {
   name: 'ledger',
   streams: ['wallet-'],
   tables: ['ledger_entries'],
+  secondaryIndexes: [BY_HOLD, EVENT_ID],
   schema: `
 CREATE TABLE IF NOT EXISTS ledger_entries (
   account_id text NOT NULL,
@@ -22,27 +38,38 @@ CREATE TABLE IF NOT EXISTS ledger_entries (
   at bigint NOT NULL,
   PRIMARY KEY (account_id, seq)
 );
--- A capture or release looks up its hold's row: without this a hot account's settlement scans its whole ledger.
-CREATE INDEX IF NOT EXISTS ledger_entries_by_hold ON ledger_entries (account_id, hold_id) WHERE hold_id IS NOT NULL;`,
+${BY_HOLD.create}
+${EVENT_ID.create}`,
 
-  async applyBatch(tx, items, writes = WHOLE) {
+  async applyBatch(tx, items, writes = WHOLE, memory) {
     const entries: Entry[] = [];
     for (const item of items) {
       const entry = toEntry(item);
       if (entry) entries.push(entry);
     }
     if (entries.length === 0) return;
-    const keyOf = await holdKeys(tx, entries);
+    const carried = memory?.of<Carried>(() => ({ balances: new Map(), holdKeys: new Map() }));
+    const keyOf = carried?.holdKeys ?? (await holdKeys(tx, entries));
     // Running totals go on from each account's newest row, through the batch in log order.
-    const last = await lastBalances(tx, [...new Set(entries.map((e) => e.accountId))]);
+    const last = carried?.balances ?? (await lastBalances(tx, [...new Set(entries.map((e) => e.accountId))]));
     const rows = entries.map((e) => {
       const before = last.get(e.accountId) ?? { balance: 0n, held: 0n };
       const after = { balance: before.balance + e.balance, held: before.held + e.held };
       last.set(e.accountId, after);
-      const keyId = e.keyId !== undefined ? e.keyId : (keyOf.get(holdKey(e.accountId, e.holdId!)) ?? null);
-      if (e.type === 'hold') keyOf.set(holdKey(e.accountId, e.holdId!), e.keyId ?? null);
+      const key = e.holdId === null ? null : holdKey(e.accountId, e.holdId);
+      const keyId = e.keyId !== undefined ? e.keyId : (keyOf.get(key!) ?? null);
+      if (e.type === 'hold') keyOf.set(key!, e.keyId ?? null);
+      // A hold closes once (the wallet refuses a second close): a rebuild's memory keeps only the open ones.
+      else if (carried && key !== null) keyOf.delete(key);
       return { entry: e, keyId, after };
     });
+    if (writes.copy) {
+      let lines = '';
+      for (const { entry: e, keyId, after } of rows)
+        lines += copyLine([e.accountId, e.seq, e.eventId, e.type, e.amount, after.balance, after.held, e.holdId, keyId, e.reference, e.at]);
+      await tx.copyFrom('ledger_entries', COLUMNS, lines);
+      return;
+    }
     await inSlices(rows, writes, (slice) =>
       tx.query(
         `INSERT INTO ledger_entries (account_id, seq, event_id, entry_type, amount, balance_after, held_after, hold_id, key_id, reference, at)
@@ -70,6 +97,8 @@ CREATE INDEX IF NOT EXISTS ledger_entries_by_hold ON ledger_entries (account_id,
     );
   },
 };
+
+const COLUMNS = ['account_id', 'seq', 'event_id', 'entry_type', 'amount', 'balance_after', 'held_after', 'hold_id', 'key_id', 'reference', 'at'];
 
 /** One shape for every entry (no optional fields, no spreads): V8 keeps these objects on one
  * hidden class, where per-type shapes built by spreading cost microseconds each. */

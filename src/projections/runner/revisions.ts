@@ -27,7 +27,9 @@ export async function checkRevisions(
   followed: ReadonlyMap<Projection, readonly RecordedEvent[]>,
 ): Promise<{ clean: Projection[]; gap: StreamGapError | null; parked: Map<Projection, Map<string, bigint>> }> {
   const parked = new Map<Projection, Map<string, bigint>>();
-  const streamIds = [...new Set([...followed.values()].flatMap((events) => events.map((e) => e.streamId)))];
+  const streams = new Set<string>();
+  for (const events of followed.values()) for (const e of events) streams.add(e.streamId);
+  const streamIds = [...streams];
   if (streamIds.length === 0) return { clean: [...followed.keys()], gap: null, parked };
   const rows = await tx.query<{ projection: string; stream_id: string; revision: string; parked_from: string | null }>(
     `SELECT projection, stream_id, revision::text AS revision, parked_from::text AS parked_from FROM projection_stream_revisions
@@ -47,14 +49,22 @@ export async function checkRevisions(
   for (const [projection, events] of followed) {
     const seen = new Map<string, bigint>();
     let found: StreamGapError | null = null;
+    // A batch is mostly runs of one stream's events: the map is asked where a run starts, not per event.
+    let stream: string | null = null;
+    let expected = 0n;
     for (const e of events) {
-      const expected = (seen.get(e.streamId) ?? last.get(key(projection.name, e.streamId)) ?? -1n) + 1n;
+      if (e.streamId !== stream) {
+        if (stream !== null) seen.set(stream, expected - 1n);
+        stream = e.streamId;
+        expected = (seen.get(stream) ?? last.get(key(projection.name, stream)) ?? -1n) + 1n;
+      }
       if (e.revision !== expected) {
         found = new StreamGapError(projection.name, e.streamId, expected, e.revision);
         break;
       }
-      seen.set(e.streamId, e.revision);
+      expected += 1n;
     }
+    if (stream !== null && found === null) seen.set(stream, expected - 1n);
     if (found) {
       gap ??= found;
       continue;

@@ -1,7 +1,7 @@
 import { UnreadableEventError, decodeRecorded } from '../../events/catalog';
 import { START, comparePositions, type EventStore, type Position, type RecordedEvent } from '../../events/store/port';
 import type { Sql, SqlQuery } from '../../storage/sql';
-import { IN_SLICES, WHOLE, type BatchWrites, type ProjectedEvent, type Projection } from '../projection';
+import { IN_SLICES, LOAD, RebuildMemory, WHOLE, type BatchWrites, type ProjectedEvent, type Projection, type SecondaryIndex } from '../projection';
 import { PARKED_SCHEMA, afterParked, deterministic, parkedCounts, parkedEvents, recordParked, type ParkedEvent, type Parking } from './parked';
 import { checkRevisions } from './revisions';
 import { projectionLag, type ProjectionLag } from './lag';
@@ -26,6 +26,8 @@ export type { ParkedEvent, Parking } from './parked';
 const BATCH = 500;
 /** A rebuild reads the log in larger batches: nothing else waits behind its statements. */
 const REBUILD_BATCH = 5000;
+/** maintenance_work_mem for building a rebuilt projection's index: the sort of a few million keys in memory. */
+const INDEX_BUILD_MEMORY = '256MB';
 
 /** Where a rebuild stands, told after each batch. */
 export interface RebuildProgress {
@@ -41,6 +43,8 @@ interface Pass {
   readonly batch: number;
   readonly rebuilding: boolean;
   readonly onBatch?: (events: number, to: Position) => void;
+  /** A rebuild's memory per projection, dropped when it can no longer be trusted (RebuildMemory). */
+  readonly memory?: Map<Projection, RebuildMemory>;
 }
 const FOLLOWING: Pass = { batch: BATCH, rebuilding: false };
 /** Busier than this (share of the time between two batches), the gateway has no time to spare for
@@ -57,6 +61,8 @@ export interface RunnerOptions {
   readonly busy?: () => boolean;
   /** Told, after their transaction committed, of the events a projection has just parked. */
   readonly onParked?: (projection: string, parked: readonly Parking[]) => void;
+  /** Events a rebuild reads and applies a batch (default REBUILD_BATCH). */
+  readonly rebuildBatch?: number;
 }
 
 /** Whether this event loop was busier than `threshold` since the last time it was asked. */
@@ -103,6 +109,7 @@ export class ProjectionRunner {
   private readonly pendingAppends: () => Promise<void>;
   private readonly busy: () => boolean;
   private readonly onParked: NonNullable<RunnerOptions['onParked']>;
+  private readonly rebuildBatch: number;
 
   constructor(
     private readonly sql: Sql,
@@ -117,6 +124,7 @@ export class ProjectionRunner {
     this.pendingAppends = options.pendingAppends ?? (async () => {});
     this.busy = options.busy ?? loopBusierThan(SLICES_BELOW_LOOP_UTILIZATION);
     this.onParked = options.onParked ?? (() => {});
+    this.rebuildBatch = options.rebuildBatch ?? REBUILD_BATCH;
   }
 
   async migrate(): Promise<void> {
@@ -169,22 +177,37 @@ export class ProjectionRunner {
     let at = await this.checkpoints(projections);
     let failure: unknown = null;
     const decoded: Decoded = new Map();
+    // A rebuild reads the next batch while it applies this one: the read runs on another connection
+    // (another database core) while this process decodes and the database writes.
+    let ahead: { from: Position; read: Promise<RecordedEvent[]> } | null = null;
+    const read = (from: Position) => {
+      const early = ahead !== null && comparePositions(ahead.from, from) === 0 ? ahead.read : null;
+      ahead = null;
+      return early ?? this.store.readAll({ after: from, maxCount: pass.batch });
+    };
     while (at.size > 0) {
       const next = new Map<Projection, Position>();
       const moved: Projection[] = [];
       for (const [from, group] of groupByPosition(at)) {
-        const batch = await this.store.readAll({ after: from, maxCount: pass.batch });
+        const batch = await read(from);
         if (batch.length === 0) {
           for (const p of group) this.positions.set(p.name, from);
           continue;
         }
         const to = batch[batch.length - 1]!.position;
+        if (pass.rebuilding && batch.length === pass.batch) {
+          ahead = { from: to, read: this.store.readAll({ after: to, maxCount: pass.batch }) };
+          // Not read after all (the group split): its failure is nobody's.
+          ahead.read.catch(() => {});
+        }
         const outcome = await this.applyGroup(group, from, batch, decoded, pass);
         for (const p of outcome.applied) {
           this.positions.set(p.name, to);
           if (batch.length === pass.batch) next.set(p, to);
         }
         pass.onBatch?.(batch.length, to);
+        // Another instance applied what this rebuild thought its own: its memory no longer says what the tables hold.
+        for (const p of outcome.moved) pass.memory?.delete(p);
         moved.push(...outcome.moved);
         failure ??= outcome.failure;
         for (const { projection, events } of outcome.parked) this.onParked(projection, events);
@@ -204,6 +227,8 @@ export class ProjectionRunner {
     try {
       return await this.applyTogether(group, from, batch, decoded, pass, eventByEvent);
     } catch (error) {
+      // Rolled back: what the batch changed in a rebuild's memory did not happen in the tables.
+      for (const p of group) pass.memory?.delete(p);
       if (group.length === 1) {
         if (!eventByEvent && deterministic(error)) return this.applyGroup(group, from, batch, decoded, pass, true);
         return { applied: [], moved: [], failure: error, parked: [] };
@@ -244,14 +269,14 @@ export class ProjectionRunner {
       if (ready.length === 0) return outcome;
 
       // A rebuild, a full batch (the runner is behind the log) or a busy gateway: the runner's throughput is what counts.
-      const writes = !pass.rebuilding && batch.length < pass.batch && !this.busy() ? IN_SLICES : WHOLE;
-      const followed = new Map(ready.map((p) => [p, batch.filter((e) => p.streams.some((prefix) => e.streamId.startsWith(prefix)))]));
+      const writes = pass.rebuilding ? LOAD : batch.length < pass.batch && !this.busy() ? IN_SLICES : WHOLE;
+      const followed = followedEvents(ready, batch);
       const { clean, gap, parked } = await checkRevisions(tx, followed);
       outcome.failure = gap;
       for (const p of clean) {
         const events = followed.get(p)!;
         if (events.length === 0) continue;
-        const parking = await applyParking(tx, p, events, parked.get(p), decoded, writes, eventByEvent);
+        const parking = await applyParking(tx, p, events, parked.get(p), decoded, writes, eventByEvent, pass.memory?.get(p));
         if (parking.length) outcome.parked.push({ projection: p.name, events: parking });
       }
       if (clean.length)
@@ -282,15 +307,21 @@ export class ProjectionRunner {
   /**
    * Empties the named projections' tables and replays the whole log into all of them in one pass:
    * each batch is read and decoded once and applied to every projection in one transaction, in
-   * whole statements. `onProgress` is told after each batch.
+   * whole statements, the next batch read meanwhile. Their secondary indexes are dropped with the
+   * rows and built at the end (SecondaryIndex); what a projection would read back from its tables
+   * batch after batch it keeps in memory (RebuildMemory). `onProgress` is told after each batch.
    */
   async rebuild(names: string | readonly string[], onProgress?: (progress: RebuildProgress) => void): Promise<void> {
     const projections = (typeof names === 'string' ? [names] : names).map((name) => this.byName(name));
     const named = projections.map((p) => p.name);
+    const indexes = projections.flatMap((p) => p.secondaryIndexes ?? []);
     await this.sql.transaction(async (tx) => {
       await tx.query('SELECT 1 FROM projection_checkpoints WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE', [named]);
       // One TRUNCATE for every table: no row-by-row delete of a large read model.
       await tx.query(`TRUNCATE ${projections.flatMap((p) => p.tables).join(', ')}`);
+      const plain = indexes.filter((i) => i.drop === undefined);
+      if (plain.length) await tx.query(`DROP INDEX IF EXISTS ${plain.map((i) => i.name).join(', ')}`);
+      for (const statement of indexes.flatMap((i) => i.drop ?? [])) await tx.query(statement);
       await tx.query('DELETE FROM projection_stream_revisions WHERE projection = ANY($1::text[])', [named]);
       await tx.query('DELETE FROM projection_parked_events WHERE projection = ANY($1::text[])', [named]);
       await tx.query('UPDATE projection_checkpoints SET commit_position = -1, prepare_position = -1, updated_at = now() WHERE name = ANY($1::text[])', [named]);
@@ -299,19 +330,38 @@ export class ProjectionRunner {
     const head = await this.store.headPosition();
     let events = 0;
     const pass: Pass = {
-      batch: REBUILD_BATCH,
+      batch: this.rebuildBatch,
       rebuilding: true,
       onBatch: (count, at) => {
         events += count;
         onProgress?.({ events, at, head });
       },
+      memory: new Map(projections.map((p) => [p, new RebuildMemory()])),
     };
-    for (;;) {
-      await this.advance(projections, pass);
-      if (named.every((name) => this.reachedBy(name, head))) return;
-      // The head is committed but hidden behind an older transaction still in flight.
-      await new Promise((r) => setTimeout(r, 20));
+    let replayed = false;
+    try {
+      for (;;) {
+        await this.advance(projections, pass);
+        if (named.every((name) => this.reachedBy(name, head))) break;
+        // The head is committed but hidden behind an older transaction still in flight.
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      replayed = true;
+    } finally {
+      // Built even when the replay failed (the live runner goes on from where it stopped); its failure is the one told.
+      await this.buildIndexes(indexes).catch((error: unknown) => {
+        if (replayed) throw error;
+      });
     }
+  }
+
+  /** One sort each, with more memory for it than a session's default on Postgres. */
+  private async buildIndexes(indexes: readonly SecondaryIndex[]): Promise<void> {
+    for (const index of indexes)
+      await this.sql.transaction(async (tx) => {
+        if (this.sql.kind === 'postgres') await tx.query(`SET LOCAL maintenance_work_mem = '${INDEX_BUILD_MEMORY}'`);
+        await tx.query(index.create);
+      });
   }
 
   private reachedBy(name: string, position: Position): boolean {
@@ -401,6 +451,21 @@ export class ProjectionRunner {
   }
 }
 
+/** Each projection's events of the batch, in log order: who follows a stream is asked once per stream. */
+function followedEvents(projections: readonly Projection[], batch: readonly RecordedEvent[]): Map<Projection, RecordedEvent[]> {
+  const followed = new Map(projections.map((p) => [p, [] as RecordedEvent[]]));
+  const followers = new Map<string, RecordedEvent[][]>();
+  for (const event of batch) {
+    let lists = followers.get(event.streamId);
+    if (lists === undefined) {
+      lists = projections.filter((p) => p.streams.some((prefix) => event.streamId.startsWith(prefix))).map((p) => followed.get(p)!);
+      followers.set(event.streamId, lists);
+    }
+    for (const list of lists) list.push(event);
+  }
+  return followed;
+}
+
 function groupByPosition(at: ReadonlyMap<Projection, Position>): Map<Position, Projection[]> {
   const groups = new Map<string, { from: Position; group: Projection[] }>();
   for (const [projection, from] of at) {
@@ -440,12 +505,13 @@ async function applyParking(
   decoded: Decoded,
   writes: BatchWrites,
   eventByEvent: boolean,
+  memory: RebuildMemory | undefined,
 ): Promise<Parking[]> {
   const parking: Parking[] = [];
   const from = new Map(parkedFrom);
   const items: ProjectedEvent[] = [];
   for (const recorded of events) {
-    const since = from.get(recorded.streamId);
+    const since = from.size === 0 ? undefined : from.get(recorded.streamId);
     if (since !== undefined) {
       parking.push({ event: recorded, error: afterParked(since) });
       continue;
@@ -457,7 +523,7 @@ async function applyParking(
     } else items.push(item);
   }
   if (!eventByEvent) {
-    if (items.length) await projection.applyBatch(tx, items, writes);
+    if (items.length) await projection.applyBatch(tx, items, writes, memory);
   } else {
     for (const item of items) {
       const since = from.get(item.recorded.streamId);
