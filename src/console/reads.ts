@@ -128,3 +128,13 @@ export async function callLedger(sql: SqlQuery, accountId: string, callId: strin
     at: Number(r.at),
   }));
 }
+
+/** The enterprises the account is an admin member of (the enterprises projection; the approve and
+ * reject commands check the aggregate again). */
+export async function enterprisesAdministered(sql: SqlQuery, accountId: string): Promise<string[]> {
+  const rows = await sql.query<{ enterprise_id: string }>(
+    `SELECT enterprise_id FROM enterprise_members WHERE member_account_id = $1 AND role = 'admin' ORDER BY since, enterprise_id LIMIT 50`,
+    [accountId],
+  );
+  return rows.map((r) => r.enterprise_id);
+}

@@ -15,7 +15,7 @@ import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
 import { callPage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
-import { accountKeys, callLedger, credits, dailyUsage } from './reads';
+import { accountKeys, callLedger, credits, dailyUsage, enterprisesAdministered } from './reads';
 import { receiptOf } from './receipt';
 import { sameSecret, type ConsoleSessions } from './sessions';
 import { SignInLimit } from './sign-in-limit';
@@ -41,6 +41,7 @@ declare module 'fastify' {
 }
 
 export const SESSION_COOKIE = 'gateway_console';
+const INACTIVE = 'Your account is inactive, so its console sessions have ended and its sign-in links open nothing. Ask your operator to reactivate it, then for a new sign-in link.';
 /** A form is a few short fields. */
 const FORM_BYTES = 16 * 1024;
 
@@ -132,12 +133,24 @@ export function consoleRoutes(options: ConsoleOptions) {
       const sessionId = cookieOf(request, SESSION_COOKIE);
       const session = sessionId ? await sessions.session(sessionId) : null;
       if (!session) {
+        // Ended by a deactivation, and still inactive: say so (once reactivated, it is an ended session like any).
+        const endedAccount = sessionId ? await sessions.endedInactive(sessionId) : null;
+        const inactive = endedAccount !== null && (await ledger.wallet(endedAccount)).status !== 'active';
         if (sessionId) reply.header('set-cookie', cookie(request, '', 0));
-        if (request.method === 'GET') return reply.redirect(sessionId ? '/console/sign-in?ended=1' : '/console/sign-in', 303);
+        if (request.method === 'GET') return reply.redirect(inactive ? '/console/sign-in?inactive=1' : sessionId ? '/console/sign-in?ended=1' : '/console/sign-in', 303);
+        if (inactive) throw new ConsoleRefusal(401, 'Account inactive', html`${notice(INACTIVE, 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
         throw new ConsoleRefusal(401, 'Signed out', html`${notice('Your session has ended. Open a new sign-in link to go on.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
       }
+      // Read from the log on every request (not a cache): a deactivation through any instance ends the session at once.
       const wallet = await ledger.wallet(session.accountId);
-      viewers.set(request, { accountId: session.accountId, accountName: wallet.name, csrfToken: session.csrfToken, actor: `console:${session.fingerprint}` });
+      if (wallet.status !== 'active') {
+        await sessions.endAccountSessions(session.accountId);
+        reply.header('set-cookie', cookie(request, '', 0));
+        if (request.method === 'GET') return reply.redirect('/console/sign-in?inactive=1', 303);
+        throw new ConsoleRefusal(401, 'Account inactive', html`${notice(INACTIVE, 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
+      }
+      const adminOf = await enterprisesAdministered(sql, session.accountId);
+      viewers.set(request, { accountId: session.accountId, accountName: wallet.name, csrfToken: session.csrfToken, actor: `console:${session.fingerprint}`, adminOf });
     });
 
     // Every state-changing request carries the session's CSRF token, and comes from this origin.
@@ -173,8 +186,14 @@ export function consoleRoutes(options: ConsoleOptions) {
     );
 
     // ---- sign-in and sign-out ----
-    app.get<{ Querystring: { ended?: string } }>('/sign-in', { config: { consolePublic: true, openapi: doc('consoleSignInPage', 'The sign-in page (the link\'s code is in its fragment)', 'GET') } }, async (request, reply) =>
-      send(reply, 200, 'Sign in', signInPage(request.query.ended ? notice('Your session has ended. Open a new sign-in link to go on.') : null), null),
+    app.get<{ Querystring: { ended?: string; inactive?: string } }>('/sign-in', { config: { consolePublic: true, openapi: doc('consoleSignInPage', 'The sign-in page (the link\'s code is in its fragment)', 'GET') } }, async (request, reply) =>
+      send(
+        reply,
+        200,
+        'Sign in',
+        signInPage(request.query.inactive ? notice(INACTIVE, 'error') : request.query.ended ? notice('Your session has ended. Open a new sign-in link to go on.') : null),
+        null,
+      ),
     );
 
     app.post('/sign-in', { bodyLimit: FORM_BYTES, config: { consolePublic: true, openapi: doc('consoleSignIn', 'Redeem a sign-in link: starts a session (cookie scoped to /console)', 'POST') } }, async (request, reply) => {
@@ -184,14 +203,15 @@ export function consoleRoutes(options: ConsoleOptions) {
         return send(reply, 429, 'Too many attempts', signInPage(notice(`Too many sign-in attempts from your address. Wait ${Math.ceil(admitted.retryAfter / 60)} minutes and try again.`, 'error')), null);
       }
       const token = field(request.body, 'token').trim();
-      const redeemed = token.length > 0 && token.length <= 200 ? await sessions.redeem(token, request.ip) : ({ ok: false, reason: 'unknown' } as const);
+      const redeemed = token.length > 0 && token.length <= 200 ? await sessions.redeem(token, request.ip, async (accountId) => (await ledger.wallet(accountId)).status === 'active') : ({ ok: false, reason: 'unknown' } as const);
       if (!redeemed.ok) {
         const why = {
           unknown: 'This sign-in code is not one we issued. Check that you copied the whole link.',
           used: 'This sign-in link was used already: a link works once. Ask your operator for a new one.',
           expired: 'This sign-in link has expired: a link works for 15 minutes. Ask your operator for a new one.',
+          inactive: INACTIVE,
         }[redeemed.reason];
-        return send(reply, redeemed.reason === 'unknown' ? 400 : 410, 'Sign in', signInPage(notice(why, 'error')), null);
+        return send(reply, { unknown: 400, used: 410, expired: 410, inactive: 403 }[redeemed.reason], 'Sign in', signInPage(notice(why, 'error')), null);
       }
       reply.header('set-cookie', cookie(request, redeemed.sessionId, redeemed.session.expiresAt - now()));
       return reply.redirect('/console/', 303);

@@ -46,6 +46,7 @@ const AUDITED = new Set([
   'ConsoleLinkIssued',
   'ConsoleSignedIn',
   'ConsoleSignedOut',
+  'ConsoleSessionEnded',
   'EscrowFunded',
   'EscrowReturned',
   'EnterpriseConfigured',
