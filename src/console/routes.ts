@@ -1,10 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Ledger } from '../commands/ledger';
+import { isAdmin } from '../commands/enterprise/enterprise';
+import type { Enterprises } from '../commands/enterprise/service';
+import { available, escrowLeft } from '../commands/wallet/decider';
+import { STATUS_OF } from '../http/admin/admin-error';
 import type { ModelRegistry } from '../config/registry';
 import { UsdString } from '../config/schema';
 import type { Position } from '../events/store/port';
-import { parseUsd } from '../money/usd';
+import { formatUsd, parseUsd } from '../money/usd';
 import { CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, usageTotals, type LogFilter } from '../projections/call-log/queries';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { Sql } from '../storage/sql';
@@ -14,8 +18,8 @@ import { GatewayError } from '../http/errors';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
-import { callPage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
-import { accountKeys, callLedger, credits, dailyUsage, enterprisesAdministered } from './reads';
+import { callPage, enterprisePage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
+import { accountKeys, auditTail, callLedger, credits, dailyUsage, enterpriseAgentKeys, enterpriseAgents, enterprisesAdministered, pendingKeyRequests } from './reads';
 import { receiptOf } from './receipt';
 import { sameSecret, type ConsoleSessions } from './sessions';
 import { SignInLimit } from './sign-in-limit';
@@ -26,6 +30,8 @@ export interface ConsoleOptions {
   readonly registry: ModelRegistry;
   readonly knowledgeQueries: KnowledgeQueries;
   readonly sessions: ConsoleSessions;
+  /** Enterprise admins' page: the same commands as the admin API's approve and reject. */
+  readonly enterprises: Enterprises;
   /** Read-your-writes: a page after a key action shows it. */
   readonly settled: (position: Position | null) => Promise<void>;
   readonly now: () => number;
@@ -97,7 +103,7 @@ const NewKey = z.object({
 
 /** The account holders' console under /console/ (docs/console.md). */
 export function consoleRoutes(options: ConsoleOptions) {
-  const { ledger, sql, registry, knowledgeQueries, sessions, settled, now } = options;
+  const { ledger, sql, registry, knowledgeQueries, sessions, enterprises, settled, now } = options;
   const limit = new SignInLimit(now);
   const viewers = new WeakMap<FastifyRequest, ConsoleViewer>();
   const viewerOf = (request: FastifyRequest) => viewers.get(request)!;
@@ -407,6 +413,84 @@ export function consoleRoutes(options: ConsoleOptions) {
         }
       }
       return send(reply, 200, 'Knowledge', knowledgePage(kbs, counts, search), viewer, '/console/knowledge');
+    });
+
+    // ---- enterprise (its admins only; anyone else gets the console's 404, as for a page that is not there) ----
+    const notAdmin = () => new ConsoleRefusal(404, 'Not found', notFoundPage);
+    /** The enterprise the viewer asks for, when the viewer is its admin (projection and aggregate both say so). */
+    const administered = async (viewer: ConsoleViewer, id: string | undefined) => {
+      const enterpriseId = id ?? viewer.adminOf[0];
+      if (enterpriseId === undefined || !viewer.adminOf.includes(enterpriseId)) throw notAdmin();
+      if (!isAdmin(await enterprises.enterprise(enterpriseId), viewer.accountId)) throw notAdmin();
+      return enterpriseId;
+    };
+    const enterpriseView = async (request: FastifyRequest, reply: FastifyReply, enterpriseId: string, status: number, top: Html | null) => {
+      const viewer = viewerOf(request);
+      const [wallet, names, agents, keys, requests, audit] = await Promise.all([
+        ledger.wallet(enterpriseId),
+        Promise.all(viewer.adminOf.map(async (id) => ({ id, name: (await ledger.wallet(id)).name }))),
+        enterpriseAgents(sql, enterpriseId),
+        enterpriseAgentKeys(sql, enterpriseId),
+        pendingKeyRequests(sql, enterpriseId),
+        auditTail(sql, enterpriseId, 20),
+      ]);
+      const withLeft = keys.map((k) => {
+        const escrow = wallet.escrows.has(k.keyId);
+        const left = escrow ? escrowLeft(wallet, k.keyId) : k.spendCap === null ? null : k.spendCap > k.spent ? k.spendCap - k.spent : 0n;
+        return { ...k, escrow, left };
+      });
+      const data = { enterpriseId, enterprises: names, name: wallet.name, available: available(wallet), agents, keys: withLeft, requests, audit };
+      return send(reply, status, `Enterprise ${wallet.name}`, enterprisePage(viewer, data, top), viewer, '/console/enterprise');
+    };
+    /** A pending request of an enterprise the viewer administers; another's is answered as absent. */
+    const requestOf = async (viewer: ConsoleViewer, requestId: string) => {
+      const request = /^[A-Za-z0-9_-]{1,100}$/.test(requestId) ? await enterprises.request(requestId) : null;
+      if (!request || request.status === 'none' || !viewer.adminOf.includes(request.enterpriseId))
+        throw new ConsoleRefusal(404, 'Not found', html`${notice('No such key request in an enterprise you administer.', 'error')}<p><a href="/console/enterprise">Enterprise</a></p>`);
+      return request;
+    };
+    const decisionError = (code: string, message: string, cap: bigint): Html =>
+      notice(
+        code === 'insufficient_funds'
+          ? `Not approved: the enterprise's available balance cannot fund this key's spend cap of ${formatUsd(cap)} USD. Ask your operator to top up the enterprise wallet, then approve again.`
+          : code === 'key_request_decided'
+            ? `Nothing changed: ${message}.`
+            : `Not done (${code}): ${message}.`,
+        'error',
+      );
+    const DECIDED: Record<string, string> = { rejected: 'The key request is rejected.' };
+
+    app.get<{ Querystring: { id?: string; done?: string } }>('/enterprise', { config: { openapi: doc('consoleEnterprise', "An enterprise admin's page: agents, agent keys, pending key requests, the audit trail", 'GET') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const enterpriseId = await administered(viewer, typeof request.query.id === 'string' ? request.query.id : undefined);
+      const done = request.query.done && DECIDED[request.query.done] ? notice(DECIDED[request.query.done]!) : null;
+      return enterpriseView(request, reply, enterpriseId, 200, done);
+    });
+
+    app.post<{ Params: { id: string } }>('/enterprise/requests/:id/approve', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleApproveKeyRequest', "Approve a key request (the admin API's command: escrow, key, audit); the raw key is shown once", 'POST') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const keyRequest = await requestOf(viewer, request.params.id);
+      await administered(viewer, keyRequest.enterpriseId);
+      const result = await enterprises.approve(keyRequest.requestId, viewer.accountId);
+      if (!result.ok) return enterpriseView(request, reply, keyRequest.enterpriseId, STATUS_OF[result.error.code] ?? 400, decisionError(result.error.code, result.error.message, keyRequest.spendCap));
+      await settled(result.position);
+      return enterpriseView(
+        request,
+        reply,
+        keyRequest.enterpriseId,
+        201,
+        html`${notice(`Approved: ${formatUsd(keyRequest.spendCap)} USD is now the escrow of ${keyRequest.name}.`)}${secretBox(`The new key for ${keyRequest.requestedBy}: give it to them (it is shown this once)`, result.raw)}`,
+      );
+    });
+
+    app.post<{ Params: { id: string } }>('/enterprise/requests/:id/reject', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleRejectKeyRequest', "Reject a key request (the admin API's command)", 'POST') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const keyRequest = await requestOf(viewer, request.params.id);
+      await administered(viewer, keyRequest.enterpriseId);
+      const result = await enterprises.reject(keyRequest.requestId, viewer.accountId, field(request.body, 'reason').trim().slice(0, 500));
+      if (!result.ok) return enterpriseView(request, reply, keyRequest.enterpriseId, STATUS_OF[result.error.code] ?? 400, decisionError(result.error.code, result.error.message, keyRequest.spendCap));
+      await settled(result.position);
+      return reply.redirect(`/console/enterprise?id=${encodeURIComponent(keyRequest.enterpriseId)}&done=rejected`, 303);
     });
   };
 }

@@ -6,6 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approvedKeyId } from '../../src/commands/enterprise/service';
+import { escrowLeft } from '../../src/commands/wallet/decider';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 const REDIS_URL = process.env.REDIS_URL;
@@ -111,5 +113,105 @@ describe('a deactivated account in the console', () => {
     const page = await get(session.cookie, '/console/');
     expect(page.headers.location).toBe('/console/sign-in?inactive=1');
     expect((await t.db.sql.query(`SELECT 1 FROM console_sessions WHERE account_id = $1 AND ended_at IS NULL`, [accountId])).length).toBe(0);
+  });
+});
+
+describe('the enterprise page', () => {
+  let ent: string;
+  let alice: string; // enterprise admin
+  let bob: string; // member
+  let agent: { id: string };
+  let req1: { id: string };
+  let req2: { id: string };
+  let req3: { id: string };
+
+  beforeAll(async () => {
+    ent = await open('Acme');
+    alice = await open('alice');
+    bob = await open('bob');
+    await ok('POST', `/accounts/${ent}/topups`, { amount_usd: '200.00', reference: 'inv-1' });
+    await ok('PUT', `/accounts/${ent}/enterprise`, { allowed_models: null }, 200);
+    await ok('PUT', `/accounts/${ent}/members/${alice}`, { role: 'admin' }, 200);
+    await ok('PUT', `/accounts/${ent}/members/${bob}`, { role: 'member' }, 200);
+    agent = await ok('POST', `/accounts/${ent}/agents`, { name: 'Support <bot>', creator_account_id: bob, system_prompt: 'You help.' });
+    req1 = await ok('POST', `/agents/${agent.id}/key-requests`, { name: "bob's key", requested_by: bob, spend_cap_usd: '4.00' });
+    req2 = await ok('POST', `/agents/${agent.id}/key-requests`, { name: 'too big', requested_by: bob, spend_cap_usd: '900.00' });
+    req3 = await ok('POST', `/agents/${agent.id}/key-requests`, { name: 'unwanted', requested_by: bob, spend_cap_usd: '1.00' });
+    await t.gateway.runner.waitFor(null);
+  });
+
+  it('is listed and opens for an enterprise admin only; a member and an outsider get 404', async () => {
+    const a = await signIn(alice);
+    const page = await get(a.cookie, '/console/enterprise');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(page.body).toContain('<a href="/console/enterprise" aria-current="page">Enterprise</a>');
+    expect(page.body).toContain('Support &lt;bot&gt;');
+    expect(page.body).toContain(`data-request="${req1.id}"`);
+    expect(page.body).toContain('$4.00');
+    expect(page.body).not.toMatch(/<script>/);
+
+    const b = await signIn(bob);
+    const overview = await get(b.cookie, '/console/');
+    expect(overview.body).not.toContain('/console/enterprise');
+    expect((await get(b.cookie, '/console/enterprise')).statusCode).toBe(404);
+    expect((await get(b.cookie, `/console/enterprise?id=${ent}`)).statusCode).toBe(404);
+    // A member cannot decide either, even with a good CSRF token.
+    expect((await post(b.cookie, `/console/enterprise/requests/${req3.id}/reject`, { _csrf: b.csrf })).statusCode).toBe(404);
+    // Alice cannot open an enterprise she is not an admin of by naming it.
+    expect((await get(a.cookie, `/console/enterprise?id=${bob}`)).statusCode).toBe(404);
+  });
+
+  it('approves through the admin API command: escrow funded, key issued and shown once, audit rows as the admin API writes them; refused without the CSRF token', async () => {
+    const a = await signIn(alice);
+    const refused = await post(a.cookie, `/console/enterprise/requests/${req1.id}/approve`, {});
+    expect(refused.statusCode).toBe(403);
+    const wrong = await post(a.cookie, `/console/enterprise/requests/${req1.id}/approve`, { _csrf: 'x'.repeat(43) });
+    expect(wrong.statusCode).toBe(403);
+    expect((await t.gateway.enterprises.request(req1.id)).status).toBe('pending');
+
+    const approved = await post(a.cookie, `/console/enterprise/requests/${req1.id}/approve`, { _csrf: a.csrf });
+    expect(approved.statusCode).toBe(201);
+    expect(approved.headers['cache-control']).toBe('no-store');
+    const raw = /<code id="raw-key">([^<]+)<\/code>/.exec(approved.body)![1]!;
+    const keyId = approvedKeyId(req1.id);
+    expect((await t.gateway.enterprises.request(req1.id)).status).toBe('approved');
+    const wallet = await t.gateway.ledger.wallet(ent);
+    expect(escrowLeft(wallet, keyId)).toBe(4_000_000_000n);
+    // The raw key is a working key of the enterprise, bound to the agent.
+    expect((await t.gateway.ledger.key(keyId)).accountId).toBe(ent);
+    expect(raw.length).toBeGreaterThan(40);
+
+    // The list afterwards: the key with its escrow left, never the raw key; the request gone from pending.
+    const page = await get(a.cookie, '/console/enterprise');
+    expect(page.body).toContain(`data-key="${keyId}"`);
+    expect(page.body).not.toContain(raw);
+    expect(page.body).not.toContain(`data-request="${req1.id}"`);
+    expect(page.body).toContain('$4.00</span> <span class="muted">of <span class="usd">$4.00</span> escrow');
+
+    const rows = await auditOf(ent);
+    expect(rows.filter((r) => r.action === 'EscrowFunded' || r.action === 'KeyRequestApproved').map((r) => `${r.action}:${r.actor}`)).toEqual([`EscrowFunded:${alice}`, `KeyRequestApproved:${alice}`]);
+    expect(page.body).toContain('KeyRequestApproved');
+
+    // Approving again: 409, readable.
+    const again = await post(a.cookie, `/console/enterprise/requests/${req1.id}/approve`, { _csrf: a.csrf });
+    expect(again.statusCode).toBe(409);
+    expect(again.body).toContain('Nothing changed: the key request is already approved');
+  });
+
+  it('shows a readable 402 when the enterprise cannot fund the cap, and rejects with a reason', async () => {
+    const a = await signIn(alice);
+    const poor = await post(a.cookie, `/console/enterprise/requests/${req2.id}/approve`, { _csrf: a.csrf });
+    expect(poor.statusCode).toBe(402);
+    expect(poor.body).toContain('the enterprise&#39;s available balance cannot fund this key&#39;s spend cap of 900.00 USD');
+    expect((await t.gateway.enterprises.request(req2.id)).status).toBe('pending');
+
+    const rejected = await post(a.cookie, `/console/enterprise/requests/${req3.id}/reject`, { _csrf: a.csrf, reason: 'not needed' });
+    expect(rejected.statusCode).toBe(303);
+    expect(rejected.headers.location).toBe(`/console/enterprise?id=${ent}&done=rejected`);
+    expect(await t.gateway.enterprises.request(req3.id)).toMatchObject({ status: 'rejected', decidedBy: alice });
+    const again = await post(a.cookie, `/console/enterprise/requests/${req3.id}/reject`, { _csrf: a.csrf });
+    expect(again.statusCode).toBe(409);
+    expect(again.body).toContain('Nothing changed');
   });
 });
