@@ -68,6 +68,13 @@ export const CONSOLE_JS = `
     var d = new Date(t.getAttribute('datetime'));
     if (!isNaN(d)) { t.title = t.textContent; t.textContent = fmt.format(d); }
   });
+  // The call log's filter dates are days in the viewer's time zone: say which, and send it.
+  var tz = document.getElementById('f-tz');
+  var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (tz && !tz.value && zone) {
+    tz.value = zone;
+    document.querySelectorAll('[data-tz]').forEach(function (s) { s.textContent = zone; });
+  }
   // The sign-in code travels in the link's fragment (never sent to the server, never logged).
   var code = document.getElementById('token');
   function fromFragment() {

@@ -151,14 +151,17 @@ export interface LogFilters {
   readonly key_id: string;
   readonly request_id: string;
   readonly task_id: string;
+  /** The time zone the dates are read in (empty: UTC). */
+  readonly tz: string;
 }
 
 export function logsPage(filters: LogFilters, keys: readonly KeyRow[], rows: readonly LogRow[], query: string, next: string | null, problem: string | null): Html {
   const option = (value: string, label: string, current: string) => html`<option value="${value}"${value === current ? html` selected` : ''}>${label}</option>`;
   return html`<h1>Call log</h1>
 <form method="get" action="/console/logs" class="grid" aria-label="Filters">
-<div><label for="f-from">From (UTC date)</label><input type="text" id="f-from" name="from" value="${filters.from}" placeholder="YYYY-MM-DD"></div>
-<div><label for="f-to">To (UTC date, exclusive)</label><input type="text" id="f-to" name="to" value="${filters.to}" placeholder="YYYY-MM-DD"></div>
+<input type="hidden" id="f-tz" name="tz" value="${filters.tz}">
+<div><label for="f-from">From (date, <span data-tz>${filters.tz || 'UTC'}</span>)</label><input type="text" id="f-from" name="from" value="${filters.from}" placeholder="YYYY-MM-DD"></div>
+<div><label for="f-to">To (date, <span data-tz>${filters.tz || 'UTC'}</span>, exclusive)</label><input type="text" id="f-to" name="to" value="${filters.to}" placeholder="YYYY-MM-DD"></div>
 <div><label for="f-model">Model</label><input type="text" id="f-model" name="model" value="${filters.model}"></div>
 <div><label for="f-status">Status</label><select id="f-status" name="status">${option('', 'any', filters.status)}${['success', 'error', 'interrupted', 'rejected'].map((s) => option(s, s, filters.status))}</select></div>
 <div><label for="f-key">Key</label><select id="f-key" name="key_id">${option('', 'any', filters.key_id)}${keys.map((k) => option(k.keyId, `${k.name} (${k.prefix}…)`, filters.key_id))}</select></div>

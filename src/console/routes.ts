@@ -23,6 +23,7 @@ import { accountKeys, auditTail, callLedger, credits, dailyUsage, enterpriseAgen
 import { receiptOf } from './receipt';
 import { sameSecret, type ConsoleSessions } from './sessions';
 import { SignInLimit } from './sign-in-limit';
+import { isTimeZone, startOfDay } from './zone';
 
 export interface ConsoleOptions {
   readonly ledger: Ledger;
@@ -340,6 +341,8 @@ export function consoleRoutes(options: ConsoleOptions) {
       key_id: z.string().max(200).default(''),
       request_id: z.string().max(200).default(''),
       task_id: z.string().max(200).default(''),
+      // The viewer's time zone (console.js fills it in): from/to are days there. Empty: UTC.
+      tz: z.union([z.literal(''), z.string().max(64).refine(isTimeZone, 'is not a time zone')]).default(''),
     });
     // Seconds a JavaScript number holds exactly (the admin API refuses the rest the same way).
     const CURSOR = /^\d{1,15}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -348,8 +351,9 @@ export function consoleRoutes(options: ConsoleOptions) {
       const parsed = LogFilterQuery.safeParse(Object.fromEntries(Object.entries(query).filter(([k]) => k in LogFilterQuery.shape).map(([k, v]) => [k, String(v).trim()])));
       const filters: LogFilters = parsed.success ? parsed.data : LogFilterQuery.parse({});
       const problem = parsed.success ? null : `The filter was not applied: ${parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('; ')}.`;
-      const to = filters.to ? dateToUnix(filters.to) : now() + 1;
-      const from = filters.from ? dateToUnix(filters.from) : to - DEFAULT_WINDOW_S;
+      const zone = filters.tz || 'UTC';
+      const to = filters.to ? startOfDay(filters.to, zone) : now() + 1;
+      const from = filters.from ? startOfDay(filters.from, zone) : to - DEFAULT_WINDOW_S;
       const cursorText = typeof query.cursor === 'string' && CURSOR.test(query.cursor) ? query.cursor : undefined;
       const filter: LogFilter = {
         accountId,

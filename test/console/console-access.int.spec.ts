@@ -75,7 +75,7 @@ describe('a deactivated account in the console', () => {
     // Ended on the server, each recorded.
     const open_ = await t.db.sql.query(`SELECT 1 FROM console_sessions WHERE account_id = $1 AND ended_at IS NULL`, [accountId]);
     expect(open_.length).toBe(0);
-    await t.gateway.runner.waitFor(null);
+    await t.gateway.runner.waitFor(await t.gateway.storage.store.headPosition());
     const ended = (await auditOf(accountId)).filter((r) => r.action === 'ConsoleSessionEnded');
     expect(ended.map((r) => [r.actor, r.details.reason])).toEqual([
       ['system', 'account_inactive'],
@@ -137,7 +137,7 @@ describe('the enterprise page', () => {
     req1 = await ok('POST', `/agents/${agent.id}/key-requests`, { name: "bob's key", requested_by: bob, spend_cap_usd: '4.00' });
     req2 = await ok('POST', `/agents/${agent.id}/key-requests`, { name: 'too big', requested_by: bob, spend_cap_usd: '900.00' });
     req3 = await ok('POST', `/agents/${agent.id}/key-requests`, { name: 'unwanted', requested_by: bob, spend_cap_usd: '1.00' });
-    await t.gateway.runner.waitFor(null);
+    await t.gateway.runner.waitFor(await t.gateway.storage.store.headPosition());
   });
 
   it('is listed and opens for an enterprise admin only; a member and an outsider get 404', async () => {
@@ -213,5 +213,22 @@ describe('the enterprise page', () => {
     const again = await post(a.cookie, `/console/enterprise/requests/${req3.id}/reject`, { _csrf: a.csrf });
     expect(again.statusCode).toBe(409);
     expect(again.body).toContain('Nothing changed');
+  });
+});
+
+describe('call-log filter dates', () => {
+  it("are days in the time zone the page sends (console.js: the viewer's), UTC without it, and say which", async () => {
+    const accountId = await open('Gus');
+    const s = await signIn(accountId);
+    const utc = await get(s.cookie, '/console/logs?from=2026-07-01&to=2026-07-02');
+    expect(utc.statusCode).toBe(200);
+    expect(utc.body).toContain('From (date, <span data-tz>UTC</span>)');
+    const paris = await get(s.cookie, '/console/logs?from=2026-07-01&to=2026-07-02&tz=Europe%2FParis');
+    expect(paris.body).toContain('<input type="hidden" id="f-tz" name="tz" value="Europe/Paris">');
+    expect(paris.body).toContain('From (date, <span data-tz>Europe/Paris</span>)');
+    // The CSV link carries the zone, so the export covers the same days.
+    expect(paris.body).toContain('tz=Europe%2FParis');
+    const bad = await get(s.cookie, '/console/logs?from=2026-07-01&tz=Mars%2FOlympus');
+    expect(bad.body).toContain('tz: is not a time zone');
   });
 });
