@@ -36,6 +36,8 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .secret { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
 .secret code { word-break: break-all; background: #fff8d6; padding: 6px; border: 1px solid #e5d37a; border-radius: 4px; }
 form.inline { display: inline; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
+form.inline input[name="reason"] { width: 12em; }
 form.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(180px, 1fr)); gap: 10px; align-items: end; }
 label { display: block; font-size: 0.9rem; }
 input, select, button { font: inherit; padding: 6px 8px; border: 1px solid var(--line); border-radius: 4px; max-width: 100%; }
@@ -66,6 +68,13 @@ export const CONSOLE_JS = `
     var d = new Date(t.getAttribute('datetime'));
     if (!isNaN(d)) { t.title = t.textContent; t.textContent = fmt.format(d); }
   });
+  // The call log's filter dates are days in the viewer's time zone: say which, and send it.
+  var tz = document.getElementById('f-tz');
+  var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (tz && !tz.value && zone) {
+    tz.value = zone;
+    document.querySelectorAll('[data-tz]').forEach(function (s) { s.textContent = zone; });
+  }
   // The sign-in code travels in the link's fragment (never sent to the server, never logged).
   var code = document.getElementById('token');
   function fromFragment() {

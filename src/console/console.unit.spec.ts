@@ -4,6 +4,7 @@ import type { LogRow } from '../projections/call-log/queries';
 import { html, usd } from './html';
 import { receiptOf } from './receipt';
 import { SignInLimit } from './sign-in-limit';
+import { isTimeZone, startOfDay } from './zone';
 
 const model = (price: ModelConfig['price'], extra: Partial<ModelConfig> = {}) => ({ id: 'm', owned_by: 'x', kind: 'text', price, ...extra }) as ModelConfig;
 
@@ -101,5 +102,24 @@ describe('sign-in attempts', () => {
     expect(limit.admit('b').ok).toBe(true);
     now += 15 * 60;
     expect(limit.admit('a').ok).toBe(true);
+  });
+});
+
+describe("call-log filter days in the viewer's time zone", () => {
+  const iso = (unix: number) => new Date(unix * 1000).toISOString();
+  it('starts a day at its midnight in the zone, across daylight-saving changes', () => {
+    expect(iso(startOfDay('2026-07-01', 'UTC'))).toBe('2026-07-01T00:00:00.000Z');
+    expect(iso(startOfDay('2026-07-01', 'Europe/Paris'))).toBe('2026-06-30T22:00:00.000Z');
+    expect(iso(startOfDay('2026-01-15', 'Europe/Paris'))).toBe('2026-01-14T23:00:00.000Z');
+    // New York moves to summer time at 02:00 on 8 March 2026: that midnight is still UTC−5, the next UTC−4.
+    expect(iso(startOfDay('2026-03-08', 'America/New_York'))).toBe('2026-03-08T05:00:00.000Z');
+    expect(iso(startOfDay('2026-03-09', 'America/New_York'))).toBe('2026-03-09T04:00:00.000Z');
+    expect(iso(startOfDay('2026-07-01', 'Pacific/Kiritimati'))).toBe('2026-06-30T10:00:00.000Z');
+    expect(iso(startOfDay('2026-07-01', 'Asia/Kolkata'))).toBe('2026-06-30T18:30:00.000Z');
+  });
+  it('knows IANA zones and refuses anything else', () => {
+    expect(isTimeZone('Europe/Paris')).toBe(true);
+    expect(isTimeZone('Mars/Olympus')).toBe(false);
+    expect(isTimeZone('')).toBe(false);
   });
 });

@@ -15,15 +15,18 @@ export interface ConsoleViewer {
   readonly csrfToken: string;
   /** Who the audit trail says acted: `console:{session fingerprint}` (the `session` of its ConsoleSignedIn). */
   readonly actor: string;
+  /** The enterprises (account ids) this account is an admin member of, from the enterprises projection. */
+  readonly adminOf: readonly string[];
 }
 
-/** The console's pages in navigation order. A new page (issue 20's enterprise agents and key
- * requests) adds its entry here, with a `visible` rule, and registers its routes beside the others. */
+/** The console's pages in navigation order. A new page adds its entry here (with a `visible` rule
+ * when only some viewers may open it) and registers its routes beside the others. */
 export const CONSOLE_NAV: readonly ConsoleNavItem[] = [
   { href: '/console/', label: 'Overview' },
   { href: '/console/keys', label: 'API keys' },
   { href: '/console/logs', label: 'Call log' },
   { href: '/console/knowledge', label: 'Knowledge' },
+  { href: '/console/enterprise', label: 'Enterprise', visible: (viewer) => viewer.adminOf.length > 0 },
 ];
 
 export interface PageOptions {

@@ -5,7 +5,7 @@ import type { ReadableKb, SearchHit } from '../projections/knowledge/queries';
 import { usageChart } from './chart';
 import { html, usd, when, type Html } from './html';
 import { csrfField, notice, type ConsoleViewer } from './layout';
-import type { Credit, DailyUsage, KeyRow, LedgerLine } from './reads';
+import type { AgentKeyRow, AgentRow, AuditRow, Credit, DailyUsage, KeyRequestRow, KeyRow, LedgerLine } from './reads';
 import type { Receipt } from './receipt';
 
 const money = (units: bigint) => usd(formatUsd(units));
@@ -151,14 +151,17 @@ export interface LogFilters {
   readonly key_id: string;
   readonly request_id: string;
   readonly task_id: string;
+  /** The time zone the dates are read in (empty: UTC). */
+  readonly tz: string;
 }
 
 export function logsPage(filters: LogFilters, keys: readonly KeyRow[], rows: readonly LogRow[], query: string, next: string | null, problem: string | null): Html {
   const option = (value: string, label: string, current: string) => html`<option value="${value}"${value === current ? html` selected` : ''}>${label}</option>`;
   return html`<h1>Call log</h1>
 <form method="get" action="/console/logs" class="grid" aria-label="Filters">
-<div><label for="f-from">From (UTC date)</label><input type="text" id="f-from" name="from" value="${filters.from}" placeholder="YYYY-MM-DD"></div>
-<div><label for="f-to">To (UTC date, exclusive)</label><input type="text" id="f-to" name="to" value="${filters.to}" placeholder="YYYY-MM-DD"></div>
+<input type="hidden" id="f-tz" name="tz" value="${filters.tz}">
+<div><label for="f-from">From (date, <span data-tz>${filters.tz || 'UTC'}</span>)</label><input type="text" id="f-from" name="from" value="${filters.from}" placeholder="YYYY-MM-DD"></div>
+<div><label for="f-to">To (date, <span data-tz>${filters.tz || 'UTC'}</span>, exclusive)</label><input type="text" id="f-to" name="to" value="${filters.to}" placeholder="YYYY-MM-DD"></div>
 <div><label for="f-model">Model</label><input type="text" id="f-model" name="model" value="${filters.model}"></div>
 <div><label for="f-status">Status</label><select id="f-status" name="status">${option('', 'any', filters.status)}${['success', 'error', 'interrupted', 'rejected'].map((s) => option(s, s, filters.status))}</select></div>
 <div><label for="f-key">Key</label><select id="f-key" name="key_id">${option('', 'any', filters.key_id)}${keys.map((k) => option(k.keyId, `${k.name} (${k.prefix}…)`, filters.key_id))}</select></div>
@@ -238,4 +241,76 @@ ${
     : ''
 }`
 }`;
+}
+
+export interface EnterpriseData {
+  /** The enterprise shown, and every enterprise the viewer administers (a switch when several). */
+  readonly enterpriseId: string;
+  readonly enterprises: readonly { readonly id: string; readonly name: string }[];
+  readonly name: string;
+  readonly available: bigint;
+  readonly agents: readonly AgentRow[];
+  /** Each key with what it may still spend: an escrow key's escrow left, a capped key's cap left, null without a cap. */
+  readonly keys: readonly (AgentKeyRow & { readonly escrow: boolean; readonly left: bigint | null })[];
+  readonly requests: readonly KeyRequestRow[];
+  readonly audit: readonly AuditRow[];
+}
+
+export function enterprisePage(viewer: ConsoleViewer, d: EnterpriseData, top: Html | null): Html {
+  const agentName = new Map(d.agents.map((a) => [a.agentId, a.name]));
+  const agentLabel = (id: string) => html`${agentName.get(id) ?? id} <span class="muted hide-narrow"><code>${id}</code></span>`;
+  const here = `/console/enterprise?id=${encodeURIComponent(d.enterpriseId)}`;
+  return html`<h1>Enterprise ${d.name}</h1>
+${
+  d.enterprises.length > 1
+    ? html`<nav aria-label="Your enterprises"><p>You administer: ${d.enterprises.map(
+        (e, i) => html`${i > 0 ? ', ' : ''}<a href="/console/enterprise?id=${encodeURIComponent(e.id)}"${e.id === d.enterpriseId ? html` aria-current="page"` : ''}>${e.name}</a>`,
+      )}</p></nav>`
+    : ''
+}
+${top}
+<section class="cards" aria-label="Enterprise wallet">
+<div class="card"><div class="label">Available to fund escrows</div><div class="value" id="enterprise-available">${money(d.available)}</div></div>
+<div class="card"><div class="label">Pending key requests</div><div class="value">${d.requests.length}</div></div>
+</section>
+<h2>Pending key requests</h2>
+${
+  d.requests.length === 0
+    ? html`<p class="muted">No key request waits for a decision. Members request agent keys through your operator (<code>gateway agents request-key</code>).</p>`
+    : html`<div class="table-wrap"><table id="requests"><thead><tr><th scope="col">Requested</th><th scope="col">Key name</th><th scope="col">Agent</th><th scope="col">By</th><th scope="col" class="num">Spend cap (escrow)</th><th scope="col">Decision</th></tr></thead><tbody>${d.requests.map(
+        (r) => html`<tr data-request="${r.requestId}"><td>${when(r.createdAt)}</td><td>${r.name}</td><td>${agentLabel(r.agentId)}</td><td><code>${r.requestedBy}</code></td><td class="num">${money(r.spendCap)}</td>
+<td><div class="actions"><form method="post" action="/console/enterprise/requests/${r.requestId}/approve" class="inline" data-confirm="Approve ${r.name}? ${formatUsd(r.spendCap)} USD moves from the enterprise's available balance into the key's escrow.">${csrfField(viewer)}<button type="submit">Approve</button></form>
+<form method="post" action="/console/enterprise/requests/${r.requestId}/reject" class="inline">${csrfField(viewer)}<label for="reason-${r.requestId}" class="visually-hidden">Reason for rejecting ${r.name} (optional)</label><input type="text" id="reason-${r.requestId}" name="reason" maxlength="500" placeholder="reason (optional)"> <button type="submit" class="danger">Reject</button></form></div></td></tr>`,
+      )}</tbody></table></div>`
+}
+<h2>Agents</h2>
+${
+  d.agents.length === 0
+    ? html`<p class="muted">No agents yet. Your operator creates them (<code>gateway agents create</code>).</p>`
+    : html`<div class="table-wrap"><table id="agents"><thead><tr><th scope="col">Name</th><th scope="col">Model</th><th scope="col">Published</th><th scope="col" class="hide-narrow">Knowledge bases</th></tr></thead><tbody>${d.agents.map(
+        (a) => html`<tr><td>${a.name} <span class="muted hide-narrow"><code>${a.agentId}</code></span></td><td>${a.model ?? html`<span class="muted">enterprise default</span>`}</td>
+<td>${a.deleted ? html`<span class="bad">deleted</span>` : a.published ? html`<span class="ok">yes</span>` : html`<span class="bad">no</span>`}</td>
+<td class="hide-narrow">${a.kbIds.length === 0 ? html`<span class="muted">none</span>` : a.kbIds.join(', ')}</td></tr>`,
+      )}</tbody></table></div>`
+}
+<h2>Agent keys</h2>
+${
+  d.keys.length === 0
+    ? html`<p class="muted">No agent keys yet. Approving a request above issues one.</p>`
+    : html`<div class="table-wrap"><table id="agent-keys"><thead><tr><th scope="col">Name</th><th scope="col" class="hide-narrow">Key</th><th scope="col">Agent</th><th scope="col">State</th><th scope="col" class="num">Spent</th><th scope="col" class="num">Left</th></tr></thead><tbody>${d.keys.map(
+        (k) => html`<tr data-key="${k.keyId}"><td>${k.name}</td><td class="hide-narrow"><code>${k.prefix}…</code></td><td>${agentLabel(k.agentId)}</td>
+<td>${k.status === 'revoked' ? html`<span class="bad">revoked</span>` : !k.enabled ? html`<span class="bad">disabled</span>` : html`<span class="ok">active</span>`}</td>
+<td class="num">${money(k.spent)}</td>
+<td class="num">${k.left === null ? html`<span class="muted">no cap</span>` : html`${money(k.left)} <span class="muted">of ${money(k.spendCap ?? 0n)}${k.escrow ? ' escrow' : ' cap'}</span>`}</td></tr>`,
+      )}</tbody></table></div>`
+}
+<h2>Audit trail</h2>
+${
+  d.audit.length === 0
+    ? html`<p class="muted">Nothing recorded yet.</p>`
+    : html`<div class="table-wrap"><table id="audit"><caption class="muted">The last ${d.audit.length} entries, newest first</caption><thead><tr><th scope="col">When</th><th scope="col">Action</th><th scope="col" class="hide-narrow">Subject</th><th scope="col">By</th></tr></thead><tbody>${d.audit.map(
+        (a) => html`<tr><td>${when(a.at)}</td><td>${a.action}</td><td class="hide-narrow">${a.subjectType} <code>${a.subjectId}</code></td><td><code>${a.actor ?? 'admin'}</code></td></tr>`,
+      )}</tbody></table></div>`
+}
+<p><a href="${here}">Refresh</a></p>`;
 }

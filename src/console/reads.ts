@@ -128,3 +128,107 @@ export async function callLedger(sql: SqlQuery, accountId: string, callId: strin
     at: Number(r.at),
   }));
 }
+
+/** The enterprises the account is an admin member of (the enterprises projection; the approve and
+ * reject commands check the aggregate again). */
+export async function enterprisesAdministered(sql: SqlQuery, accountId: string): Promise<string[]> {
+  const rows = await sql.query<{ enterprise_id: string }>(
+    `SELECT enterprise_id FROM enterprise_members WHERE member_account_id = $1 AND role = 'admin' ORDER BY since, enterprise_id LIMIT 50`,
+    [accountId],
+  );
+  return rows.map((r) => r.enterprise_id);
+}
+
+export interface AgentRow {
+  readonly agentId: string;
+  readonly name: string;
+  readonly model: string | null;
+  readonly published: boolean;
+  readonly kbIds: readonly string[];
+  readonly deleted: boolean;
+}
+
+/** An enterprise's agents in creation order (the admin API's list order), deleted ones included. */
+export async function enterpriseAgents(sql: SqlQuery, enterpriseId: string): Promise<AgentRow[]> {
+  const rows = await sql.query<{ agent_id: string; settings: { name?: string; model?: string | null; published?: boolean; kb_ids?: string[] }; status: string }>(
+    `SELECT agent_id, settings, status FROM agents WHERE enterprise_id = $1 ORDER BY log_commit, log_prepare, created_at, agent_id LIMIT 500`,
+    [enterpriseId],
+  );
+  return rows.map((r) => ({
+    agentId: r.agent_id,
+    name: r.settings.name ?? r.agent_id,
+    model: r.settings.model ?? null,
+    published: r.settings.published !== false,
+    kbIds: r.settings.kb_ids ?? [],
+    deleted: r.status === 'deleted',
+  }));
+}
+
+export interface AgentKeyRow {
+  readonly keyId: string;
+  readonly name: string;
+  readonly prefix: string;
+  readonly agentId: string;
+  readonly status: string;
+  readonly enabled: boolean;
+  readonly spendCap: bigint | null;
+  readonly spent: bigint;
+}
+
+/** The enterprise's agent keys (deleted ones left out), newest first. Never the raw key. */
+export async function enterpriseAgentKeys(sql: SqlQuery, enterpriseId: string): Promise<AgentKeyRow[]> {
+  const rows = await sql.query<{ key_id: string; name: string; prefix: string; agent_id: string; status: string; enabled: boolean; spend_cap: string | null; spent: string | null }>(
+    `SELECT k.key_id, k.name, k.prefix, k.agent_id, k.status, k.enabled, k.spend_cap::text AS spend_cap, s.spent::text AS spent
+       FROM api_keys k LEFT JOIN key_spend s ON s.key_id = k.key_id
+      WHERE k.account_id = $1 AND k.agent_id IS NOT NULL AND k.status <> 'deleted'
+      ORDER BY k.created_at DESC, k.key_id DESC LIMIT 500`,
+    [enterpriseId],
+  );
+  return rows.map((r) => ({
+    keyId: r.key_id,
+    name: r.name,
+    prefix: r.prefix,
+    agentId: r.agent_id,
+    status: r.status,
+    enabled: r.enabled,
+    spendCap: r.spend_cap === null ? null : BigInt(r.spend_cap),
+    spent: BigInt(r.spent ?? '0'),
+  }));
+}
+
+export interface KeyRequestRow {
+  readonly requestId: string;
+  readonly agentId: string;
+  readonly name: string;
+  readonly requestedBy: string;
+  readonly spendCap: bigint;
+  readonly createdAt: number;
+}
+
+/** The enterprise's pending key requests, oldest first (the admin API's order). */
+export async function pendingKeyRequests(sql: SqlQuery, enterpriseId: string): Promise<KeyRequestRow[]> {
+  const rows = await sql.query<{ request_id: string; agent_id: string; name: string; requested_by: string; spend_cap: string; created_at: string }>(
+    `SELECT request_id, agent_id, name, requested_by, spend_cap::text AS spend_cap, created_at::text AS created_at FROM key_requests
+      WHERE enterprise_id = $1 AND status = 'pending' ORDER BY log_commit, log_prepare, created_at, request_id LIMIT 500`,
+    [enterpriseId],
+  );
+  return rows.map((r) => ({ requestId: r.request_id, agentId: r.agent_id, name: r.name, requestedBy: r.requested_by, spendCap: BigInt(r.spend_cap), createdAt: Number(r.created_at) }));
+}
+
+export interface AuditRow {
+  readonly action: string;
+  readonly subjectType: string;
+  readonly subjectId: string;
+  readonly actor: string | null;
+  readonly at: number;
+}
+
+/** The last entries of an account's audit trail, newest first. */
+export async function auditTail(sql: SqlQuery, accountId: string, limit = 20): Promise<AuditRow[]> {
+  const rows = await sql.query<{ action: string; subject_type: string; subject_id: string; actor: string | null; at: string }>(
+    `SELECT action, subject_type, subject_id, actor, at::text AS at FROM audit_trail WHERE account_id = $1
+      ORDER BY log_commit DESC, log_prepare DESC, event_id DESC LIMIT $2`,
+    [accountId, limit],
+  );
+  return rows.map((r) => ({ action: r.action, subjectType: r.subject_type, subjectId: r.subject_id, actor: r.actor, at: Number(r.at) }));
+}

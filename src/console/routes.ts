@@ -1,10 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Ledger } from '../commands/ledger';
+import { isAdmin } from '../commands/enterprise/enterprise';
+import type { Enterprises } from '../commands/enterprise/service';
+import { available, escrowLeft } from '../commands/wallet/decider';
+import { STATUS_OF } from '../http/admin/admin-error';
 import type { ModelRegistry } from '../config/registry';
 import { UsdString } from '../config/schema';
 import type { Position } from '../events/store/port';
-import { parseUsd } from '../money/usd';
+import { formatUsd, parseUsd } from '../money/usd';
 import { CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, usageTotals, type LogFilter } from '../projections/call-log/queries';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { Sql } from '../storage/sql';
@@ -14,11 +18,12 @@ import { GatewayError } from '../http/errors';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
-import { callPage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
-import { accountKeys, callLedger, credits, dailyUsage } from './reads';
+import { callPage, enterprisePage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
+import { accountKeys, auditTail, callLedger, credits, dailyUsage, enterpriseAgentKeys, enterpriseAgents, enterprisesAdministered, pendingKeyRequests } from './reads';
 import { receiptOf } from './receipt';
 import { sameSecret, type ConsoleSessions } from './sessions';
 import { SignInLimit } from './sign-in-limit';
+import { isTimeZone, startOfDay } from './zone';
 
 export interface ConsoleOptions {
   readonly ledger: Ledger;
@@ -26,6 +31,8 @@ export interface ConsoleOptions {
   readonly registry: ModelRegistry;
   readonly knowledgeQueries: KnowledgeQueries;
   readonly sessions: ConsoleSessions;
+  /** Enterprise admins' page: the same commands as the admin API's approve and reject. */
+  readonly enterprises: Enterprises;
   /** Read-your-writes: a page after a key action shows it. */
   readonly settled: (position: Position | null) => Promise<void>;
   readonly now: () => number;
@@ -41,6 +48,7 @@ declare module 'fastify' {
 }
 
 export const SESSION_COOKIE = 'gateway_console';
+const INACTIVE = 'Your account is inactive, so its console sessions have ended and its sign-in links open nothing. Ask your operator to reactivate it, then for a new sign-in link.';
 /** A form is a few short fields. */
 const FORM_BYTES = 16 * 1024;
 
@@ -96,7 +104,7 @@ const NewKey = z.object({
 
 /** The account holders' console under /console/ (docs/console.md). */
 export function consoleRoutes(options: ConsoleOptions) {
-  const { ledger, sql, registry, knowledgeQueries, sessions, settled, now } = options;
+  const { ledger, sql, registry, knowledgeQueries, sessions, enterprises, settled, now } = options;
   const limit = new SignInLimit(now);
   const viewers = new WeakMap<FastifyRequest, ConsoleViewer>();
   const viewerOf = (request: FastifyRequest) => viewers.get(request)!;
@@ -132,12 +140,24 @@ export function consoleRoutes(options: ConsoleOptions) {
       const sessionId = cookieOf(request, SESSION_COOKIE);
       const session = sessionId ? await sessions.session(sessionId) : null;
       if (!session) {
+        // Ended by a deactivation, and still inactive: say so (once reactivated, it is an ended session like any).
+        const endedAccount = sessionId ? await sessions.endedInactive(sessionId) : null;
+        const inactive = endedAccount !== null && (await ledger.wallet(endedAccount)).status !== 'active';
         if (sessionId) reply.header('set-cookie', cookie(request, '', 0));
-        if (request.method === 'GET') return reply.redirect(sessionId ? '/console/sign-in?ended=1' : '/console/sign-in', 303);
+        if (request.method === 'GET') return reply.redirect(inactive ? '/console/sign-in?inactive=1' : sessionId ? '/console/sign-in?ended=1' : '/console/sign-in', 303);
+        if (inactive) throw new ConsoleRefusal(401, 'Account inactive', html`${notice(INACTIVE, 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
         throw new ConsoleRefusal(401, 'Signed out', html`${notice('Your session has ended. Open a new sign-in link to go on.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
       }
+      // Read from the log on every request (not a cache): a deactivation through any instance ends the session at once.
       const wallet = await ledger.wallet(session.accountId);
-      viewers.set(request, { accountId: session.accountId, accountName: wallet.name, csrfToken: session.csrfToken, actor: `console:${session.fingerprint}` });
+      if (wallet.status !== 'active') {
+        await sessions.endAccountSessions(session.accountId);
+        reply.header('set-cookie', cookie(request, '', 0));
+        if (request.method === 'GET') return reply.redirect('/console/sign-in?inactive=1', 303);
+        throw new ConsoleRefusal(401, 'Account inactive', html`${notice(INACTIVE, 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
+      }
+      const adminOf = await enterprisesAdministered(sql, session.accountId);
+      viewers.set(request, { accountId: session.accountId, accountName: wallet.name, csrfToken: session.csrfToken, actor: `console:${session.fingerprint}`, adminOf });
     });
 
     // Every state-changing request carries the session's CSRF token, and comes from this origin.
@@ -173,8 +193,14 @@ export function consoleRoutes(options: ConsoleOptions) {
     );
 
     // ---- sign-in and sign-out ----
-    app.get<{ Querystring: { ended?: string } }>('/sign-in', { config: { consolePublic: true, openapi: doc('consoleSignInPage', 'The sign-in page (the link\'s code is in its fragment)', 'GET') } }, async (request, reply) =>
-      send(reply, 200, 'Sign in', signInPage(request.query.ended ? notice('Your session has ended. Open a new sign-in link to go on.') : null), null),
+    app.get<{ Querystring: { ended?: string; inactive?: string } }>('/sign-in', { config: { consolePublic: true, openapi: doc('consoleSignInPage', 'The sign-in page (the link\'s code is in its fragment)', 'GET') } }, async (request, reply) =>
+      send(
+        reply,
+        200,
+        'Sign in',
+        signInPage(request.query.inactive ? notice(INACTIVE, 'error') : request.query.ended ? notice('Your session has ended. Open a new sign-in link to go on.') : null),
+        null,
+      ),
     );
 
     app.post('/sign-in', { bodyLimit: FORM_BYTES, config: { consolePublic: true, openapi: doc('consoleSignIn', 'Redeem a sign-in link: starts a session (cookie scoped to /console)', 'POST') } }, async (request, reply) => {
@@ -184,14 +210,15 @@ export function consoleRoutes(options: ConsoleOptions) {
         return send(reply, 429, 'Too many attempts', signInPage(notice(`Too many sign-in attempts from your address. Wait ${Math.ceil(admitted.retryAfter / 60)} minutes and try again.`, 'error')), null);
       }
       const token = field(request.body, 'token').trim();
-      const redeemed = token.length > 0 && token.length <= 200 ? await sessions.redeem(token, request.ip) : ({ ok: false, reason: 'unknown' } as const);
+      const redeemed = token.length > 0 && token.length <= 200 ? await sessions.redeem(token, request.ip, async (accountId) => (await ledger.wallet(accountId)).status === 'active') : ({ ok: false, reason: 'unknown' } as const);
       if (!redeemed.ok) {
         const why = {
           unknown: 'This sign-in code is not one we issued. Check that you copied the whole link.',
           used: 'This sign-in link was used already: a link works once. Ask your operator for a new one.',
           expired: 'This sign-in link has expired: a link works for 15 minutes. Ask your operator for a new one.',
+          inactive: INACTIVE,
         }[redeemed.reason];
-        return send(reply, redeemed.reason === 'unknown' ? 400 : 410, 'Sign in', signInPage(notice(why, 'error')), null);
+        return send(reply, { unknown: 400, used: 410, expired: 410, inactive: 403 }[redeemed.reason], 'Sign in', signInPage(notice(why, 'error')), null);
       }
       reply.header('set-cookie', cookie(request, redeemed.sessionId, redeemed.session.expiresAt - now()));
       return reply.redirect('/console/', 303);
@@ -314,6 +341,8 @@ export function consoleRoutes(options: ConsoleOptions) {
       key_id: z.string().max(200).default(''),
       request_id: z.string().max(200).default(''),
       task_id: z.string().max(200).default(''),
+      // The viewer's time zone (console.js fills it in): from/to are days there. Empty: UTC.
+      tz: z.union([z.literal(''), z.string().max(64).refine(isTimeZone, 'is not a time zone')]).default(''),
     });
     // Seconds a JavaScript number holds exactly (the admin API refuses the rest the same way).
     const CURSOR = /^\d{1,15}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -322,8 +351,9 @@ export function consoleRoutes(options: ConsoleOptions) {
       const parsed = LogFilterQuery.safeParse(Object.fromEntries(Object.entries(query).filter(([k]) => k in LogFilterQuery.shape).map(([k, v]) => [k, String(v).trim()])));
       const filters: LogFilters = parsed.success ? parsed.data : LogFilterQuery.parse({});
       const problem = parsed.success ? null : `The filter was not applied: ${parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('; ')}.`;
-      const to = filters.to ? dateToUnix(filters.to) : now() + 1;
-      const from = filters.from ? dateToUnix(filters.from) : to - DEFAULT_WINDOW_S;
+      const zone = filters.tz || 'UTC';
+      const to = filters.to ? startOfDay(filters.to, zone) : now() + 1;
+      const from = filters.from ? startOfDay(filters.from, zone) : to - DEFAULT_WINDOW_S;
       const cursorText = typeof query.cursor === 'string' && CURSOR.test(query.cursor) ? query.cursor : undefined;
       const filter: LogFilter = {
         accountId,
@@ -387,6 +417,84 @@ export function consoleRoutes(options: ConsoleOptions) {
         }
       }
       return send(reply, 200, 'Knowledge', knowledgePage(kbs, counts, search), viewer, '/console/knowledge');
+    });
+
+    // ---- enterprise (its admins only; anyone else gets the console's 404, as for a page that is not there) ----
+    const notAdmin = () => new ConsoleRefusal(404, 'Not found', notFoundPage);
+    /** The enterprise the viewer asks for, when the viewer is its admin (projection and aggregate both say so). */
+    const administered = async (viewer: ConsoleViewer, id: string | undefined) => {
+      const enterpriseId = id ?? viewer.adminOf[0];
+      if (enterpriseId === undefined || !viewer.adminOf.includes(enterpriseId)) throw notAdmin();
+      if (!isAdmin(await enterprises.enterprise(enterpriseId), viewer.accountId)) throw notAdmin();
+      return enterpriseId;
+    };
+    const enterpriseView = async (request: FastifyRequest, reply: FastifyReply, enterpriseId: string, status: number, top: Html | null) => {
+      const viewer = viewerOf(request);
+      const [wallet, names, agents, keys, requests, audit] = await Promise.all([
+        ledger.wallet(enterpriseId),
+        Promise.all(viewer.adminOf.map(async (id) => ({ id, name: (await ledger.wallet(id)).name }))),
+        enterpriseAgents(sql, enterpriseId),
+        enterpriseAgentKeys(sql, enterpriseId),
+        pendingKeyRequests(sql, enterpriseId),
+        auditTail(sql, enterpriseId, 20),
+      ]);
+      const withLeft = keys.map((k) => {
+        const escrow = wallet.escrows.has(k.keyId);
+        const left = escrow ? escrowLeft(wallet, k.keyId) : k.spendCap === null ? null : k.spendCap > k.spent ? k.spendCap - k.spent : 0n;
+        return { ...k, escrow, left };
+      });
+      const data = { enterpriseId, enterprises: names, name: wallet.name, available: available(wallet), agents, keys: withLeft, requests, audit };
+      return send(reply, status, `Enterprise ${wallet.name}`, enterprisePage(viewer, data, top), viewer, '/console/enterprise');
+    };
+    /** A pending request of an enterprise the viewer administers; another's is answered as absent. */
+    const requestOf = async (viewer: ConsoleViewer, requestId: string) => {
+      const request = /^[A-Za-z0-9_-]{1,100}$/.test(requestId) ? await enterprises.request(requestId) : null;
+      if (!request || request.status === 'none' || !viewer.adminOf.includes(request.enterpriseId))
+        throw new ConsoleRefusal(404, 'Not found', html`${notice('No such key request in an enterprise you administer.', 'error')}<p><a href="/console/enterprise">Enterprise</a></p>`);
+      return request;
+    };
+    const decisionError = (code: string, message: string, cap: bigint): Html =>
+      notice(
+        code === 'insufficient_funds'
+          ? `Not approved: the enterprise's available balance cannot fund this key's spend cap of ${formatUsd(cap)} USD. Ask your operator to top up the enterprise wallet, then approve again.`
+          : code === 'key_request_decided'
+            ? `Nothing changed: ${message}.`
+            : `Not done (${code}): ${message}.`,
+        'error',
+      );
+    const DECIDED: Record<string, string> = { rejected: 'The key request is rejected.' };
+
+    app.get<{ Querystring: { id?: string; done?: string } }>('/enterprise', { config: { openapi: doc('consoleEnterprise', "An enterprise admin's page: agents, agent keys, pending key requests, the audit trail", 'GET') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const enterpriseId = await administered(viewer, typeof request.query.id === 'string' ? request.query.id : undefined);
+      const done = request.query.done && DECIDED[request.query.done] ? notice(DECIDED[request.query.done]!) : null;
+      return enterpriseView(request, reply, enterpriseId, 200, done);
+    });
+
+    app.post<{ Params: { id: string } }>('/enterprise/requests/:id/approve', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleApproveKeyRequest', "Approve a key request (the admin API's command: escrow, key, audit); the raw key is shown once", 'POST') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const keyRequest = await requestOf(viewer, request.params.id);
+      await administered(viewer, keyRequest.enterpriseId);
+      const result = await enterprises.approve(keyRequest.requestId, viewer.accountId);
+      if (!result.ok) return enterpriseView(request, reply, keyRequest.enterpriseId, STATUS_OF[result.error.code] ?? 400, decisionError(result.error.code, result.error.message, keyRequest.spendCap));
+      await settled(result.position);
+      return enterpriseView(
+        request,
+        reply,
+        keyRequest.enterpriseId,
+        201,
+        html`${notice(`Approved: ${formatUsd(keyRequest.spendCap)} USD is now the escrow of ${keyRequest.name}.`)}${secretBox(`The new key for ${keyRequest.requestedBy}: give it to them (it is shown this once)`, result.raw)}`,
+      );
+    });
+
+    app.post<{ Params: { id: string } }>('/enterprise/requests/:id/reject', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleRejectKeyRequest', "Reject a key request (the admin API's command)", 'POST') } }, async (request, reply) => {
+      const viewer = viewerOf(request);
+      const keyRequest = await requestOf(viewer, request.params.id);
+      await administered(viewer, keyRequest.enterpriseId);
+      const result = await enterprises.reject(keyRequest.requestId, viewer.accountId, field(request.body, 'reason').trim().slice(0, 500));
+      if (!result.ok) return enterpriseView(request, reply, keyRequest.enterpriseId, STATUS_OF[result.error.code] ?? 400, decisionError(result.error.code, result.error.message, keyRequest.spendCap));
+      await settled(result.position);
+      return reply.redirect(`/console/enterprise?id=${encodeURIComponent(keyRequest.enterpriseId)}&done=rejected`, 303);
     });
   };
 }

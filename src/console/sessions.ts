@@ -23,7 +23,10 @@ CREATE TABLE IF NOT EXISTS console_sessions (
   ended_at bigint
 );
 CREATE INDEX IF NOT EXISTS console_sessions_expiry ON console_sessions (expires_at);
-CREATE INDEX IF NOT EXISTS console_links_expiry ON console_links (expires_at);`;
+CREATE INDEX IF NOT EXISTS console_links_expiry ON console_links (expires_at);
+-- Why the gateway ended a session (account_inactive); null when its holder signed out or it expired.
+ALTER TABLE console_sessions ADD COLUMN IF NOT EXISTS end_reason text;
+CREATE INDEX IF NOT EXISTS console_sessions_account ON console_sessions (account_id) WHERE ended_at IS NULL;`;
 
 /** A sign-in link is good for 15 minutes and one use (issue 17). */
 export const LINK_TTL_S = 15 * 60;
@@ -40,7 +43,7 @@ export interface ConsoleSession {
 
 export type Redeemed =
   | { readonly ok: true; readonly sessionId: string; readonly session: ConsoleSession }
-  | { readonly ok: false; readonly reason: 'unknown' | 'used' | 'expired' };
+  | { readonly ok: false; readonly reason: 'unknown' | 'used' | 'expired' | 'inactive' };
 
 const digest = (secret: string) => createHash('sha256').update(secret).digest('hex');
 const fingerprintOf = (hash: string) => hash.slice(0, 12);
@@ -77,7 +80,7 @@ export class ConsoleSessions {
   }
 
   /** Uses a link once: the UPDATE claims it atomically, so two redemptions of one link give one session. */
-  async redeem(token: string, ip: string): Promise<Redeemed> {
+  async redeem(token: string, ip: string, isActive: (accountId: string) => Promise<boolean>): Promise<Redeemed> {
     const hash = digest(token);
     const at = this.now();
     const [claimed] = await this.sql.query<{ account_id: string }>(
@@ -88,6 +91,8 @@ export class ConsoleSessions {
       const [row] = await this.sql.query<{ used_at: string | null }>(`SELECT used_at::text AS used_at FROM console_links WHERE token_hash = $1`, [hash]);
       return { ok: false, reason: !row ? 'unknown' : row.used_at !== null ? 'used' : 'expired' };
     }
+    // A link issued before its account was deactivated is used up and opens nothing.
+    if (!(await isActive(claimed.account_id))) return { ok: false, reason: 'inactive' };
     const sessionId = secret();
     const idHash = digest(sessionId);
     const session: ConsoleSession = { accountId: claimed.account_id, csrfToken: secret(), expiresAt: at + SESSION_TTL_S, fingerprint: fingerprintOf(idHash) };
@@ -113,11 +118,29 @@ export class ConsoleSessions {
     return row ? { accountId: row.account_id, csrfToken: row.csrf_token, expiresAt: Number(row.expires_at), fingerprint: fingerprintOf(hash) } : null;
   }
 
+  /** The account of a session the gateway ended because it was deactivated; null for any other cookie. */
+  async endedInactive(sessionId: string): Promise<string | null> {
+    const [row] = await this.sql.query<{ account_id: string }>(`SELECT account_id FROM console_sessions WHERE id_hash = $1 AND end_reason = 'account_inactive'`, [digest(sessionId)]);
+    return row?.account_id ?? null;
+  }
+
   async signOut(sessionId: string): Promise<void> {
     const hash = digest(sessionId);
     const at = this.now();
     const [ended] = await this.sql.query<{ account_id: string }>(`UPDATE console_sessions SET ended_at = $2 WHERE id_hash = $1 AND ended_at IS NULL RETURNING account_id`, [hash, at]);
     if (ended) await this.audit(ended.account_id, 'ConsoleSignedOut', { session: fingerprintOf(hash), at }, `console:${fingerprintOf(hash)}`);
+  }
+
+  /** Ends every open session of a deactivated account on the server, each recorded as
+   * ConsoleSessionEnded (actor `system`); idempotent (a second call finds none open). */
+  async endAccountSessions(accountId: string): Promise<number> {
+    const at = this.now();
+    const ended = await this.sql.query<{ id_hash: string }>(
+      `UPDATE console_sessions SET ended_at = $2, end_reason = 'account_inactive' WHERE account_id = $1 AND ended_at IS NULL AND expires_at > $2 RETURNING id_hash`,
+      [accountId, at],
+    );
+    for (const row of ended) await this.audit(accountId, 'ConsoleSessionEnded', { session: fingerprintOf(row.id_hash), reason: 'account_inactive', at }, 'system');
+    return ended.length;
   }
 
   /** Forgets links and sessions a day past their expiry (the audit trail keeps their history). */

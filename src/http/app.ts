@@ -271,6 +271,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       registry: deps.registry,
       knowledgeQueries: deps.knowledgeQueries,
       sessions: deps.consoleSessions,
+      enterprises: deps.enterprises,
       settled: (position) => deps.runner.waitFor(position),
       now,
       publicBaseUrl: deps.publicBaseUrl,

@@ -9,6 +9,10 @@ export const ConsoleLinkIssued = defineEvent('ConsoleLinkIssued', z.object({ lin
 export const ConsoleSignedIn = defineEvent('ConsoleSignedIn', z.object({ link: z.string(), session: z.string(), expires_at: Timestamp, ip: z.string(), at: Timestamp }));
 export const ConsoleSignedOut = defineEvent('ConsoleSignedOut', z.object({ session: z.string(), at: Timestamp }));
 
-export const consoleEvents = [ConsoleLinkIssued, ConsoleSignedIn, ConsoleSignedOut] as const;
+/** The gateway ended a session its holder did not sign out of: `reason` `account_inactive` (the
+ * account was deactivated). Actor `system`. */
+export const ConsoleSessionEnded = defineEvent('ConsoleSessionEnded', z.object({ session: z.string(), reason: z.literal('account_inactive'), at: Timestamp }));
+
+export const consoleEvents = [ConsoleLinkIssued, ConsoleSignedIn, ConsoleSignedOut, ConsoleSessionEnded] as const;
 
 export type ConsoleEvent = EventOf<(typeof consoleEvents)[number]>;

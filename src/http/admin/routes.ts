@@ -327,6 +327,8 @@ export function adminRoutes(options: AdminOptions) {
       const body = parse(Deactivate, request.body ?? undefined);
       const result = await ledger.deactivate(request.params.id, body?.reason ?? 'deactivated by operator');
       if (!result.ok) throw fromDomain(result.error);
+      // The console also checks the account on every request; ending its sessions here records it now.
+      await options.consoleSessions.endAccountSessions(request.params.id);
       await settled(result.position);
       return accountView(request.params.id, result.state);
     });

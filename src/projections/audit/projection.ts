@@ -47,6 +47,7 @@ const AUDITED = new Set([
   'ConsoleLinkIssued',
   'ConsoleSignedIn',
   'ConsoleSignedOut',
+  'ConsoleSessionEnded',
   'EscrowFunded',
   'EscrowReturned',
   'EnterpriseConfigured',

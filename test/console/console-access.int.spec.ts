@@ -1,0 +1,234 @@
+/**
+ * The console's access rules over HTTP (fastify inject, no browser): a deactivated account's sessions
+ * end and its links open nothing; the enterprise page is an enterprise admin's only, and its approve and
+ * reject forms go through the admin API's commands (same escrow, same audit rows), behind the CSRF check.
+ * Runs on the embedded storage, and on Postgres + Redis when DATABASE_URL / REDIS_URL are set.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approvedKeyId } from '../../src/commands/enterprise/service';
+import { escrowLeft } from '../../src/commands/wallet/decider';
+import { startTestGateway, type TestGateway } from '../support/gateway';
+
+const REDIS_URL = process.env.REDIS_URL;
+let t: TestGateway;
+
+beforeAll(async () => {
+  const prefix = `gw:test:console-access:${randomBytes(6).toString('hex')}`;
+  t = await startTestGateway(REDIS_URL ? { redisUrl: REDIS_URL, jobsPrefix: prefix, rateLimits: { redisUrl: REDIS_URL, keyPrefix: `${prefix}:` } } : {});
+}, 120_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+async function ok(method: Method, path: string, body?: unknown, status = method === 'POST' ? 201 : 200) {
+  const res = await t.admin(method, path, body);
+  if (res.statusCode !== status) throw new Error(`${method} ${path}: ${res.statusCode} ${res.body}`);
+  return res.json();
+}
+const open = async (name: string) => (await ok('POST', '/accounts', { name })).id as string;
+const linkCode = async (accountId: string) => String((await ok('POST', `/accounts/${accountId}/login-link`, {})).url).split('#')[1]!;
+
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+/** Opens a session as the browser would: the link's code posted to the sign-in form. */
+async function signIn(accountId: string): Promise<{ cookie: string; csrf: string }> {
+  const res = await t.gateway.app.inject({ method: 'POST', url: '/console/sign-in', headers: FORM, payload: form({ token: await linkCode(accountId) }) });
+  expect(res.statusCode).toBe(303);
+  const cookie = String(res.headers['set-cookie']).split(';')[0]!;
+  const page = await get(cookie, '/console/');
+  expect(page.statusCode).toBe(200);
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
+  return { cookie, csrf };
+}
+const get = (cookie: string, url: string) => t.gateway.app.inject({ method: 'GET', url, headers: { cookie } });
+const post = (cookie: string, url: string, fields: Record<string, string>) => t.gateway.app.inject({ method: 'POST', url, headers: { cookie, ...FORM }, payload: form(fields) });
+const auditOf = async (accountId: string) =>
+  (await t.db.sql.query<{ action: string; actor: string | null; details: Record<string, unknown> }>(`SELECT action, actor, details FROM audit_trail WHERE account_id = $1`, [accountId])).filter(
+    (r) => r.action.startsWith('Console') || r.action.startsWith('KeyRequest') || r.action.startsWith('Escrow'),
+  );
+
+describe('a deactivated account in the console', () => {
+  it('ends every session of the account: pages redirect to sign-in saying the account is inactive, forms are refused, and reactivation does not revive them', async () => {
+    const accountId = await open('Dora');
+    const first = await signIn(accountId);
+    const second = await signIn(accountId);
+    expect((await get(first.cookie, '/console/keys')).statusCode).toBe(200);
+
+    await ok('POST', `/accounts/${accountId}/deactivate`, {}, 200);
+
+    const page = await get(first.cookie, '/console/keys');
+    expect(page.statusCode).toBe(303);
+    expect(page.headers.location).toBe('/console/sign-in?inactive=1');
+    expect(String(page.headers['set-cookie'])).toMatch(/^gateway_console=; .*Max-Age=0/);
+    const signInPage = await t.gateway.app.inject({ method: 'GET', url: page.headers.location as string });
+    expect(signInPage.body).toContain('Your account is inactive');
+
+    // The other session's form: refused, no key created.
+    const refused = await post(second.cookie, '/console/keys', { _csrf: second.csrf, name: 'late', allowed_models: '', expires_at: '', spend_cap_usd: '' });
+    expect(refused.statusCode).toBe(401);
+    expect(refused.body).toContain('Your account is inactive');
+    expect((await t.db.sql.query(`SELECT 1 FROM api_keys WHERE account_id = $1 AND name = 'late'`, [accountId])).length).toBe(0);
+
+    // Ended on the server, each recorded.
+    const open_ = await t.db.sql.query(`SELECT 1 FROM console_sessions WHERE account_id = $1 AND ended_at IS NULL`, [accountId]);
+    expect(open_.length).toBe(0);
+    await t.gateway.runner.waitFor(await t.gateway.storage.store.headPosition());
+    const ended = (await auditOf(accountId)).filter((r) => r.action === 'ConsoleSessionEnded');
+    expect(ended.map((r) => [r.actor, r.details.reason])).toEqual([
+      ['system', 'account_inactive'],
+      ['system', 'account_inactive'],
+    ]);
+
+    // Reactivated: the old sessions stay ended; a new link works.
+    await ok('POST', `/accounts/${accountId}/reactivate`, {}, 200);
+    const after = await get(first.cookie, '/console/');
+    expect(after.statusCode).toBe(303);
+    expect(after.headers.location).toBe('/console/sign-in?ended=1');
+    await signIn(accountId);
+  });
+
+  it('refuses new links (409 account_inactive in the admin error shape) and a link issued before the deactivation when it is opened', async () => {
+    const accountId = await open('Eve');
+    const code = await linkCode(accountId);
+    await ok('POST', `/accounts/${accountId}/deactivate`, {}, 200);
+    const link = await t.admin('POST', `/accounts/${accountId}/login-link`, {});
+    expect(link.statusCode).toBe(409);
+    expect(link.json()).toMatchObject({ error: { code: 'account_inactive' } });
+
+    const redeemed = await t.gateway.app.inject({ method: 'POST', url: '/console/sign-in', headers: FORM, payload: form({ token: code }) });
+    expect(redeemed.statusCode).toBe(403);
+    expect(redeemed.headers['set-cookie']).toBeUndefined();
+    expect(redeemed.body).toContain('Your account is inactive');
+    expect((await t.db.sql.query(`SELECT 1 FROM console_sessions WHERE account_id = $1`, [accountId])).length).toBe(0);
+  });
+
+  it('ends the session when the account was deactivated without the admin API (through the ledger, as another instance would)', async () => {
+    const accountId = await open('Fay');
+    const session = await signIn(accountId);
+    const result = await t.gateway.ledger.deactivate(accountId, 'test');
+    expect(result.ok).toBe(true);
+    const page = await get(session.cookie, '/console/');
+    expect(page.headers.location).toBe('/console/sign-in?inactive=1');
+    expect((await t.db.sql.query(`SELECT 1 FROM console_sessions WHERE account_id = $1 AND ended_at IS NULL`, [accountId])).length).toBe(0);
+  });
+});
+
+describe('the enterprise page', () => {
+  let ent: string;
+  let alice: string; // enterprise admin
+  let bob: string; // member
+  let agent: { id: string };
+  let req1: { id: string };
+  let req2: { id: string };
+  let req3: { id: string };
+
+  beforeAll(async () => {
+    ent = await open('Acme');
+    alice = await open('alice');
+    bob = await open('bob');
+    await ok('POST', `/accounts/${ent}/topups`, { amount_usd: '200.00', reference: 'inv-1' });
+    await ok('PUT', `/accounts/${ent}/enterprise`, { allowed_models: null }, 200);
+    await ok('PUT', `/accounts/${ent}/members/${alice}`, { role: 'admin' }, 200);
+    await ok('PUT', `/accounts/${ent}/members/${bob}`, { role: 'member' }, 200);
+    agent = await ok('POST', `/accounts/${ent}/agents`, { name: 'Support <bot>', creator_account_id: bob, system_prompt: 'You help.' });
+    req1 = await ok('POST', `/agents/${agent.id}/key-requests`, { name: "bob's key", requested_by: bob, spend_cap_usd: '4.00' });
+    req2 = await ok('POST', `/agents/${agent.id}/key-requests`, { name: 'too big', requested_by: bob, spend_cap_usd: '900.00' });
+    req3 = await ok('POST', `/agents/${agent.id}/key-requests`, { name: 'unwanted', requested_by: bob, spend_cap_usd: '1.00' });
+    await t.gateway.runner.waitFor(await t.gateway.storage.store.headPosition());
+  });
+
+  it('is listed and opens for an enterprise admin only; a member and an outsider get 404', async () => {
+    const a = await signIn(alice);
+    const page = await get(a.cookie, '/console/enterprise');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(page.body).toContain('<a href="/console/enterprise" aria-current="page">Enterprise</a>');
+    expect(page.body).toContain('Support &lt;bot&gt;');
+    expect(page.body).toContain(`data-request="${req1.id}"`);
+    expect(page.body).toContain('$4.00');
+    expect(page.body).not.toMatch(/<script>/);
+
+    const b = await signIn(bob);
+    const overview = await get(b.cookie, '/console/');
+    expect(overview.body).not.toContain('/console/enterprise');
+    expect((await get(b.cookie, '/console/enterprise')).statusCode).toBe(404);
+    expect((await get(b.cookie, `/console/enterprise?id=${ent}`)).statusCode).toBe(404);
+    // A member cannot decide either, even with a good CSRF token.
+    expect((await post(b.cookie, `/console/enterprise/requests/${req3.id}/reject`, { _csrf: b.csrf })).statusCode).toBe(404);
+    // Alice cannot open an enterprise she is not an admin of by naming it.
+    expect((await get(a.cookie, `/console/enterprise?id=${bob}`)).statusCode).toBe(404);
+  });
+
+  it('approves through the admin API command: escrow funded, key issued and shown once, audit rows as the admin API writes them; refused without the CSRF token', async () => {
+    const a = await signIn(alice);
+    const refused = await post(a.cookie, `/console/enterprise/requests/${req1.id}/approve`, {});
+    expect(refused.statusCode).toBe(403);
+    const wrong = await post(a.cookie, `/console/enterprise/requests/${req1.id}/approve`, { _csrf: 'x'.repeat(43) });
+    expect(wrong.statusCode).toBe(403);
+    expect((await t.gateway.enterprises.request(req1.id)).status).toBe('pending');
+
+    const approved = await post(a.cookie, `/console/enterprise/requests/${req1.id}/approve`, { _csrf: a.csrf });
+    expect(approved.statusCode).toBe(201);
+    expect(approved.headers['cache-control']).toBe('no-store');
+    const raw = /<code id="raw-key">([^<]+)<\/code>/.exec(approved.body)![1]!;
+    const keyId = approvedKeyId(req1.id);
+    expect((await t.gateway.enterprises.request(req1.id)).status).toBe('approved');
+    const wallet = await t.gateway.ledger.wallet(ent);
+    expect(escrowLeft(wallet, keyId)).toBe(4_000_000_000n);
+    // The raw key is a working key of the enterprise, bound to the agent.
+    expect((await t.gateway.ledger.key(keyId)).accountId).toBe(ent);
+    expect(raw.length).toBeGreaterThan(40);
+
+    // The list afterwards: the key with its escrow left, never the raw key; the request gone from pending.
+    const page = await get(a.cookie, '/console/enterprise');
+    expect(page.body).toContain(`data-key="${keyId}"`);
+    expect(page.body).not.toContain(raw);
+    expect(page.body).not.toContain(`data-request="${req1.id}"`);
+    expect(page.body).toContain('$4.00</span> <span class="muted">of <span class="usd">$4.00</span> escrow');
+
+    const rows = await auditOf(ent);
+    expect(rows.filter((r) => r.action === 'EscrowFunded' || r.action === 'KeyRequestApproved').map((r) => `${r.action}:${r.actor}`)).toEqual([`EscrowFunded:${alice}`, `KeyRequestApproved:${alice}`]);
+    expect(page.body).toContain('KeyRequestApproved');
+
+    // Approving again: 409, readable.
+    const again = await post(a.cookie, `/console/enterprise/requests/${req1.id}/approve`, { _csrf: a.csrf });
+    expect(again.statusCode).toBe(409);
+    expect(again.body).toContain('Nothing changed: the key request is already approved');
+  });
+
+  it('shows a readable 402 when the enterprise cannot fund the cap, and rejects with a reason', async () => {
+    const a = await signIn(alice);
+    const poor = await post(a.cookie, `/console/enterprise/requests/${req2.id}/approve`, { _csrf: a.csrf });
+    expect(poor.statusCode).toBe(402);
+    expect(poor.body).toContain('the enterprise&#39;s available balance cannot fund this key&#39;s spend cap of 900.00 USD');
+    expect((await t.gateway.enterprises.request(req2.id)).status).toBe('pending');
+
+    const rejected = await post(a.cookie, `/console/enterprise/requests/${req3.id}/reject`, { _csrf: a.csrf, reason: 'not needed' });
+    expect(rejected.statusCode).toBe(303);
+    expect(rejected.headers.location).toBe(`/console/enterprise?id=${ent}&done=rejected`);
+    expect(await t.gateway.enterprises.request(req3.id)).toMatchObject({ status: 'rejected', decidedBy: alice });
+    const again = await post(a.cookie, `/console/enterprise/requests/${req3.id}/reject`, { _csrf: a.csrf });
+    expect(again.statusCode).toBe(409);
+    expect(again.body).toContain('Nothing changed');
+  });
+});
+
+describe('call-log filter dates', () => {
+  it("are days in the time zone the page sends (console.js: the viewer's), UTC without it, and say which", async () => {
+    const accountId = await open('Gus');
+    const s = await signIn(accountId);
+    const utc = await get(s.cookie, '/console/logs?from=2026-07-01&to=2026-07-02');
+    expect(utc.statusCode).toBe(200);
+    expect(utc.body).toContain('From (date, <span data-tz>UTC</span>)');
+    const paris = await get(s.cookie, '/console/logs?from=2026-07-01&to=2026-07-02&tz=Europe%2FParis');
+    expect(paris.body).toContain('<input type="hidden" id="f-tz" name="tz" value="Europe/Paris">');
+    expect(paris.body).toContain('From (date, <span data-tz>Europe/Paris</span>)');
+    // The CSV link carries the zone, so the export covers the same days.
+    expect(paris.body).toContain('tz=Europe%2FParis');
+    const bad = await get(s.cookie, '/console/logs?from=2026-07-01&tz=Mars%2FOlympus');
+    expect(bad.body).toContain('tz: is not a time zone');
+  });
+});
