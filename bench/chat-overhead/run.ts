@@ -14,15 +14,15 @@
  * wait for the WAL flush; SQL statements per request). Everything is stopped and the database
  * dropped at the end.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { cpuMs, cpuSplitMs, machineBusyMs, memMb, threadCpuMs } from './proc';
+import { Children, freePort, stop } from './children';
 import { closedLoop, openLoop, type RunResult, type Target } from './loadgen';
 
 // ---------------------------------------------------------------- options
@@ -92,53 +92,9 @@ function sourceFiles(): Array<{ path: string; mtimeMs: number }> {
 
 // ---------------------------------------------------------------- child processes
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
-const children = new Set<ChildProcess>();
-
-/** Spawns `taskset -c core <args>` (output to OUT/<name>.log) and resolves once stdout matches `ready`. */
-async function start(name: string, core: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
-  const child = spawn('taskset', ['-c', core, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  const logPath = join(OUT, `${name}.log`);
-  const logFile = createWriteStream(logPath, { flags: 'a' });
-  child.stderr!.pipe(logFile);
-  let seen = '';
-  await new Promise<void>((resolveReady, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start in 90 s; see ${logPath}`)), 90_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      logFile.write(chunk);
-      seen += chunk.toString();
-      if (ready.test(seen)) {
-        clearTimeout(timer);
-        resolveReady();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited with ${code} before it was ready; see ${logPath}`));
-    });
-  });
-  child.stdout!.removeAllListeners('data');
-  child.stdout!.pipe(logFile);
-  return child;
-}
-
-async function stop(child: ChildProcess, timeoutMs = 30_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  await exited;
-  clearTimeout(timer);
-}
+const processes = new Children(ROOT, OUT);
+const start = processes.start.bind(processes);
+const children = processes.running;
 
 // ---------------------------------------------------------------- admin API
 

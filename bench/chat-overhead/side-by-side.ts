@@ -20,13 +20,13 @@
  * figures here come from its per-response times (its `response` event), which are not rounded.
  * Prints a Markdown table; writes results.json in --out.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
+import { Children, freePort, stop } from './children';
 import { closedLoop, stats, type Stats, type Target } from './loadgen';
 import { cpuMs, memMb } from './proc';
 
@@ -62,46 +62,9 @@ interface AutocannonInstance extends Promise<{ non2xx: number; errors: number; t
 const log = (...parts: unknown[]) => process.stderr.write(`[side-by-side ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
 const pin = (pid: number, core: string) => execFileSync('taskset', ['-a', '-p', '-c', core, String(pid)], { stdio: 'ignore' });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-const children = new Set<ChildProcess>();
-async function start(name: string, core: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
-  const child = spawn('taskset', ['-c', core, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  const logFile = createWriteStream(join(OUT, `${name}.log`), { flags: 'a' });
-  child.stderr!.pipe(logFile);
-  let seen = '';
-  await new Promise<void>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${name} did not start in 90 s; see ${OUT}/${name}.log`)), 90_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      logFile.write(chunk);
-      seen += chunk.toString();
-      if (ready.test(seen)) {
-        clearTimeout(timer);
-        ok();
-      }
-    });
-    child.once('exit', (code) => fail(new Error(`${name} exited with ${code}; see ${OUT}/${name}.log`)));
-  });
-  child.stdout!.removeAllListeners('data');
-  child.stdout!.pipe(logFile);
-  return child;
-}
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  await exited;
-  clearTimeout(timer);
-}
+const processes = new Children(ROOT, OUT);
+const start = processes.start.bind(processes);
+const children = processes.running;
 
 // ------------------------------------------------------------------ load
 
@@ -351,9 +314,7 @@ function report(rows: Row[]): string {
   return `${out.join('\n')}\n`;
 }
 
-const killAll = () => {
-  for (const child of children) child.kill('SIGKILL');
-};
+const killAll = () => processes.killAll();
 process.on('SIGINT', () => {
   killAll();
   process.exit(130);

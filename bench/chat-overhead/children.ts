@@ -1,0 +1,70 @@
+/**
+ * The benchmarks' child processes (simulator, targets): pinned to a core with `taskset`, their output in a
+ * log file, ready once their stdout says so. Shared by run.ts and side-by-side.ts; run by hand, never by CI.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+export class Children {
+  /** Every child still running (killed with SIGKILL by `killAll`, e.g. on Ctrl-C). */
+  readonly running = new Set<ChildProcess>();
+
+  constructor(
+    private readonly cwd: string,
+    /** Where each child's `<name>.log` goes. */
+    private readonly logDir: string,
+  ) {}
+
+  /** Spawns `taskset -c core <args>` and resolves once its stdout matches `ready` (90 s at most). */
+  async start(name: string, core: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
+    const child = spawn('taskset', ['-c', core, ...args], { cwd: this.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.running.add(child);
+    child.on('exit', () => this.running.delete(child));
+    const logPath = join(this.logDir, `${name}.log`);
+    const logFile = createWriteStream(logPath, { flags: 'a' });
+    child.stderr!.pipe(logFile);
+    let seen = '';
+    await new Promise<void>((resolveReady, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${name} did not start in 90 s; see ${logPath}`)), 90_000);
+      child.stdout!.on('data', (chunk: Buffer) => {
+        logFile.write(chunk);
+        seen += chunk.toString();
+        if (ready.test(seen)) {
+          clearTimeout(timer);
+          resolveReady();
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${name} exited with ${code} before it was ready; see ${logPath}`));
+      });
+    });
+    child.stdout!.removeAllListeners('data');
+    child.stdout!.pipe(logFile);
+    return child;
+  }
+
+  killAll(): void {
+    for (const child of this.running) child.kill('SIGKILL');
+  }
+}
+
+/** SIGTERM, then SIGKILL after `timeoutMs`; resolves once the child has exited. */
+export async function stop(child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  await exited;
+  clearTimeout(timer);
+}
