@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import type { ChannelBoard } from '../channels/board';
 import { failover, type CallState } from '../channels/failover';
 import type { ModelRegistry } from '../config/registry';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../config/schema';
@@ -30,6 +31,8 @@ export interface ClipTemplatesOptions {
   readonly now?: () => number;
   readonly timeoutMs?: number;
   readonly dispatcher?: Dispatcher;
+  /** Channel health (src/channels): channels not usable are skipped, and every lookup's outcome is recorded. */
+  readonly board?: Pick<ChannelBoard, 'usable' | 'failed' | 'record'>;
 }
 
 /**
@@ -62,6 +65,7 @@ export class ClipTemplates {
     const ids = new Set(models.map((m) => m.id));
     return this.registry.config.channels
       .filter((c) => c.protocol === 'videos' && (Array.isArray(c.models) ? c.models : Object.keys(c.models)).some((id) => ids.has(id)))
+      .filter((c) => this.options.board?.usable(c.id) ?? true)
       .map((channel, index) => ({ channel, index }))
       .sort((a, b) => a.channel.priority - b.channel.priority || a.index - b.index)
       .slice(0, MAX_CHANNELS_PER_REQUEST)
@@ -69,14 +73,14 @@ export class ClipTemplates {
   }
 
   list(channels: readonly ChannelConfig[], scene: ClipScene): Promise<TemplateLookup<ClipTemplateList>> {
-    return this.first(channels, (channel) =>
-      this.lists.get(`${channel.id}\n${scene}`, async () => lookupOf(await fetchClipTemplates(channel, scene, this.fetchOptions())), kept),
+    return this.first(channels, (channel, asked) =>
+      this.lists.get(`${channel.id}\n${scene}`, async () => lookupOf(await asked(fetchClipTemplates(channel, scene, this.fetchOptions()))), kept),
     );
   }
 
   template(channels: readonly ChannelConfig[], id: string): Promise<TemplateLookup<ClipTemplate>> {
-    return this.first(channels, (channel) =>
-      this.templates.get(`${channel.id}\n${id}`, async () => lookupOf(await fetchClipTemplate(channel, id, this.fetchOptions())), kept),
+    return this.first(channels, (channel, asked) =>
+      this.templates.get(`${channel.id}\n${id}`, async () => lookupOf(await asked(fetchClipTemplate(channel, id, this.fetchOptions()))), kept),
     );
   }
 
@@ -85,13 +89,28 @@ export class ClipTemplates {
   }
 
   /** The first channel's answer that is not a failure worth another channel. */
-  private async first<T>(channels: readonly ChannelConfig[], ask: (channel: ChannelConfig) => Promise<TemplateLookup<T>>): Promise<TemplateLookup<T>> {
+  private async first<T>(
+    channels: readonly ChannelConfig[],
+    ask: (channel: ChannelConfig, asked: <A>(request: Promise<A>) => Promise<A>) => Promise<TemplateLookup<T>>,
+  ): Promise<TemplateLookup<T>> {
     let last: TemplateLookup<T> = { kind: 'failed', failure: { kind: 'unreachable', message: 'no channel serves a clip model' } };
+    const board = this.options.board;
     for (const channel of channels) {
-      last = await ask(channel);
-      if (last.kind !== 'failed') return last;
-      // The one failover rule of every ladder; a template lookup has no call budget of its own.
-      const verdict = failover(last.failure, NO_CALL_STATE);
+      const startedAt = performance.now();
+      // Whether this lookup asked the upstream: a cached answer says nothing new about the channel.
+      let upstream = false;
+      last = await ask(channel, (request) => {
+        upstream = true;
+        return request;
+      });
+      const latencyMs = Math.round(performance.now() - startedAt);
+      if (last.kind !== 'failed') {
+        if (upstream) board?.record(channel.id, { kind: 'success', latencyMs });
+        return last;
+      }
+      // The one failover rule of every ladder, its outcome on the channel's health; a template lookup has no
+      // call budget of its own.
+      const verdict = board ? board.failed(channel.id, last.failure, NO_CALL_STATE, latencyMs) : failover(last.failure, NO_CALL_STATE);
       last = { kind: 'failed', failure: verdict.failure };
       if (!verdict.next) return last;
     }

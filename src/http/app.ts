@@ -238,7 +238,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     viewsAt: (position: Position | null) => deps.runner.waitFor(position),
   };
   // Smart-clip templates, kept 10 minutes on the gateway's clock (tests move it with `now`).
-  const clipTemplates = new ClipTemplates(deps.registry, { now: () => now() * 1000 });
+  const clipTemplates = new ClipTemplates(deps.registry, { now: () => now() * 1000, board: router.board });
   await app.register(clipTemplateRoutes(clipTemplates));
   await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE, clipTemplates }));
   await app.register(avatarRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE }));
