@@ -11,22 +11,26 @@ const KEY_HEADERS = ['authorization', 'x-api-key', 'x-goog-api-key'];
  * channel's extra `headers`.
  */
 export function shapedPath(channel: ChannelConfig, protocolPath: string, upstreamModel: string): string {
+  if (!channel.path_template) return withChannelQuery(channel, protocolPath);
   const q = protocolPath.indexOf('?');
-  const ownPath = q < 0 ? protocolPath : protocolPath.slice(0, q);
-  const params = new URLSearchParams(q < 0 ? '' : protocolPath.slice(q + 1));
-  for (const [name, value] of Object.entries(channel.query ?? {})) params.set(name, value);
-  const path = channel.path_template ? channel.path_template.replaceAll('{model}', encodeURIComponent(upstreamModel)) : ownPath;
-  const query = params.toString();
-  return query === '' ? path : `${path}?${query}`;
+  const template = channel.path_template.replaceAll('{model}', encodeURIComponent(upstreamModel));
+  return withChannelQuery(channel, q < 0 ? template : `${template}${protocolPath.slice(q)}`);
 }
 
 /**
- * A media request's path (images, speech, voices, tasks, clip templates) with the channel's `query` added.
- * `path_template` is for chat channels only (the config refuses it elsewhere): a media channel speaks
- * several paths (generations and edits, a task's submission and its polls).
+ * The protocol's path (its own query kept) with the channel's `query` added. Media requests (images, speech,
+ * voices, tasks, clip templates) are shaped with this alone: `path_template` is for chat channels only (the
+ * config refuses it elsewhere), a media channel speaking several paths (generations and edits, a task's
+ * submission and its polls).
  */
-export function shapedMediaPath(channel: ChannelConfig, protocolPath: string): string {
-  return shapedPath({ ...channel, path_template: undefined }, protocolPath, '');
+export function withChannelQuery(channel: ChannelConfig, protocolPath: string): string {
+  if (!channel.query) return protocolPath;
+  const q = protocolPath.indexOf('?');
+  const params = new URLSearchParams(q < 0 ? '' : protocolPath.slice(q + 1));
+  for (const [name, value] of Object.entries(channel.query)) params.set(name, value);
+  const query = params.toString();
+  const path = q < 0 ? protocolPath : protocolPath.slice(0, q);
+  return query === '' ? path : `${path}?${query}`;
 }
 
 export function shapedHeaders(channel: ChannelConfig, protocolAuth: Record<string, string>): Record<string, string> {

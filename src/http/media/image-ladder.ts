@@ -1,4 +1,4 @@
-import { channelDispatcher, shapedHeaders, shapedMediaPath } from '../../channels/shaping';
+import { channelDispatcher, shapedHeaders, withChannelQuery } from '../../channels/shaping';
 import type { Dispatcher } from 'undici';
 import {
   imagesAuthHeaders,
@@ -137,7 +137,7 @@ function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSig
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
   // Outside the hop: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
   // Shaped by the channel's config (src/channels/shaping.ts): query, auth header, extra headers, proxy.
-  const target = upstreamTarget(route.channel.base_url, shapedMediaPath(route.channel, imagesPath(image.endpoint)));
+  const target = upstreamTarget(route.channel.base_url, withChannelQuery(route.channel, imagesPath(image.endpoint)));
   const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...shapedHeaders(route.channel, imagesAuthHeaders(route.channel.api_key)) };
   traced?.propagate(headers);
   const dispatcher = channelDispatcher(route.channel) ?? deps.dispatcher;

@@ -63,7 +63,8 @@ interface CallContext extends CallFacts {
 }
 
 /** `invalidUsage`: why the upstream's usage was not believed (the call is then billed on the estimate). */
-type Settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }, invalidUsage?: string | null) => void;
+/** Settles the call on `usage`; returns the amount captured (the cost header of a non-streamed answer). */
+type Settle = (usage: Usage, status: CallRecord['status'], error?: { code: string; message: string }, invalidUsage?: string | null) => bigint;
 
 const usageFields = (usage: Usage) => ({
   input_tokens: usage.promptTokens,
@@ -305,10 +306,9 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
             if (!settled.ok) request.log.error({ holdId, error: settled.error }, 'settlement refused');
           })
           .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
+        return charge.amount;
       };
-      // The exact amount the settlement captures (the same pricing of the same usage), for the cost header.
-      const price = (usage: Usage) => chargeOf(pricing, usage, ctx.submittedAt).amount;
-      if (!info.stream) return relayBody(text, response, routeAdapter, reply, estimate, bounds, settle, price, translation);
+      if (!info.stream) return relayBody(text, response, routeAdapter, reply, estimate, bounds, settle, translation);
       return relayStream(body!, adapter, info, request, reply, estimate, bounds, settle, signal, translation);
     }
     }
@@ -415,7 +415,6 @@ function relayBody(
   estimate: Usage,
   bounds: UsageBounds,
   settle: Settle,
-  price: (usage: Usage) => bigint,
   translation: Translation | null = null,
 ) {
   const json = tryJson(text);
@@ -427,13 +426,12 @@ function relayBody(
   // translation that throws is a 500, released unbilled by relayChat.
   const answer = translation ? JSON.stringify(translation.answer(json)) : text;
   const type = translation ? 'application/json' : response.headers['content-type'];
-  // What the call costs, in USD, exactly as it is settled (a stream's headers leave before its cost is known).
-  reply.header(COST_HEADER, formatUsd(price(usage)));
-  const sent = reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(answer);
   // Queued as the answer leaves, in the same turn of the event loop: no later request (the
-  // client's next one, a balance read) can be handled before the wallet has it.
-  settle(usage, 'success', undefined, invalid);
-  return sent;
+  // client's next one, a balance read) can be handled before the wallet has it. What it captures
+  // is the cost header, exactly (a stream's headers leave before its cost is known).
+  const captured = settle(usage, 'success', undefined, invalid);
+  reply.header(COST_HEADER, formatUsd(captured));
+  return reply.code(200).type(typeof type === 'string' ? type : 'application/json').send(answer);
 }
 
 async function relayStream(

@@ -4,7 +4,7 @@
  * `{model, …the request's own fields}` → `{id}`; `GET …/tasks/{id}` → the task; `DELETE …/tasks/{id}`
  * cancels it. One adapter for video, music, transcripts (and avatars): only `content` differs.
  */
-import { channelDispatcher, shapedHeaders, shapedMediaPath } from '../../channels/shaping';
+import { channelDispatcher, shapedHeaders, withChannelQuery } from '../../channels/shaping';
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { ChannelConfig } from '../../config/schema';
@@ -49,7 +49,7 @@ async function call(
   body?: string,
   parent?: CallSignal,
 ): Promise<TaskAnswer<unknown>> {
-  const target = upstreamTarget(channel.base_url, shapedMediaPath(channel, path));
+  const target = upstreamTarget(channel.base_url, withChannelQuery(channel, path));
   const signal = new CallSignal(timeoutMs, parent);
   try {
     const response = await (channelDispatcher(channel) ?? dispatcher).request({
