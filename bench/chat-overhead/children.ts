@@ -1,9 +1,10 @@
 /**
  * The benchmarks' child processes (simulator, targets): pinned to a core with `taskset`, their output in a
- * log file, ready once their stdout says so. Shared by run.ts and side-by-side.ts; run by hand, never by CI.
+ * log file, ready once their stdout says so; the gateway config and node flags they run with. Shared by run.ts,
+ * side-by-side.ts and bench/ledger-scale/cold-start.ts; run by hand, never by CI.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -67,4 +68,19 @@ export async function stop(child: ChildProcess, timeoutMs = 30_000): Promise<voi
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   await exited;
   clearTimeout(timer);
+}
+
+/** The one chat model every benchmark's gateway serves, on one channel to the simulator at `simUrl`. */
+export const BENCH_MODEL = 'bench-mini';
+export function benchConfig(simUrl: string) {
+  return {
+    channels: [{ id: 'sim', protocol: 'chat-completions', base_url: simUrl, api_key: 'sim-key', models: [BENCH_MODEL] }],
+    models: [{ id: BENCH_MODEL, owned_by: 'bench', kind: 'text', default_max_tokens: 1024, context_window: 128000, price: { input: '0.15', cached_input: '0.075', output: '0.60' } }],
+  };
+}
+
+/** The node flags of `npm start` (package.json), so that a benchmark runs the gateway as it ships. */
+export function npmStartFlags(root: string): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  return pkg.scripts.start.split(/\s+/).filter((word) => word.startsWith('--'));
 }

@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { cpuMs, cpuSplitMs, machineBusyMs, memMb, threadCpuMs } from './proc';
-import { Children, freePort, stop } from './children';
+import { BENCH_MODEL, benchConfig, Children, freePort, npmStartFlags, stop } from './children';
 import { closedLoop, openLoop, type RunResult, type Target } from './loadgen';
 
 // ---------------------------------------------------------------- options
@@ -55,12 +55,9 @@ const GATEWAY_CORE = '1';
 const LOAD_CORE = '0';
 const RATE = 500;
 const ADMIN_TOKEN = `adm_bench_${Math.random().toString(36).slice(2)}`;
-const MODEL = 'bench-mini';
+const MODEL = BENCH_MODEL;
 const USER_TEXT = 'Say hello to the benchmark.';
-/** The node flags of `npm start` (package.json), so the benchmark runs the gateway as it ships. */
-const START_FLAGS = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
-  .split(/\s+/)
-  .filter((word) => word.startsWith('--'));
+const START_FLAGS = npmStartFlags(ROOT);
 const dbName = `bench_chat_${STAMP.replace('-', '_')}_${process.pid}`;
 
 const log = (...parts: unknown[]) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
@@ -228,17 +225,7 @@ async function main() {
 
     // -------- config + gateway (core 1)
     const configPath = join(work, 'gateway-config.json');
-    writeFileSync(
-      configPath,
-      JSON.stringify(
-        {
-          channels: [{ id: 'sim', protocol: 'chat-completions', base_url: simUrl, api_key: 'sim-key', models: [MODEL] }],
-          models: [{ id: MODEL, owned_by: 'bench', kind: 'text', default_max_tokens: 1024, context_window: 128000, price: { input: '0.15', cached_input: '0.075', output: '0.60' } }],
-        },
-        null,
-        2,
-      ),
-    );
+    writeFileSync(configPath, JSON.stringify(benchConfig(simUrl), null, 2));
     interface Gw {
       readonly name: string;
       readonly child: ChildProcess;

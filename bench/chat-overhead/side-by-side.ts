@@ -26,7 +26,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { Children, freePort, stop } from './children';
+import { BENCH_MODEL, benchConfig, Children, freePort, npmStartFlags, stop } from './children';
 import { closedLoop, stats, type Stats, type Target } from './loadgen';
 import { cpuMs, memMb } from './proc';
 
@@ -48,11 +48,9 @@ const STAMP = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').
 const OUT = resolve(arg('out', join(tmpdir(), `side-by-side-${STAMP}`)));
 const TARGET_CORE = '1';
 const LOAD_CORE = '0';
-const MODEL = 'bench-mini';
+const MODEL = BENCH_MODEL;
 const ADMIN_TOKEN = `adm_bench_${Math.random().toString(36).slice(2)}`;
-const START_FLAGS = (JSON.parse(execFileSync('cat', [join(ROOT, 'package.json')]).toString()) as { scripts: { start: string } }).scripts.start
-  .split(/\s+/)
-  .filter((w) => w.startsWith('--'));
+const START_FLAGS = npmStartFlags(ROOT);
 const peers = createRequire(join(ROOT, 'bench/peers/package.json'));
 const autocannon = peers('autocannon') as (opts: Record<string, unknown>) => AutocannonInstance;
 interface AutocannonInstance extends Promise<{ non2xx: number; errors: number; timeouts: number; requests: { total: number } }> {
@@ -174,10 +172,7 @@ async function main() {
     const configPath = join(work, 'gateway-config.json');
     writeFileSync(
       configPath,
-      JSON.stringify({
-        channels: [{ id: 'sim', protocol: 'chat-completions', base_url: simUrl, api_key: 'sim-key', models: [MODEL] }],
-        models: [{ id: MODEL, owned_by: 'bench', kind: 'text', default_max_tokens: 1024, context_window: 128000, price: { input: '0.15', cached_input: '0.075', output: '0.60' } }],
-      }),
+      JSON.stringify(benchConfig(simUrl)),
     );
 
     let gatewayKey = '';

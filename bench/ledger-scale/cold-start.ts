@@ -16,6 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { BENCH_MODEL, benchConfig } from '../chat-overhead/children';
 import { memMb } from '../chat-overhead/proc';
 
 const { values } = parseArgs({
@@ -34,10 +35,7 @@ const simUrl = `http://127.0.0.1:${values['sim-port']}`;
 const configPath = join(tmpdir(), `cold-start-config-${process.pid}.json`);
 writeFileSync(
   configPath,
-  JSON.stringify({
-    channels: [{ id: 'sim', protocol: 'chat-completions', base_url: simUrl, api_key: 'sim-key', models: ['bench-mini'] }],
-    models: [{ id: 'bench-mini', owned_by: 'bench', kind: 'text', default_max_tokens: 1024, context_window: 128000, price: { input: '0.15', cached_input: '0.075', output: '0.60' } }],
-  }),
+  JSON.stringify(benchConfig(simUrl)),
 );
 execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
 const simulator = spawn('taskset', ['-c', '0', process.execPath, '--import', 'tsx', 'bench/chat-overhead/simulator.ts', '--port', values['sim-port']!], { stdio: 'ignore' });
@@ -61,7 +59,7 @@ async function call(): Promise<number> {
   const response = await fetch(`${base}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${values.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'bench-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 16 }),
+    body: JSON.stringify({ model: BENCH_MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 16 }),
   });
   await response.text();
   if (response.status !== 200) throw new Error(`chat call: ${response.status}`);

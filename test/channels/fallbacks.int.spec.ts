@@ -5,21 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigSchema, type GatewayConfig } from '../../src/config/schema';
 import { formatUsd } from '../../src/money/usd';
 import type { Simulator } from '../../src/upstream/simulator';
-import { simulatorChannel } from '../support/channels';
+import { simulatorChannel, textModel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
-const model = (id: string, price: { input: string; output: string }, fallbacks?: string[]) => ({
-  id,
-  owned_by: 'test',
-  kind: 'text' as const,
-  aliases: [],
-  callable: true,
-  endpoint_type: null,
-  default_max_tokens: 100,
-  capabilities: [],
-  price,
-  ...(fallbacks ? { fallbacks } : {}),
-});
+const model = (id: string, price: { input: string; output: string }, fallbacks?: string[]) => textModel(id, { price, ...(fallbacks ? { fallbacks } : {}) });
 
 /** main -> backup (the dearest) -> last; `solo` is priced as main, with no fallbacks. */
 const config = (sim: Simulator): GatewayConfig =>

@@ -4,11 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { verifyLedger } from '../../src/projections/verify';
 import type { Simulator } from '../../src/upstream/simulator';
-import { simulatorChannel } from '../support/channels';
+import { simulatorChannel, textModel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
-const PRICE = { input: '1.00', output: '2.00' };
-const model = (id: string) => ({ id, owned_by: 'test', kind: 'text' as const, aliases: [], callable: true, endpoint_type: null, default_max_tokens: 100, capabilities: [], price: PRICE });
+const model = (id: string) => textModel(id);
 
 /** `shared-model` in both groups (the premium channel first by priority), `vip-model` only in premium
  * (on both chat protocols), `basic-model` only in default. */

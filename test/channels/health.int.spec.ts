@@ -2,11 +2,10 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { refusedUrl, type Simulator } from '../../src/upstream/simulator';
-import { simulatorChannel } from '../support/channels';
+import { simulatorChannel, textModel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
-const PRICE = { input: '1.00', output: '2.00' };
-const model = (id: string) => ({ id, owned_by: 'test', kind: 'text' as const, aliases: [], callable: true, endpoint_type: null, default_max_tokens: 100, capabilities: [], price: PRICE });
+const model = (id: string) => textModel(id);
 
 /** One model per scenario, each with a failing first channel and a good second one (priority 1). */
 function config(refused: string) {

@@ -2,14 +2,14 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import type { Simulator } from '../../src/upstream/simulator';
-import { simulatorChannel } from '../support/channels';
+import { simulatorChannel, textModel } from '../support/channels';
 import { startSimulatedGateway, startTestGateway, type SimulatedGateway, type TestGateway } from '../support/gateway';
 
 // Issue 19: channel state is shared by the instances of one deployment. An operator's disable or
 // enable on one instance, and a channel whose credentials one instance found refused, are taken over
 // by the others (through the log and the `channels` projection) within CHANNEL_FOLLOW_MS.
 
-const model = (id: string) => ({ id, owned_by: 'test', kind: 'text' as const, aliases: [], callable: true, endpoint_type: null, default_max_tokens: 100, capabilities: [], price: { input: '1.00', output: '2.00' } });
+const model = (id: string) => textModel(id);
 
 const config = (sim: Simulator): GatewayConfig =>
   ({

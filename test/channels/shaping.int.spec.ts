@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import type { Simulator } from '../../src/upstream/simulator';
-import { simulatorChannel } from '../support/channels';
+import { simulatorChannel, textModel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
 /** A local stand-in for an Azure OpenAI resource: deployments in the path, `api-version` required, the key in `api-key`. */
@@ -66,7 +66,7 @@ proxy.on('connect', (request: IncomingMessage, socket, head) => {
 });
 
 const listen = (server: Server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
-const model = (id: string) => ({ id, owned_by: 'test', kind: 'text' as const, aliases: [], callable: true, endpoint_type: null, default_max_tokens: 100, capabilities: [], price: { input: '1.00', output: '2.00' } });
+const model = (id: string) => textModel(id);
 
 let h: SimulatedGateway;
 let openai: OpenAI;

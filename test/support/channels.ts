@@ -17,3 +17,20 @@ export function simulatorChannel(sim: Simulator, id: string, protocol: ChatProto
     ...extra,
   };
 }
+
+/** A chat model of the catalogue with the schema's defaults (100 output tokens by default, 1 / 2 USD per 1M
+ * tokens); `extra` sets or overrides any field (price, fallbacks, context_window). */
+export function textModel(id: string, extra: Record<string, unknown> = {}) {
+  return {
+    id,
+    owned_by: 'test',
+    kind: 'text' as const,
+    aliases: [] as string[],
+    callable: true,
+    endpoint_type: null,
+    default_max_tokens: 100,
+    capabilities: [] as string[],
+    price: { input: '1.00', output: '2.00' },
+    ...extra,
+  };
+}
