@@ -1,10 +1,11 @@
-import { UnreadableEventError, decodeRecorded } from '../../events/catalog';
+import { UnreadableEventError } from '../../events/catalog';
 import { START, comparePositions, type EventStore, type Position, type RecordedEvent } from '../../events/store/port';
 import type { Sql, SqlQuery } from '../../storage/sql';
 import { IN_SLICES, LOAD, RebuildMemory, WHOLE, type BatchWrites, type ProjectedEvent, type Projection, type SecondaryIndex } from '../projection';
 import { PARKED_SCHEMA, afterParked, deterministic, parkedCounts, parkedEvents, recordParked, type ParkedEvent, type Parking } from './parked';
 import { checkRevisions } from './revisions';
 import { projectionLag, type ProjectionLag } from './lag';
+import { SharedReads, decode, followedEvents, readBatch, type Decoded, type Read, type Reader } from './shared-reads';
 
 export const RUNNER_SCHEMA = `
 CREATE TABLE IF NOT EXISTS projection_checkpoints (
@@ -45,6 +46,8 @@ interface Pass {
   readonly onBatch?: (events: number, to: Position) => void;
   /** A rebuild's memory per projection, dropped when it can no longer be trusted (RebuildMemory). */
   readonly memory?: Map<Projection, RebuildMemory>;
+  /** A rebuild's batches, read once for every projection (SharedReads); else each read when needed. */
+  readonly reads?: Reader;
 }
 const FOLLOWING: Pass = { batch: BATCH, rebuilding: false };
 /** Busier than this (share of the time between two batches), the gateway has no time to spare for
@@ -87,8 +90,6 @@ interface Outcome {
   readonly parked: Array<{ projection: string; events: Parking[] }>;
 }
 
-/** A decoded event, or why it cannot be decoded; each event of a batch decoded once for all projections. */
-type Decoded = Map<RecordedEvent, ProjectedEvent | UnreadableEventError>;
 
 /**
  * Follows the global log and feeds the projections, storing their checkpoints in the
@@ -176,31 +177,18 @@ export class ProjectionRunner {
   private async advance(projections: readonly Projection[], pass: Pass = FOLLOWING): Promise<void> {
     let at = await this.checkpoints(projections);
     let failure: unknown = null;
-    const decoded: Decoded = new Map();
-    // A rebuild reads the next batch while it applies this one: the read runs on another connection
-    // (another database core) while this process decodes and the database writes.
-    let ahead: { from: Position; read: Promise<RecordedEvent[]> } | null = null;
-    const read = (from: Position) => {
-      const early = ahead !== null && comparePositions(ahead.from, from) === 0 ? ahead.read : null;
-      ahead = null;
-      return early ?? this.store.readAll({ after: from, maxCount: pass.batch });
-    };
     while (at.size > 0) {
       const next = new Map<Projection, Position>();
       const moved: Projection[] = [];
       for (const [from, group] of groupByPosition(at)) {
-        const batch = await read(from);
+        const read = await (pass.reads?.read(from) ?? readBatch(this.store, from, pass.batch));
+        const batch = read.events;
         if (batch.length === 0) {
           for (const p of group) this.positions.set(p.name, from);
           continue;
         }
         const to = batch[batch.length - 1]!.position;
-        if (pass.rebuilding && batch.length === pass.batch) {
-          ahead = { from: to, read: this.store.readAll({ after: to, maxCount: pass.batch }) };
-          // Not read after all (the group split): its failure is nobody's.
-          ahead.read.catch(() => {});
-        }
-        const outcome = await this.applyGroup(group, from, batch, decoded, pass);
+        const outcome = await this.applyGroup(group, from, read, pass);
         for (const p of outcome.applied) {
           this.positions.set(p.name, to);
           if (batch.length === pass.batch) next.set(p, to);
@@ -214,7 +202,6 @@ export class ProjectionRunner {
       }
       if (moved.length) for (const [p, position] of await this.checkpoints(moved)) next.set(p, position);
       at = next;
-      decoded.clear();
     }
     if (failure !== null) throw failure;
   }
@@ -223,30 +210,34 @@ export class ProjectionRunner {
    * projection holds back only itself and is the one that reports. A projection that fails alone
    * on an error that would come back (see `deterministic`) applies the batch again event by event,
    * parking the events it cannot apply. */
-  private async applyGroup(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Decoded, pass: Pass, eventByEvent = false): Promise<Outcome> {
+  private async applyGroup(
+    group: readonly Projection[],
+    from: Position,
+    read: Read,
+    pass: Pass,
+    eventByEvent = false,
+    again = false,
+  ): Promise<Outcome> {
     try {
-      return await this.applyTogether(group, from, batch, decoded, pass, eventByEvent);
+      return await this.applyTogether(group, from, read, pass, eventByEvent);
     } catch (error) {
       // Rolled back: what the batch changed in a rebuild's memory did not happen in the tables.
       for (const p of group) pass.memory?.delete(p);
       if (group.length === 1) {
-        if (!eventByEvent && deterministic(error)) return this.applyGroup(group, from, batch, decoded, pass, true);
+        if (!eventByEvent && deterministic(error)) return this.applyGroup(group, from, read, pass, true);
+        // A rebuild replays each projection alone: its failed batch gets the second go, without the memory,
+        // that a group's failed batch gives each of its projections.
+        if (pass.rebuilding && !eventByEvent && !again) return this.applyGroup(group, from, read, pass, false, true);
         return { applied: [], moved: [], failure: error, parked: [] };
       }
-      const outcome: Outcome = { applied: [], moved: [], failure: null, parked: [] };
-      for (const projection of group) {
-        const alone = await this.applyGroup([projection], from, batch, decoded, pass);
-        outcome.applied.push(...alone.applied);
-        outcome.moved.push(...alone.moved);
-        outcome.parked.push(...alone.parked);
-        outcome.failure ??= alone.failure;
-      }
-      return outcome;
+      const outcomes: Outcome[] = [];
+      for (const projection of group) outcomes.push(await this.applyGroup([projection], from, read, pass));
+      return merged(outcomes);
     }
   }
 
-  private applyTogether(group: readonly Projection[], from: Position, batch: readonly RecordedEvent[], decoded: Decoded, pass: Pass, eventByEvent: boolean): Promise<Outcome> {
-    const to = batch[batch.length - 1]!.position;
+  private applyTogether(group: readonly Projection[], from: Position, read: Read, pass: Pass, eventByEvent: boolean): Promise<Outcome> {
+    const to = read.events[read.events.length - 1]!.position;
     // Not durable: a batch lost with the database's last unflushed moments is applied again
     // from the log (its checkpoint is lost with it), and the WAL is flushed in order, so a
     // batch that survives a crash never survives without the events it was built from.
@@ -269,14 +260,14 @@ export class ProjectionRunner {
       if (ready.length === 0) return outcome;
 
       // A rebuild, a full batch (the runner is behind the log) or a busy gateway: the runner's throughput is what counts.
-      const writes = pass.rebuilding ? LOAD : batch.length < pass.batch && !this.busy() ? IN_SLICES : WHOLE;
-      const followed = followedEvents(ready, batch);
+      const writes = pass.rebuilding ? LOAD : read.events.length < pass.batch && !this.busy() ? IN_SLICES : WHOLE;
+      const followed = read.followed ? new Map(ready.map((p) => [p, read.followed!.get(p) ?? []])) : followedEvents(ready, read.events);
       const { clean, gap, parked } = await checkRevisions(tx, followed);
       outcome.failure = gap;
       for (const p of clean) {
         const events = followed.get(p)!;
         if (events.length === 0) continue;
-        const parking = await applyParking(tx, p, events, parked.get(p), decoded, writes, eventByEvent, pass.memory?.get(p));
+        const parking = await applyParking(tx, p, events, parked.get(p), read.decoded, writes, eventByEvent, pass.memory?.get(p));
         if (parking.length) outcome.parked.push({ projection: p.name, events: parking });
       }
       if (clean.length)
@@ -328,20 +319,29 @@ export class ProjectionRunner {
     });
     for (const name of named) this.positions.delete(name);
     const head = await this.store.headPosition();
-    let events = 0;
-    const pass: Pass = {
-      batch: this.rebuildBatch,
-      rebuilding: true,
-      onBatch: (count, at) => {
-        events += count;
-        onProgress?.({ events, at, head });
-      },
-      memory: new Map(projections.map((p) => [p, new RebuildMemory()])),
+    // Each projection replays at its own pace; the progress told is the slowest one's.
+    const done = new Map(projections.map((p) => [p, { events: 0, at: START }]));
+    let toldEvents = 0;
+    const told = (projection: Projection, count: number, at: Position) => {
+      done.set(projection, { events: done.get(projection)!.events + count, at });
+      let slowest = { events: Number.POSITIVE_INFINITY, at };
+      for (const other of done.values()) if (other.events < slowest.events) slowest = other;
+      if (slowest.events > toldEvents) onProgress?.({ events: (toldEvents = slowest.events), at: slowest.at, head });
     };
+    const memory = new Map(projections.map((p) => [p, new RebuildMemory()]));
     let replayed = false;
     try {
       for (;;) {
-        await this.advance(projections, pass);
+        const reads = new SharedReads(this.store, this.rebuildBatch, projections);
+        const replays = await Promise.allSettled(
+          projections.map((p) =>
+            this.advance([p], { batch: this.rebuildBatch, rebuilding: true, memory, reads: reads.reader(p), onBatch: (count, at) => told(p, count, at) }).finally(() =>
+              reads.leave(p),
+            ),
+          ),
+        );
+        const failed = replays.find((replay) => replay.status === 'rejected');
+        if (failed) throw failed.reason;
         if (named.every((name) => this.reachedBy(name, head))) break;
         // The head is committed but hidden behind an older transaction still in flight.
         await new Promise((r) => setTimeout(r, 20));
@@ -355,13 +355,19 @@ export class ProjectionRunner {
     }
   }
 
-  /** One sort each, with more memory for it than a session's default on Postgres. */
+  /** One sort each, with more memory for it than a session's default on Postgres, all at once: each on its
+   * own connection (a database core each, and nothing else is left to do). */
   private async buildIndexes(indexes: readonly SecondaryIndex[]): Promise<void> {
-    for (const index of indexes)
-      await this.sql.transaction(async (tx) => {
-        if (this.sql.kind === 'postgres') await tx.query(`SET LOCAL maintenance_work_mem = '${INDEX_BUILD_MEMORY}'`);
-        await tx.query(index.create);
-      });
+    const built = await Promise.allSettled(
+      indexes.map((index) =>
+        this.sql.transaction(async (tx) => {
+          if (this.sql.kind === 'postgres') await tx.query(`SET LOCAL maintenance_work_mem = '${INDEX_BUILD_MEMORY}'`);
+          await tx.query(index.create);
+        }),
+      ),
+    );
+    const failed = built.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   private reachedBy(name: string, position: Position): boolean {
@@ -451,19 +457,16 @@ export class ProjectionRunner {
   }
 }
 
-/** Each projection's events of the batch, in log order: who follows a stream is asked once per stream. */
-function followedEvents(projections: readonly Projection[], batch: readonly RecordedEvent[]): Map<Projection, RecordedEvent[]> {
-  const followed = new Map(projections.map((p) => [p, [] as RecordedEvent[]]));
-  const followers = new Map<string, RecordedEvent[][]>();
-  for (const event of batch) {
-    let lists = followers.get(event.streamId);
-    if (lists === undefined) {
-      lists = projections.filter((p) => p.streams.some((prefix) => event.streamId.startsWith(prefix))).map((p) => followed.get(p)!);
-      followers.set(event.streamId, lists);
-    }
-    for (const list of lists) list.push(event);
+/** The outcomes of projections applied apart, as one. */
+function merged(outcomes: readonly Outcome[]): Outcome {
+  const outcome: Outcome = { applied: [], moved: [], failure: null, parked: [] };
+  for (const alone of outcomes) {
+    outcome.applied.push(...alone.applied);
+    outcome.moved.push(...alone.moved);
+    outcome.parked.push(...alone.parked);
+    outcome.failure ??= alone.failure;
   }
-  return followed;
+  return outcome;
 }
 
 function groupByPosition(at: ReadonlyMap<Projection, Position>): Map<Position, Projection[]> {
@@ -475,20 +478,6 @@ function groupByPosition(at: ReadonlyMap<Projection, Position>): Map<Position, P
     groups.set(key, entry);
   }
   return new Map([...groups.values()].map((g) => [g.from, g.group]));
-}
-
-function decode(recorded: RecordedEvent, decoded: Decoded): ProjectedEvent | UnreadableEventError {
-  let item = decoded.get(recorded);
-  if (!item) {
-    try {
-      item = { event: decodeRecorded(recorded), recorded };
-    } catch (error) {
-      if (!(error instanceof UnreadableEventError)) throw error;
-      item = error;
-    }
-    decoded.set(recorded, item);
-  }
-  return item;
 }
 
 /**
