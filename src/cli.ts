@@ -7,16 +7,21 @@ import pino from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { verifyLedger } from './projections/verify';
 import { allProjections } from './projections';
-import { ProjectionRunner } from './projections/runner/runner';
+import { ProjectionRunner, type RunnerOptions } from './projections/runner/runner';
 import { finalLine, progressLine } from './projections/runner/rebuild-progress';
 import { requestSerializers } from './http/app';
 import { adminTokenOf, createGateway, openStorage, SettingError, settingsFromEnv, type Settings } from './runtime/gateway';
+
+/** How often `projections run` looks for new events when it has caught up. */
+const PROJECTION_WORKER_POLL_MS = 20;
 
 const USAGE = `Usage: gateway <command> [options]
 
   serve                                   run the gateway (env: PORT, HOST, DATA_DIR, DATABASE_URL, ...)
   projections rebuild [NAME]              drop and replay one projection, or all (${allProjections.map((p) => p.name).join(', ')})
   projections status                      checkpoint and parked events of each projection
+  projections run                         apply the log to the read models until SIGINT/SIGTERM: the worker for
+                                          gateways started with PROJECTIONS=external (Postgres only)
   ledger verify [--account ID]            replay the events and compare with the projections; exit 1 on a difference
   ledger rerate --model M --from T --to T --price FILE [--apply --reference R] [--reason TEXT]
                                           price a model's billed calls in [from, to) again (T: Unix seconds, RFC 3339
@@ -189,10 +194,14 @@ async function loginLink(settings: Settings, accountId: string) {
   process.stdout.write(`${answer.url}\nworks once, until ${new Date(answer.expires_at * 1000).toISOString()}\n`);
 }
 
-async function withRunner<T>(settings: Settings, fn: (runner: ProjectionRunner, storage: Awaited<ReturnType<typeof openStorage>>) => Promise<T>) {
+async function withRunner<T>(
+  settings: Settings,
+  fn: (runner: ProjectionRunner, storage: Awaited<ReturnType<typeof openStorage>>) => Promise<T>,
+  options: RunnerOptions = {},
+) {
   const storage = await openStorage(settings);
   try {
-    const runner = new ProjectionRunner(storage.sql, storage.store, allProjections);
+    const runner = new ProjectionRunner(storage.sql, storage.store, allProjections, options);
     await runner.migrate();
     return await fn(runner, storage);
   } finally {
@@ -443,6 +452,28 @@ export async function main(argv: string[]): Promise<void> {
         if (tty && told !== started) process.stderr.write('\r\x1b[2K');
         process.stdout.write(`${finalLine(names, events, performance.now() - started)}\n`);
       });
+
+    case 'projections run': {
+      // The embedded database is locked to the process that opened it: the gateway itself applies the log there.
+      if (settings.databaseUrl === undefined) throw new UsageError('projections run needs DATABASE_URL (the embedded database is the serving gateway\'s alone)');
+      const say = (line: string) => process.stderr.write(`${new Date().toISOString()} projections: ${line}\n`);
+      const onParked: RunnerOptions['onParked'] = (projection, parked) =>
+        say(`${projection} parked ${parked.length} event(s) it cannot apply (gateway ledger verify --parked lists them)`);
+      return withRunner(
+        settings,
+        async (runner) => {
+          const stop = new Promise<string>((resolve) => {
+            for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve(signal));
+          });
+          say('applying the log to the read models (SIGINT or SIGTERM stops)');
+          runner.start((error) => say(`stopped on an error, retrying in a second: ${error instanceof Error ? error.message : String(error)}`));
+          say(`${await stop}: stopping after the batch in hand`);
+          await runner.stop();
+        },
+        // Gateways with PROJECTIONS=external wait for this worker after each admin command: it looks for new events often.
+        { pollMs: PROJECTION_WORKER_POLL_MS, onParked },
+      );
+    }
 
     case 'projections status':
       return withRunner(settings, async (runner) => {

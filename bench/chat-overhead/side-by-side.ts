@@ -4,7 +4,7 @@
  *
  *   npm ci --prefix bench/peers          # Portkey's gateway and autocannon, once
  *   node --import tsx bench/chat-overhead/side-by-side.ts [--duration 10] [--warmup 3] [--rounds 1]
- *        [--loadgens autocannon,undici] [--targets passthrough,portkey,gateway] [--scenarios REGEX]
+ *        [--loadgens autocannon,undici] [--targets passthrough,portkey,gateway[,gateway-external]] [--scenarios REGEX]
  *        [--log-level LEVEL] [--gateway-flags "--cpu-prof ..."]
  *
  * Layout (as the issue measured it): each target alone on core 1; the load generator, the upstream
@@ -150,6 +150,8 @@ interface Row {
   readonly sample: Sample;
   /** CPU time of the target process per answered request, ms */
   readonly cpuPerRequestMs: number | null;
+  /** gateway-external: the projection worker's CPU time per answered request, ms */
+  readonly workerCpuPerRequestMs?: number | null;
   readonly rssMb: number | null;
 }
 
@@ -176,30 +178,9 @@ async function main() {
     );
 
     let gatewayKey = '';
-    const launch: Record<string, () => Promise<{ child: ChildProcess; endpoint: Endpoint }>> = {
-      passthrough: async () => {
-        const port = await freePort();
-        const child = await start('passthrough', TARGET_CORE, [process.execPath, '--import', 'tsx', 'bench/chat-overhead/passthrough.ts', '--port', String(port), '--upstream', simUrl], process.env, /listening on/);
-        return { child, endpoint: { origin: `http://127.0.0.1:${port}`, headers: {} } };
-      },
-      portkey: async () => {
-        const port = await freePort();
-        const child = await start(
-          'portkey',
-          TARGET_CORE,
-          [process.execPath, '--import', './bench/peers/loopback.mjs', 'bench/peers/node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${port}`, '--headless'],
-          { ...process.env, NODE_ENV: 'production' },
-          /Ready for connections/,
-        );
-        return {
-          child,
-          endpoint: {
-            origin: `http://127.0.0.1:${port}`,
-            headers: { authorization: 'Bearer sim-key', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${simUrl}/v1` },
-          },
-        };
-      },
-      gateway: async () => {
+    /** The gateway as `npm start` runs it; `external`: with PROJECTIONS=external and a `gateway projections run`
+     * worker on the load core (with Postgres, whose work the worker's is), its CPU counted apart. */
+    const launchGateway = async (external: boolean) => {
         const port = await freePort();
         const env: NodeJS.ProcessEnv = {
           ...process.env,
@@ -210,10 +191,14 @@ async function main() {
           REDIS_URL,
           GATEWAY_CONFIG: configPath,
           ADMIN_TOKEN,
+          PROJECTIONS: external ? 'external' : 'in-process',
         };
         if (LOG_LEVEL) env.LOG_LEVEL = LOG_LEVEL;
         else delete env.LOG_LEVEL;
         const child = await start('gateway', TARGET_CORE, [process.execPath, ...START_FLAGS, ...GATEWAY_FLAGS, 'bin/gateway.mjs', 'serve'], env, /gateway listening on/);
+        const worker = external
+          ? await start('projections', LOAD_CORE, [process.execPath, ...START_FLAGS, 'bin/gateway.mjs', 'projections', 'run'], env, /applying the log/)
+          : undefined;
         const origin = `http://127.0.0.1:${port}`;
         if (!gatewayKey) {
           const call = async <T>(method: string, path: string, payload?: unknown) => {
@@ -241,19 +226,47 @@ async function main() {
             /* gone */
           }
         }
-        return { child, endpoint: { origin, headers: { authorization: `Bearer ${gatewayKey}` } } };
+        return { child, worker, endpoint: { origin, headers: { authorization: `Bearer ${gatewayKey}` } } };
+    };
+    const launch: Record<string, () => Promise<{ child: ChildProcess; worker?: ChildProcess; endpoint: Endpoint }>> = {
+      passthrough: async () => {
+        const port = await freePort();
+        const child = await start('passthrough', TARGET_CORE, [process.execPath, '--import', 'tsx', 'bench/chat-overhead/passthrough.ts', '--port', String(port), '--upstream', simUrl], process.env, /listening on/);
+        return { child, endpoint: { origin: `http://127.0.0.1:${port}`, headers: {} } };
       },
+      portkey: async () => {
+        const port = await freePort();
+        const child = await start(
+          'portkey',
+          TARGET_CORE,
+          [process.execPath, '--import', './bench/peers/loopback.mjs', 'bench/peers/node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${port}`, '--headless'],
+          { ...process.env, NODE_ENV: 'production' },
+          /Ready for connections/,
+        );
+        return {
+          child,
+          endpoint: {
+            origin: `http://127.0.0.1:${port}`,
+            headers: { authorization: 'Bearer sim-key', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${simUrl}/v1` },
+          },
+        };
+      },
+      gateway: () => launchGateway(false),
+      'gateway-external': () => launchGateway(true),
     };
     const direct: Endpoint = { origin: simUrl, headers: { authorization: 'Bearer sim-key' } };
-    const measure = async (loadgen: 'autocannon' | 'undici', s: Scenario, ep: Endpoint, pid: number | null) => {
+    const measure = async (loadgen: 'autocannon' | 'undici', s: Scenario, ep: Endpoint, pid: number | null, workerPid?: number) => {
       const run = loadgen === 'autocannon' ? withAutocannon : withUndici;
       await run(ep, s, WARMUP_MS);
       const before = pid === null ? 0 : cpuMs(pid);
+      const workerBefore = workerPid === undefined ? 0 : cpuMs(workerPid);
       const sample = await run(ep, s, DURATION_MS);
       const during = pid === null ? 0 : cpuMs(pid) - before;
       const after = pid === null ? 0 : await settle(pid);
+      // The worker catches up with what the run appended: settled too, and counted whole.
+      const worker = workerPid === undefined ? null : (await settle(workerPid), (cpuMs(workerPid) - workerBefore) / Math.max(1, sample.ok));
       const cpu = pid === null ? null : (during + after) / Math.max(1, sample.ok);
-      return { sample, cpu, afterMs: after, rss: pid === null ? null : memMb(pid, 'VmRSS') };
+      return { sample, cpu, worker, afterMs: after, rss: pid === null ? null : memMb(pid, 'VmRSS') };
     };
 
     for (let round = 1; round <= ROUNDS; round += 1) {
@@ -265,17 +278,18 @@ async function main() {
         }
       }
       for (const name of TARGETS) {
-        const { child, endpoint } = await launch[name]!();
+        const { child, worker, endpoint } = await launch[name]!();
         try {
           for (const loadgen of LOADGENS) {
             for (const s of SCENARIOS) {
-              const m = await measure(loadgen, s, endpoint, child.pid!);
-              rows.push({ loadgen, scenario: s.name, target: name, round, sample: m.sample, cpuPerRequestMs: m.cpu, rssMb: m.rss });
-              log(loadgen, s.name, name, m.sample.rps.toFixed(0), 'req/s', m.sample.latency.p50.toFixed(3), 'ms p50', m.cpu?.toFixed(3), 'ms CPU/req', `(${m.afterMs.toFixed(0)} ms after the run)`, m.sample.errors, 'errors');
+              const m = await measure(loadgen, s, endpoint, child.pid!, worker?.pid);
+              rows.push({ loadgen, scenario: s.name, target: name, round, sample: m.sample, cpuPerRequestMs: m.cpu, workerCpuPerRequestMs: m.worker, rssMb: m.rss });
+              log(loadgen, s.name, name, m.sample.rps.toFixed(0), 'req/s', m.sample.latency.p50.toFixed(3), 'ms p50', m.cpu?.toFixed(3), 'ms CPU/req', m.worker === null ? '' : `+ worker ${m.worker.toFixed(3)}`, `(${m.afterMs.toFixed(0)} ms after the run)`, m.sample.errors, 'errors');
             }
           }
         } finally {
           await stop(child);
+          if (worker) await stop(worker);
         }
       }
     }
@@ -293,14 +307,14 @@ function report(rows: Row[]): string {
   const signed = (v: number) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(2)}` : '–');
   const out: string[] = [];
   for (const loadgen of LOADGENS) {
-    out.push(`\n### ${loadgen}\n`, '| load | target | req/s | p50 / p99 ms | added p50 / p99 ms | CPU ms/req | RSS MB | errors |', '|---|---|--:|--:|--:|--:|--:|--:|');
+    out.push(`\n### ${loadgen}\n`, '| load | target | req/s | p50 / p99 ms | added p50 / p99 ms | CPU ms/req (+ projection worker) | RSS MB | errors |', '|---|---|--:|--:|--:|--:|--:|--:|');
     for (const s of SCENARIOS) {
       for (const round of [...new Set(rows.map((r) => r.round))]) {
         const base = rows.find((r) => r.loadgen === loadgen && r.scenario === s.name && r.round === round && r.target === 'direct');
         for (const r of rows.filter((x) => x.loadgen === loadgen && x.scenario === s.name && x.round === round)) {
           const added = r.target === 'direct' || !base ? '–' : `${signed(r.sample.latency.p50 - base.sample.latency.p50)} / ${signed(r.sample.latency.p99 - base.sample.latency.p99)}`;
           out.push(
-            `| ${s.name}${ROUNDS > 1 ? ` #${round}` : ''} | ${r.target} | ${f(r.sample.rps, 0)} | ${f(r.sample.latency.p50)} / ${f(r.sample.latency.p99)} | ${added} | ${r.cpuPerRequestMs === null ? '–' : f(r.cpuPerRequestMs, 3)} | ${r.rssMb === null ? '–' : f(r.rssMb, 0)} | ${r.sample.errors} |`,
+            `| ${s.name}${ROUNDS > 1 ? ` #${round}` : ''} | ${r.target} | ${f(r.sample.rps, 0)} | ${f(r.sample.latency.p50)} / ${f(r.sample.latency.p99)} | ${added} | ${r.cpuPerRequestMs === null ? '–' : f(r.cpuPerRequestMs, 3)}${r.workerCpuPerRequestMs == null ? '' : ` (+ ${f(r.workerCpuPerRequestMs, 3)})`} | ${r.rssMb === null ? '–' : f(r.rssMb, 0)} | ${r.sample.errors} |`,
           );
         }
       }

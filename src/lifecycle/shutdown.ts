@@ -83,6 +83,8 @@ export const FLUSH_MS = 10_000;
 export async function flushLedger(ledger: Ledger, runner: ProjectionRunner, log: FastifyBaseLogger, flushMs = FLUSH_MS): Promise<void> {
   if (!(await within(ledger.idle(), flushMs))) log.error('shutdown: the ledger still had commands queued; a hold they would have settled is released by the hold sweeper');
   await runner.stop();
+  // PROJECTIONS=external: the worker applies what this process appended, whether this process waits or not.
+  if (!runner.applies) return;
   const flushed = runner.catchUpToHead(flushMs).then(
     () => null,
     (error: unknown) => error,

@@ -82,6 +82,9 @@ export interface Settings {
   readonly warmStart: { readonly keys: number; readonly budgetMs: number };
   /** TASK_POLL_INTERVAL_MS: how often an upstream media task is asked about (default 5000). */
   readonly taskPollIntervalMs: number;
+  /** PROJECTIONS: `in-process` (default), this process applies the log to the read models; `external`,
+   * a `gateway projections run` worker does, and this process only follows its checkpoints (Postgres only). */
+  readonly projections: 'in-process' | 'external';
   /** The environment the settings came from (object store settings are read from it). */
   readonly env: NodeJS.ProcessEnv;
 }
@@ -132,6 +135,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
       budgetMs: secondsOf('WARM_START_BUDGET_S', blank(env.WARM_START_BUDGET_S), 15) * 1000,
     },
     taskPollIntervalMs: pollIntervalOf(blank(env.TASK_POLL_INTERVAL_MS)),
+    projections: projectionsOf(blank(env.PROJECTIONS), blank(env.DATABASE_URL)),
     env,
   };
 }
@@ -143,6 +147,14 @@ function setting<T>(parse: () => T): T {
   } catch (error) {
     throw new SettingError((error as Error).message);
   }
+}
+
+function projectionsOf(value: string | undefined, databaseUrl: string | undefined): Settings['projections'] {
+  if (value === undefined || value === 'in-process') return 'in-process';
+  if (value !== 'external') throw new SettingError(`PROJECTIONS must be "in-process" or "external", not "${value}"`);
+  // The embedded database is this process's alone (DATA_DIR is locked): no worker could open it.
+  if (databaseUrl === undefined) throw new SettingError('PROJECTIONS=external needs DATABASE_URL: the embedded database cannot be shared with a projection worker');
+  return value;
 }
 
 function callCommitOf(value: string | undefined): CallCommit {
@@ -383,6 +395,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Told of parked events once the app (and its logger) exists.
   let reportParked: (projection: string, parked: readonly Parking[]) => void = () => {};
   const runner = new ProjectionRunner(storage.sql, store, allProjections, {
+    applies: settings.projections === 'in-process',
     pendingAppends: () => Promise.all([ledger.idle(), enterprises.idle()]).then(() => {}),
     onParked: (projection, parked) => reportParked(projection, parked),
   });

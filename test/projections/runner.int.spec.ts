@@ -112,6 +112,40 @@ describe('projection runner', () => {
     expect(await db.sql.query('SELECT count(*)::int AS n FROM call_log')).toEqual([{ n: 102 }]);
   });
 
+  it('a runner that does not apply the log (PROJECTIONS=external) only follows the checkpoints of the one that does', async () => {
+    const worker = await runner(db.sql);
+    const measured = counted(db.another());
+    const follower = new ProjectionRunner(measured.sql, store, allProjections, { applies: false, pollMs: 10_000 });
+    const errors: unknown[] = [];
+    follower.start((error) => errors.push(error));
+    try {
+      const head = store.push(chatOnly(walletLog(chatCalls(20)).events));
+      const waited = follower.waitFor(head);
+      let done = false;
+      void waited.then(() => (done = true));
+      await new Promise((r) => setTimeout(r, 50));
+      // It wrote nothing, and nothing has applied the events: it is still waiting.
+      expect(done).toBe(false);
+      expect(measured.counts.transactions).toBe(0);
+      expect(await db.sql.query('SELECT count(*)::int AS n FROM call_log')).toEqual([{ n: 0 }]);
+      // The worker applies them; the follower sees its checkpoints move within a few milliseconds (not its 10 s poll).
+      await worker.catchUp();
+      await waited;
+      expect(await db.sql.query('SELECT count(*)::int AS n FROM call_log')).toEqual([{ n: 20 }]);
+      for (const p of allProjections) expect(await follower.checkpoint(p.name)).toEqual(head);
+      expect(measured.counts.transactions).toBe(0);
+      // catchUpToHead waits for the worker too.
+      const more = store.push(chatOnly(walletLog(chatCalls(3), 'more').events));
+      const caughtUp = follower.catchUpToHead(5_000);
+      await worker.catchUp();
+      await caughtUp;
+      await follower.waitFor(more);
+      expect(errors).toEqual([]);
+    } finally {
+      await follower.stop();
+    }
+  });
+
   it('lets several instances run at once: each event is applied once, batches of 500 included', async () => {
     const a = await runner(db.sql);
     const b = await runner(db.another());

@@ -66,7 +66,14 @@ export interface RunnerOptions {
   readonly onParked?: (projection: string, parked: readonly Parking[]) => void;
   /** Events a rebuild reads and applies a batch (default REBUILD_BATCH). */
   readonly rebuildBatch?: number;
+  /** false: another process applies the log (`gateway projections run`, PROJECTIONS=external); this runner
+   * only reads the checkpoints, so that waitFor and catchUpToHead tell when the read models have caught up.
+   * Default true. */
+  readonly applies?: boolean;
 }
+
+/** How often a runner that does not apply the log reads the checkpoints while somebody waits for them. */
+const FOLLOW_WAITING_MS = 5;
 
 /** Whether this event loop was busier than `threshold` since the last time it was asked. */
 export function loopBusierThan(threshold: number): () => boolean {
@@ -111,6 +118,8 @@ export class ProjectionRunner {
   private readonly busy: () => boolean;
   private readonly onParked: NonNullable<RunnerOptions['onParked']>;
   private readonly rebuildBatch: number;
+  /** Whether this runner applies the log (RunnerOptions.applies). */
+  readonly applies: boolean;
 
   constructor(
     private readonly sql: Sql,
@@ -126,6 +135,7 @@ export class ProjectionRunner {
     this.busy = options.busy ?? loopBusierThan(SLICES_BELOW_LOOP_UTILIZATION);
     this.onParked = options.onParked ?? (() => {});
     this.rebuildBatch = options.rebuildBatch ?? REBUILD_BATCH;
+    this.applies = options.applies ?? true;
   }
 
   async migrate(): Promise<void> {
@@ -162,10 +172,12 @@ export class ProjectionRunner {
     return new Map(projections.map((p) => [p, byName.get(p.name) ?? START]));
   }
 
-  /** Applies everything currently readable to every projection. */
+  /** Applies everything currently readable to every projection (or, for a runner that does not apply
+   * the log, reads where the worker that does has got to). */
   async catchUp(): Promise<void> {
     try {
-      await this.advance(this.projections);
+      if (this.applies) await this.advance(this.projections);
+      else for (const [p, at] of await this.checkpoints(this.projections)) this.positions.set(p.name, at);
     } finally {
       this.settleWaiters();
     }
@@ -437,7 +449,7 @@ export class ProjectionRunner {
         }
         if (this.stopped) break;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, this.failure ? 1000 : this.pollMs);
+          const timer = setTimeout(done, this.failure ? 1000 : !this.applies && this.waiters.size > 0 ? FOLLOW_WAITING_MS : this.pollMs);
           function done() {
             clearTimeout(timer);
             resolve();
