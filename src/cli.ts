@@ -456,7 +456,8 @@ export async function main(argv: string[]): Promise<void> {
     case 'projections run': {
       // The embedded database is locked to the process that opened it: the gateway itself applies the log there.
       if (settings.databaseUrl === undefined) throw new UsageError('projections run needs DATABASE_URL (the embedded database is the serving gateway\'s alone)');
-      const say = (line: string) => process.stderr.write(`${new Date().toISOString()} projections: ${line}\n`);
+      // On stdout, as `serve` logs.
+      const say = (line: string) => process.stdout.write(`${new Date().toISOString()} projections: ${line}\n`);
       const onParked: RunnerOptions['onParked'] = (projection, parked) =>
         say(`${projection} parked ${parked.length} event(s) it cannot apply (gateway ledger verify --parked lists them)`);
       return withRunner(

@@ -9,10 +9,10 @@ const BIN = join(import.meta.dirname, '../../bin/gateway.mjs');
 function startWorker(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(process.execPath, [BIN, 'projections', 'run'], { env });
   let output = '';
-  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the worker did not start:\n${output}`)), 60_000);
-    child.stderr!.on('data', (d) => {
+    child.stdout!.on('data', (d) => {
       output += d;
       if (output.includes('applying the log')) {
         clearTimeout(timer);
@@ -86,7 +86,7 @@ describe('PROJECTIONS=external with a `gateway projections run` worker', () => {
     expect(serve.output).toContain('PROJECTIONS=external needs DATABASE_URL');
     const worker = await gw.run(['projections', 'run'], { DATABASE_URL: '' });
     expect(worker.code).not.toBe(0);
-    expect(worker.stderr).toContain('projections run needs DATABASE_URL');
+    expect(worker.stderr + worker.stdout).toContain('projections run needs DATABASE_URL');
     const wrong = await gw.run(['projections', 'status'], { PROJECTIONS: 'elsewhere' });
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain('PROJECTIONS must be "in-process" or "external"');
