@@ -97,7 +97,6 @@ interface Outcome {
   readonly parked: Array<{ projection: string; events: Parking[] }>;
 }
 
-
 /**
  * Follows the global log and feeds the projections, storing their checkpoints in the
  * same transaction as their rows. Projections at the same checkpoint (the usual case)
@@ -242,9 +241,15 @@ export class ProjectionRunner {
         if (pass.rebuilding && !eventByEvent && !again) return this.applyGroup(group, from, read, pass, false, true);
         return { applied: [], moved: [], failure: error, parked: [] };
       }
-      const outcomes: Outcome[] = [];
-      for (const projection of group) outcomes.push(await this.applyGroup([projection], from, read, pass));
-      return merged(outcomes);
+      const outcome: Outcome = { applied: [], moved: [], failure: null, parked: [] };
+      for (const projection of group) {
+        const alone = await this.applyGroup([projection], from, read, pass);
+        outcome.applied.push(...alone.applied);
+        outcome.moved.push(...alone.moved);
+        outcome.parked.push(...alone.parked);
+        outcome.failure ??= alone.failure;
+      }
+      return outcome;
     }
   }
 
@@ -309,10 +314,11 @@ export class ProjectionRunner {
 
   /**
    * Empties the named projections' tables and replays the whole log into all of them in one pass:
-   * each batch is read and decoded once and applied to every projection in one transaction, in
-   * whole statements, the next batch read meanwhile. Their secondary indexes are dropped with the
+   * each batch is read and decoded once (SharedReads) and each projection applies it in its own
+   * transaction, in whole statements, at its own pace. Their secondary indexes are dropped with the
    * rows and built at the end (SecondaryIndex); what a projection would read back from its tables
-   * batch after batch it keeps in memory (RebuildMemory). `onProgress` is told after each batch.
+   * batch after batch it keeps in memory (RebuildMemory). `onProgress` is told whenever the slowest
+   * projection has applied another batch.
    */
   async rebuild(names: string | readonly string[], onProgress?: (progress: RebuildProgress) => void): Promise<void> {
     const projections = (typeof names === 'string' ? [names] : names).map((name) => this.byName(name));
@@ -467,18 +473,6 @@ export class ProjectionRunner {
     await this.running;
     this.running = null;
   }
-}
-
-/** The outcomes of projections applied apart, as one. */
-function merged(outcomes: readonly Outcome[]): Outcome {
-  const outcome: Outcome = { applied: [], moved: [], failure: null, parked: [] };
-  for (const alone of outcomes) {
-    outcome.applied.push(...alone.applied);
-    outcome.moved.push(...alone.moved);
-    outcome.parked.push(...alone.parked);
-    outcome.failure ??= alone.failure;
-  }
-  return outcome;
 }
 
 function groupByPosition(at: ReadonlyMap<Projection, Position>): Map<Position, Projection[]> {
