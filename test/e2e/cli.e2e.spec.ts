@@ -15,12 +15,7 @@ describe('the README path: serve, create an account and a key, read the balance;
     const token = await gw.start();
     expect(token).toMatch(/^adm_[0-9a-f]{48}$/);
 
-    const account = await gw.run(['accounts', 'create', 'Newcomer']);
-    expect(account.code, account.stderr).toBe(0);
-    const accountId = JSON.parse(account.stdout).id as string;
-    const key = await gw.run(['keys', 'create', accountId, '--name', 'laptop']);
-    expect(key.code, key.stderr).toBe(0);
-    const raw = JSON.parse(key.stdout).key as string;
+    const { accountId, key: raw } = await gw.accountWithKey('Newcomer');
 
     const balance = await fetch(`${gw.base}/v1/key/balance`, { headers: { 'x-api-key': raw } });
     expect(await balance.json()).toMatchObject({ object: 'key.balance', remaining_usd: '40.44' });

@@ -39,12 +39,7 @@ describe('PROJECTIONS=external with a `gateway projections run` worker', () => {
       const worker = await startWorker(gw.env);
       try {
         // Each admin command answers once the views include it: the worker applied it, not the gateway.
-        const account = await gw.run(['accounts', 'create', 'Worker-kept']);
-        expect(account.code, account.stderr).toBe(0);
-        const accountId = JSON.parse(account.stdout).id as string;
-        const key = await gw.run(['keys', 'create', accountId, '--name', 'k']);
-        expect(key.code, key.stderr).toBe(0);
-        const raw = JSON.parse(key.stdout).key as string;
+        const { accountId, key: raw } = await gw.accountWithKey('Worker-kept');
         const chat = await fetch(`${gw.base}/v1/chat/completions`, {
           method: 'POST',
           headers: { authorization: `Bearer ${raw}`, 'content-type': 'application/json' },

@@ -106,6 +106,16 @@ export class ChildGateway {
     });
   }
 
+  /** An account and a key for it, through the CLI (`accounts create`, `keys create`), as the README shows. */
+  async accountWithKey(name: string, keyName = 'laptop'): Promise<{ accountId: string; key: string }> {
+    const account = await this.run(['accounts', 'create', name]);
+    if (account.code !== 0) throw new Error(`accounts create: ${account.code}\n${account.stderr}`);
+    const accountId = JSON.parse(account.stdout).id as string;
+    const key = await this.run(['keys', 'create', accountId, '--name', keyName]);
+    if (key.code !== 0) throw new Error(`keys create: ${key.code}\n${key.stderr}`);
+    return { accountId, key: JSON.parse(key.stdout).key as string };
+  }
+
   /** Starts `serve`; resolves with the admin token (printed when this start generated it, else
    * ADMIN_TOKEN or the one saved in DATA_DIR, like an operator would find it). */
   start(): Promise<string> {
