@@ -181,52 +181,52 @@ async function main() {
     /** The gateway as `npm start` runs it; `external`: with PROJECTIONS=external and a `gateway projections run`
      * worker on the load core (with Postgres, whose work the worker's is), its CPU counted apart. */
     const launchGateway = async (external: boolean) => {
-        const port = await freePort();
-        const env: NodeJS.ProcessEnv = {
-          ...process.env,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          DATA_DIR: join(work, 'data'),
-          DATABASE_URL: dbUrl.toString(),
-          REDIS_URL,
-          GATEWAY_CONFIG: configPath,
-          ADMIN_TOKEN,
-          PROJECTIONS: external ? 'external' : 'in-process',
+      const port = await freePort();
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: join(work, 'data'),
+        DATABASE_URL: dbUrl.toString(),
+        REDIS_URL,
+        GATEWAY_CONFIG: configPath,
+        ADMIN_TOKEN,
+        PROJECTIONS: external ? 'external' : 'in-process',
+      };
+      if (LOG_LEVEL) env.LOG_LEVEL = LOG_LEVEL;
+      else delete env.LOG_LEVEL;
+      const child = await start('gateway', TARGET_CORE, [process.execPath, ...START_FLAGS, ...GATEWAY_FLAGS, 'bin/gateway.mjs', 'serve'], env, /gateway listening on/);
+      const worker = external
+        ? await start('projections', LOAD_CORE, [process.execPath, ...START_FLAGS, 'bin/gateway.mjs', 'projections', 'run'], env, /applying the log/)
+        : undefined;
+      const origin = `http://127.0.0.1:${port}`;
+      if (!gatewayKey) {
+        const call = async <T>(method: string, path: string, payload?: unknown) => {
+          const res = await fetch(`${origin}/admin/v1${path}`, {
+            method,
+            headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+            body: JSON.stringify(payload ?? {}),
+          });
+          if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+          return (await res.json()) as T;
         };
-        if (LOG_LEVEL) env.LOG_LEVEL = LOG_LEVEL;
-        else delete env.LOG_LEVEL;
-        const child = await start('gateway', TARGET_CORE, [process.execPath, ...START_FLAGS, ...GATEWAY_FLAGS, 'bin/gateway.mjs', 'serve'], env, /gateway listening on/);
-        const worker = external
-          ? await start('projections', LOAD_CORE, [process.execPath, ...START_FLAGS, 'bin/gateway.mjs', 'projections', 'run'], env, /applying the log/)
-          : undefined;
-        const origin = `http://127.0.0.1:${port}`;
-        if (!gatewayKey) {
-          const call = async <T>(method: string, path: string, payload?: unknown) => {
-            const res = await fetch(`${origin}/admin/v1${path}`, {
-              method,
-              headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-              body: JSON.stringify(payload ?? {}),
-            });
-            if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-            return (await res.json()) as T;
-          };
-          const account = await call<{ id: string }>('POST', '/accounts', { name: 'side-by-side' });
-          await call('POST', `/accounts/${account.id}/topups`, { amount_usd: '100000', reference: 'bench' });
-          gatewayKey = (await call<{ key: string }>('POST', `/accounts/${account.id}/keys`, { name: 'bench' })).key;
+        const account = await call<{ id: string }>('POST', '/accounts', { name: 'side-by-side' });
+        await call('POST', `/accounts/${account.id}/topups`, { amount_usd: '100000', reference: 'bench' });
+        gatewayKey = (await call<{ key: string }>('POST', `/accounts/${account.id}/keys`, { name: 'bench' })).key;
+      }
+      // Postgres backends serving this database go to the load core, as the issue's setup had them.
+      const db = new pg.Client({ connectionString: dbUrl.toString() });
+      await db.connect();
+      const pids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [dbName])).rows.map((r) => r.pid);
+      await db.end();
+      for (const pid of pids) {
+        try {
+          pin(pid, LOAD_CORE);
+        } catch {
+          /* gone */
         }
-        // Postgres backends serving this database go to the load core, as the issue's setup had them.
-        const db = new pg.Client({ connectionString: dbUrl.toString() });
-        await db.connect();
-        const pids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [dbName])).rows.map((r) => r.pid);
-        await db.end();
-        for (const pid of pids) {
-          try {
-            pin(pid, LOAD_CORE);
-          } catch {
-            /* gone */
-          }
-        }
-        return { child, worker, endpoint: { origin, headers: { authorization: `Bearer ${gatewayKey}` } } };
+      }
+      return { child, worker, endpoint: { origin, headers: { authorization: `Bearer ${gatewayKey}` } } };
     };
     const launch: Record<string, () => Promise<{ child: ChildProcess; worker?: ChildProcess; endpoint: Endpoint }>> = {
       passthrough: async () => {
