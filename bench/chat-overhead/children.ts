@@ -79,6 +79,27 @@ export function benchConfig(simUrl: string) {
   };
 }
 
+/** A benchmark gateway's environment: this process's, with the gateway's own settings on top. */
+export function gatewayEnv(settings: {
+  port: number;
+  dataDir: string;
+  databaseUrl: string;
+  redisUrl: string;
+  configPath: string;
+  adminToken: string;
+}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    PORT: String(settings.port),
+    HOST: '127.0.0.1',
+    DATA_DIR: settings.dataDir,
+    DATABASE_URL: settings.databaseUrl,
+    REDIS_URL: settings.redisUrl,
+    GATEWAY_CONFIG: settings.configPath,
+    ADMIN_TOKEN: settings.adminToken,
+  };
+}
+
 /** The node flags of `npm start` (package.json), so that a benchmark runs the gateway as it ships. */
 export function npmStartFlags(root: string): string[] {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };

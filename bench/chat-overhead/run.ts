@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { cpuMs, cpuSplitMs, machineBusyMs, memMb, threadCpuMs } from './proc';
-import { BENCH_MODEL, benchConfig, Children, freePort, npmStartFlags, stop } from './children';
+import { BENCH_MODEL, benchConfig, Children, freePort, gatewayEnv, npmStartFlags, stop } from './children';
 import { closedLoop, openLoop, type RunResult, type Target } from './loadgen';
 
 // ---------------------------------------------------------------- options
@@ -235,14 +235,7 @@ async function main() {
     const startGateway = async (name: string, nodeFlags: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Gw> => {
       const port = await freePort();
       const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATA_DIR: join(work, 'data'),
-        DATABASE_URL,
-        REDIS_URL,
-        GATEWAY_CONFIG: configPath,
-        ADMIN_TOKEN,
+        ...gatewayEnv({ port, dataDir: join(work, 'data'), databaseUrl: DATABASE_URL, redisUrl: REDIS_URL, configPath, adminToken: ADMIN_TOKEN }),
         LOG_LEVEL: 'warn',
         ...extraEnv,
       };

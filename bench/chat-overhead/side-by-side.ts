@@ -26,7 +26,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { BENCH_MODEL, benchConfig, Children, freePort, npmStartFlags, stop } from './children';
+import { BENCH_MODEL, benchConfig, Children, freePort, gatewayEnv, npmStartFlags, stop } from './children';
 import { closedLoop, stats, type Stats, type Target } from './loadgen';
 import { cpuMs, memMb } from './proc';
 
@@ -183,14 +183,7 @@ async function main() {
     const launchGateway = async (external: boolean) => {
       const port = await freePort();
       const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATA_DIR: join(work, 'data'),
-        DATABASE_URL: dbUrl.toString(),
-        REDIS_URL,
-        GATEWAY_CONFIG: configPath,
-        ADMIN_TOKEN,
+        ...gatewayEnv({ port, dataDir: join(work, 'data'), databaseUrl: dbUrl.toString(), redisUrl: REDIS_URL, configPath, adminToken: ADMIN_TOKEN }),
         PROJECTIONS: external ? 'external' : 'in-process',
       };
       if (LOG_LEVEL) env.LOG_LEVEL = LOG_LEVEL;
