@@ -16,7 +16,8 @@ const args = process.argv.slice(2);
 const rebuild = args.some((arg, i) => arg === 'projections' && args[i + 1] === 'rebuild');
 const sized = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) => flag.startsWith('--max-semi-space-size'));
 if (rebuild && !sized) {
-  const child = spawn(process.execPath, [...process.execArgv, '--max-semi-space-size=64', ...process.argv.slice(1)], { stdio: 'inherit' });
+  // The bundle itself, checked just above (through this file again, its sources would be checked twice).
+  const child = spawn(process.execPath, [...process.execArgv, '--max-semi-space-size=64', '--enable-source-maps', bundle, ...args], { stdio: 'inherit' });
   // The terminal's Ctrl-C reaches both; a signal sent to this process alone is passed on.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => {
