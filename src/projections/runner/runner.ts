@@ -455,7 +455,9 @@ export class ProjectionRunner {
         }
         if (this.stopped) break;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, this.failure ? 1000 : !this.applies && this.waiters.size > 0 ? FOLLOW_WAITING_MS : this.pollMs);
+          // A runner that does not apply the log has nothing to look at until somebody waits (waitFor wakes it).
+          const ms = this.failure ? 1000 : this.applies ? this.pollMs : this.waiters.size > 0 ? FOLLOW_WAITING_MS : null;
+          const timer = ms === null ? undefined : setTimeout(done, ms);
           function done() {
             clearTimeout(timer);
             resolve();
