@@ -257,7 +257,8 @@ async function main() {
       const during = pid === null ? 0 : cpuMs(pid) - before;
       const after = pid === null ? 0 : await settle(pid);
       // The worker catches up with what the run appended: settled too, and counted whole.
-      const worker = workerPid === undefined ? null : (await settle(workerPid), (cpuMs(workerPid) - workerBefore) / Math.max(1, sample.ok));
+      if (workerPid !== undefined) await settle(workerPid);
+      const worker = workerPid === undefined ? null : (cpuMs(workerPid) - workerBefore) / Math.max(1, sample.ok);
       const cpu = pid === null ? null : (during + after) / Math.max(1, sample.ok);
       return { sample, cpu, worker, afterMs: after, rss: pid === null ? null : memMb(pid, 'VmRSS') };
     };
