@@ -19,6 +19,7 @@ import { GatewayError } from '../http/errors';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
+import { fromOwnOrigin } from './origin';
 import { callPage, enterprisePage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
 import { accountKeys, auditTail, callLedger, credits, dailyUsage, enterpriseAgentKeys, enterpriseAgents, enterprisesAdministered, pendingKeyRequests } from './reads';
 import { receiptOf } from './receipt';
@@ -157,15 +158,20 @@ export function consoleRoutes(options: ConsoleOptions) {
       viewers.set(request, { accountId: session.accountId, accountName: wallet.name, csrfToken: session.csrfToken, actor: `console:${session.fingerprint}`, adminOf });
     });
 
-    // Every state-changing request carries the session's CSRF token, and comes from this origin.
+    // Every state-changing request comes from this origin, sign-in included (login CSRF), and all but
+    // sign-in carry the session's CSRF token.
     app.addHook('preHandler', async (request) => {
-      if (request.method === 'GET' || request.method === 'HEAD' || request.routeOptions.config?.consolePublic) return;
-      const origin = request.headers.origin;
-      const host = request.headers.host;
-      const sameOrigin = origin === undefined || (host !== undefined && URL.canParse(origin) && new URL(origin).host === host);
+      if (request.method === 'GET' || request.method === 'HEAD') return;
+      const { origin, referer, host } = request.headers;
+      const sameOrigin = fromOwnOrigin({ origin, referer, host });
+      if (request.routeOptions.config?.consolePublic) {
+        if (!sameOrigin)
+          throw new ConsoleRefusal(403, 'Refused', signInPage(notice('This sign-in form was sent from another site, so nobody was signed in. Open your sign-in link yourself, in the address bar.', 'error')));
+        return;
+      }
       const token = field(request.body, '_csrf');
       if (!sameOrigin || !token || !sameSecret(token, viewerOf(request).csrfToken))
-        throw new ConsoleRefusal(403, 'Refused', html`${notice('This form was not sent from a page of your console session (its security token is missing or wrong), so nothing was changed.', 'error')}<p><a href="/console/">Back to the console</a> and try again from there.</p>`);
+        throw new ConsoleRefusal(403, 'Refused', html`${notice('This form was not sent from a page of your console session (it came from another site, or its security token is missing or wrong), so nothing was changed.', 'error')}<p><a href="/console/">Back to the console</a> and try again from there.</p>`);
     });
 
     app.setErrorHandler((error, request, reply) => {

@@ -2,7 +2,8 @@
  * The console's access rules over HTTP (fastify inject, no browser): a deactivated account's sessions
  * end and its links open nothing; the enterprise page is an enterprise admin's only, and its approve and
  * reject forms go through the admin API's commands (same escrow, same audit rows), behind the CSRF check;
- * no cookie a client sends can make a console page fail (issue 31, item 8).
+ * no cookie a client sends can make a console page fail (issue 31, item 8); the sign-in form refuses another
+ * origin as every other form does (item 10).
  * Runs on the embedded storage, and on Postgres + Redis when DATABASE_URL / REDIS_URL are set.
  */
 import { randomBytes } from 'node:crypto';
@@ -300,5 +301,46 @@ describe('cookies the console did not set', () => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describe('forms sent from another origin', () => {
+  // light-my-request's Host is localhost:80: this gateway's origin is http://localhost.
+  const HERE = 'http://localhost';
+  const signInFrom = async (headers: Record<string, string>, remoteAddress: string) => {
+    const accountId = await open('Ivy');
+    const res = await t.gateway.app.inject({ method: 'POST', url: '/console/sign-in', remoteAddress, headers: { ...FORM, ...headers }, payload: form({ token: await linkCode(accountId) }) });
+    const sessions = await t.db.sql.query(`SELECT 1 FROM console_sessions WHERE account_id = $1`, [accountId]);
+    return { res, sessions: sessions.length };
+  };
+
+  it("sign-in refuses a foreign Origin, and a foreign Referer without Origin (login CSRF): 403, no session, no cookie", async () => {
+    for (const [i, headers] of [{ origin: 'https://attacker.example' }, { origin: 'null' }, { origin: 'http://localhost.attacker.example' }, { referer: 'https://attacker.example/page' }, { origin: 'https://attacker.example', referer: `${HERE}/console/sign-in` }].entries()) {
+      const { res, sessions } = await signInFrom(headers, `10.31.10.${i}`);
+      expect(res.statusCode, JSON.stringify(headers)).toBe(403);
+      expect(res.headers['set-cookie'], JSON.stringify(headers)).toBeUndefined();
+      expect(res.body).toContain('another site');
+      expect(sessions).toBe(0);
+    }
+  });
+
+  it('sign-in takes its own origin, and a request with neither Origin nor Referer (not a browser form)', async () => {
+    for (const [i, headers] of [{ origin: HERE }, { referer: `${HERE}/console/sign-in` }, { origin: HERE, referer: `${HERE}/console/sign-in` }, {}].entries()) {
+      const { res, sessions } = await signInFrom(headers, `10.31.11.${i}`);
+      expect(res.statusCode, JSON.stringify(headers)).toBe(303);
+      expect(sessions).toBe(1);
+    }
+  });
+
+  it('every other form refuses a foreign Referer without Origin, as it refuses a foreign Origin, even with the CSRF token', async () => {
+    const accountId = await open('Jo');
+    const s = await signIn(accountId, '10.31.12.1');
+    const newKey = (headers: Record<string, string>, name: string) =>
+      t.gateway.app.inject({ method: 'POST', url: '/console/keys', headers: { cookie: s.cookie, ...FORM, ...headers }, payload: form({ _csrf: s.csrf, name, allowed_models: '', expires_at: '', spend_cap_usd: '' }) });
+    expect((await newKey({ origin: 'https://attacker.example' }, 'a')).statusCode).toBe(403);
+    expect((await newKey({ referer: 'https://attacker.example/' }, 'b')).statusCode).toBe(403);
+    expect((await newKey({ referer: `${HERE}/console/keys` }, 'c')).statusCode).toBe(201);
+    const names = await t.db.sql.query<{ name: string }>(`SELECT name FROM api_keys WHERE account_id = $1`, [accountId]);
+    expect(names.map((r) => r.name)).toEqual(['c']);
   });
 });
