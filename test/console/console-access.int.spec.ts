@@ -315,7 +315,7 @@ describe('forms sent from another origin', () => {
   };
 
   it("sign-in refuses a foreign Origin, and a foreign Referer without Origin (login CSRF): 403, no session, no cookie", async () => {
-    for (const [i, headers] of [{ origin: 'https://attacker.example' }, { origin: 'null' }, { origin: 'http://localhost.attacker.example' }, { referer: 'https://attacker.example/page' }, { origin: 'https://attacker.example', referer: `${HERE}/console/sign-in` }].entries()) {
+    for (const [i, headers] of ([{ origin: 'https://attacker.example' }, { origin: 'null' }, { origin: 'http://localhost.attacker.example' }, { referer: 'https://attacker.example/page' }, { origin: 'https://attacker.example', referer: `${HERE}/console/sign-in` }] as Record<string, string>[]).entries()) {
       const { res, sessions } = await signInFrom(headers, `10.31.10.${i}`);
       expect(res.statusCode, JSON.stringify(headers)).toBe(403);
       expect(res.headers['set-cookie'], JSON.stringify(headers)).toBeUndefined();
@@ -325,7 +325,7 @@ describe('forms sent from another origin', () => {
   });
 
   it('sign-in takes its own origin, and a request with neither Origin nor Referer (not a browser form)', async () => {
-    for (const [i, headers] of [{ origin: HERE }, { referer: `${HERE}/console/sign-in` }, { origin: HERE, referer: `${HERE}/console/sign-in` }, {}].entries()) {
+    for (const [i, headers] of ([{ origin: HERE }, { referer: `${HERE}/console/sign-in` }, { origin: HERE, referer: `${HERE}/console/sign-in` }, {}] as Record<string, string>[]).entries()) {
       const { res, sessions } = await signInFrom(headers, `10.31.11.${i}`);
       expect(res.statusCode, JSON.stringify(headers)).toBe(303);
       expect(sessions).toBe(1);
