@@ -134,6 +134,9 @@ describe('fromOwnOrigin (a form from the console\'s own pages)', () => {
     expect(fromOwnOrigin({ origin: 'http://localhost', host: 'localhost:80' })).toBe(true);
     expect(fromOwnOrigin({ origin: 'https://gw.example', host: 'gw.example:443' })).toBe(true);
     expect(fromOwnOrigin({ host })).toBe(true);
+    // Behind a proxy that rewrites Host, PUBLIC_BASE_URL names the origin (scheme included).
+    expect(fromOwnOrigin({ origin: 'https://gw.example.com', host: '10.0.0.11:8080', publicBaseUrl: 'https://gw.example.com/' })).toBe(true);
+    expect(fromOwnOrigin({ origin: 'http://gw.example.com', host: '10.0.0.11:8080', publicBaseUrl: 'https://gw.example.com' })).toBe(false);
   });
   it('refuses another origin, an opaque one, and a foreign Referer when Origin is missing', () => {
     expect(fromOwnOrigin({ origin: 'https://attacker.example', host })).toBe(false);

@@ -11,14 +11,18 @@ export interface FormHeaders {
   readonly referer?: string | undefined;
   /** The Host the request was sent to: the console's own origin is on it. */
   readonly host?: string | undefined;
+  /** PUBLIC_BASE_URL: behind a proxy that rewrites Host, the origin browsers know the console by. */
+  readonly publicBaseUrl?: string | undefined;
 }
 
-export function fromOwnOrigin({ origin, referer, host }: FormHeaders): boolean {
+export function fromOwnOrigin({ origin, referer, host, publicBaseUrl }: FormHeaders): boolean {
   const witness = origin ?? referer;
   if (witness === undefined) return true;
-  if (host === undefined || !URL.canParse(witness)) return false;
+  if (!URL.canParse(witness)) return false;
   const url = new URL(witness);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+  if (publicBaseUrl !== undefined && URL.canParse(publicBaseUrl) && new URL(publicBaseUrl).origin === url.origin) return true;
+  if (host === undefined) return false;
   // Host read as an authority of the witness's scheme, so that `localhost:80` is `http://localhost`'s.
   if (!/^[^@/\\?#]+$/.test(host)) return false;
   const own = `${url.protocol}//${host}`;

@@ -163,7 +163,7 @@ export function consoleRoutes(options: ConsoleOptions) {
     app.addHook('preHandler', async (request) => {
       if (request.method === 'GET' || request.method === 'HEAD') return;
       const { origin, referer, host } = request.headers;
-      const sameOrigin = fromOwnOrigin({ origin, referer, host });
+      const sameOrigin = fromOwnOrigin({ origin, referer, host, publicBaseUrl: options.publicBaseUrl });
       if (request.routeOptions.config?.consolePublic) {
         if (!sameOrigin)
           throw new ConsoleRefusal(403, 'Refused', signInPage(notice('This sign-in form was sent from another site, so nobody was signed in. Open your sign-in link yourself, in the address bar.', 'error')));
