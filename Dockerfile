@@ -26,6 +26,9 @@ RUN rm -rf dist && node bin/build.mjs
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 
+# On 0.0.0.0 the gateway serves GET /metrics only to a scrape with `Authorization: Bearer
+# <METRICS_TOKEN>`: pass METRICS_TOKEN (`docker run -e METRICS_TOKEN=…`) to scrape it; unset, it
+# answers 403 (docs/operations.md, "Metrics").
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \

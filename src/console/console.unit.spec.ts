@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../config/schema';
 import type { LogRow } from '../projections/call-log/queries';
 import { html, usd } from './html';
+import { fromOwnOrigin } from './origin';
 import { receiptOf } from './receipt';
 import { SignInLimit } from './sign-in-limit';
 import { isTimeZone, startOfDay } from './zone';
@@ -121,5 +122,32 @@ describe("call-log filter days in the viewer's time zone", () => {
     expect(isTimeZone('Europe/Paris')).toBe(true);
     expect(isTimeZone('Mars/Olympus')).toBe(false);
     expect(isTimeZone('')).toBe(false);
+  });
+});
+
+describe('fromOwnOrigin (a form from the console\'s own pages)', () => {
+  const host = 'gw.example:8080';
+  it('takes the own origin by Origin, else by Referer, and a request with neither', () => {
+    expect(fromOwnOrigin({ origin: 'http://gw.example:8080', host })).toBe(true);
+    expect(fromOwnOrigin({ origin: 'https://GW.example:8080', host })).toBe(true);
+    expect(fromOwnOrigin({ referer: 'https://gw.example:8080/console/sign-in', host })).toBe(true);
+    expect(fromOwnOrigin({ origin: 'http://localhost', host: 'localhost:80' })).toBe(true);
+    expect(fromOwnOrigin({ origin: 'https://gw.example', host: 'gw.example:443' })).toBe(true);
+    expect(fromOwnOrigin({ host })).toBe(true);
+    // Behind a proxy that rewrites Host, PUBLIC_BASE_URL names the origin (scheme included).
+    expect(fromOwnOrigin({ origin: 'https://gw.example.com', host: '10.0.0.11:8080', publicBaseUrl: 'https://gw.example.com/' })).toBe(true);
+    expect(fromOwnOrigin({ origin: 'http://gw.example.com', host: '10.0.0.11:8080', publicBaseUrl: 'https://gw.example.com' })).toBe(false);
+  });
+  it('refuses another origin, an opaque one, and a foreign Referer when Origin is missing', () => {
+    expect(fromOwnOrigin({ origin: 'https://attacker.example', host })).toBe(false);
+    expect(fromOwnOrigin({ origin: 'null', host })).toBe(false);
+    expect(fromOwnOrigin({ origin: 'http://gw.example:8081', host })).toBe(false);
+    expect(fromOwnOrigin({ origin: 'http://gw.example.attacker.example:8080', host })).toBe(false);
+    expect(fromOwnOrigin({ origin: 'file:///', host })).toBe(false);
+    expect(fromOwnOrigin({ referer: 'https://attacker.example/?u=http://gw.example:8080/', host })).toBe(false);
+    // Origin decides when both are sent.
+    expect(fromOwnOrigin({ origin: 'https://attacker.example', referer: 'http://gw.example:8080/console/', host })).toBe(false);
+    expect(fromOwnOrigin({ origin: 'http://gw.example:8080', host: undefined })).toBe(false);
+    expect(fromOwnOrigin({ origin: 'http://attacker.example', host: 'gw.example@attacker.example' })).toBe(false);
   });
 });

@@ -1,3 +1,4 @@
+import fastifyCookie from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Ledger } from '../commands/ledger';
@@ -18,6 +19,7 @@ import { GatewayError } from '../http/errors';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
+import { fromOwnOrigin } from './origin';
 import { callPage, enterprisePage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
 import { accountKeys, auditTail, callLedger, credits, dailyUsage, enterpriseAgentKeys, enterpriseAgents, enterprisesAdministered, pendingKeyRequests } from './reads';
 import { receiptOf } from './receipt';
@@ -74,15 +76,9 @@ class ConsoleRefusal extends Error {
   }
 }
 
-function cookieOf(request: FastifyRequest, name: string): string | undefined {
-  const header = request.headers.cookie;
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
-  }
-  return undefined;
-}
+/** The session cookie's value as the browser sent it. @fastify/cookie's parser never throws: a value whose
+ * percent-encoding is broken is kept as sent, and then opens no session like any other unknown secret. */
+const sessionIdOf = (request: FastifyRequest): string | undefined => request.cookies[SESSION_COOKIE];
 
 const field = (body: unknown, name: string): string => {
   const value = (body as Record<string, unknown> | null | undefined)?.[name];
@@ -110,8 +106,8 @@ export function consoleRoutes(options: ConsoleOptions) {
   const viewerOf = (request: FastifyRequest) => viewers.get(request)!;
   const secure = (request: FastifyRequest) =>
     options.publicBaseUrl?.startsWith('https:') === true || request.protocol === 'https' || request.headers['x-forwarded-proto'] === 'https';
-  const cookie = (request: FastifyRequest, value: string, maxAge: number) =>
-    `${SESSION_COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure(request) ? '; Secure' : ''}`;
+  const setSession = (request: FastifyRequest, reply: FastifyReply, value: string, maxAge: number) =>
+    reply.setCookie(SESSION_COOKIE, value, { path: '/console', httpOnly: true, sameSite: 'lax', maxAge: Math.max(0, Math.floor(maxAge)), secure: secure(request) });
 
   const send = (reply: FastifyReply, status: number, title: string, body: Html, viewer: ConsoleViewer | null, current?: string) =>
     reply
@@ -120,6 +116,8 @@ export function consoleRoutes(options: ConsoleOptions) {
       .send(page({ title, viewer, ...(current ? { current } : {}) }, body));
 
   return async (app: FastifyInstance) => {
+    // Parses the Cookie header of console requests only (its onRequest hook runs before the session's).
+    await app.register(fastifyCookie, { hook: 'onRequest' });
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, text, done) => {
       done(null, Object.fromEntries(new URLSearchParams(String(text))));
     });
@@ -137,13 +135,13 @@ export function consoleRoutes(options: ConsoleOptions) {
 
     app.addHook('onRequest', async (request, reply) => {
       if (request.routeOptions.config?.consolePublic) return;
-      const sessionId = cookieOf(request, SESSION_COOKIE);
+      const sessionId = sessionIdOf(request);
       const session = sessionId ? await sessions.session(sessionId) : null;
       if (!session) {
         // Ended by a deactivation, and still inactive: say so (once reactivated, it is an ended session like any).
         const endedAccount = sessionId ? await sessions.endedInactive(sessionId) : null;
         const inactive = endedAccount !== null && (await ledger.wallet(endedAccount)).status !== 'active';
-        if (sessionId) reply.header('set-cookie', cookie(request, '', 0));
+        if (sessionId) setSession(request, reply, '', 0);
         if (request.method === 'GET') return reply.redirect(inactive ? '/console/sign-in?inactive=1' : sessionId ? '/console/sign-in?ended=1' : '/console/sign-in', 303);
         if (inactive) throw new ConsoleRefusal(401, 'Account inactive', html`${notice(INACTIVE, 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
         throw new ConsoleRefusal(401, 'Signed out', html`${notice('Your session has ended. Open a new sign-in link to go on.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
@@ -152,7 +150,7 @@ export function consoleRoutes(options: ConsoleOptions) {
       const wallet = await ledger.wallet(session.accountId);
       if (wallet.status !== 'active') {
         await sessions.endAccountSessions(session.accountId);
-        reply.header('set-cookie', cookie(request, '', 0));
+        setSession(request, reply, '', 0);
         if (request.method === 'GET') return reply.redirect('/console/sign-in?inactive=1', 303);
         throw new ConsoleRefusal(401, 'Account inactive', html`${notice(INACTIVE, 'error')}<p><a href="/console/sign-in">Sign in</a></p>`);
       }
@@ -160,15 +158,20 @@ export function consoleRoutes(options: ConsoleOptions) {
       viewers.set(request, { accountId: session.accountId, accountName: wallet.name, csrfToken: session.csrfToken, actor: `console:${session.fingerprint}`, adminOf });
     });
 
-    // Every state-changing request carries the session's CSRF token, and comes from this origin.
+    // Every state-changing request comes from this origin, sign-in included (login CSRF), and all but
+    // sign-in carry the session's CSRF token.
     app.addHook('preHandler', async (request) => {
-      if (request.method === 'GET' || request.method === 'HEAD' || request.routeOptions.config?.consolePublic) return;
-      const origin = request.headers.origin;
-      const host = request.headers.host;
-      const sameOrigin = origin === undefined || (host !== undefined && URL.canParse(origin) && new URL(origin).host === host);
+      if (request.method === 'GET' || request.method === 'HEAD') return;
+      const { origin, referer, host } = request.headers;
+      const sameOrigin = fromOwnOrigin({ origin, referer, host, publicBaseUrl: options.publicBaseUrl });
+      if (request.routeOptions.config?.consolePublic) {
+        if (!sameOrigin)
+          throw new ConsoleRefusal(403, 'Refused', signInPage(notice('This sign-in form was sent from another site, so nobody was signed in. Open your sign-in link yourself, in the address bar.', 'error')));
+        return;
+      }
       const token = field(request.body, '_csrf');
       if (!sameOrigin || !token || !sameSecret(token, viewerOf(request).csrfToken))
-        throw new ConsoleRefusal(403, 'Refused', html`${notice('This form was not sent from a page of your console session (its security token is missing or wrong), so nothing was changed.', 'error')}<p><a href="/console/">Back to the console</a> and try again from there.</p>`);
+        throw new ConsoleRefusal(403, 'Refused', html`${notice('This form was not sent from a page of your console session (it came from another site, or its security token is missing or wrong), so nothing was changed.', 'error')}<p><a href="/console/">Back to the console</a> and try again from there.</p>`);
     });
 
     app.setErrorHandler((error, request, reply) => {
@@ -220,14 +223,14 @@ export function consoleRoutes(options: ConsoleOptions) {
         }[redeemed.reason];
         return send(reply, { unknown: 400, used: 410, expired: 410, inactive: 403 }[redeemed.reason], 'Sign in', signInPage(notice(why, 'error')), null);
       }
-      reply.header('set-cookie', cookie(request, redeemed.sessionId, redeemed.session.expiresAt - now()));
+      setSession(request, reply, redeemed.sessionId, redeemed.session.expiresAt - now());
       return reply.redirect('/console/', 303);
     });
 
     app.post('/sign-out', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleSignOut', 'End the session', 'POST') } }, async (request, reply) => {
-      const sessionId = cookieOf(request, SESSION_COOKIE);
+      const sessionId = sessionIdOf(request);
       if (sessionId) await sessions.signOut(sessionId);
-      reply.header('set-cookie', cookie(request, '', 0));
+      setSession(request, reply, '', 0);
       return send(reply, 200, 'Signed out', html`<h1>Signed out</h1><p>Your session has ended. To come back, open a new sign-in link from your operator.</p>`, null);
     });
 

@@ -1,13 +1,13 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { GatewayMetrics } from './metrics';
-import { metricsRoute, metricsTokenOf } from './route';
+import { isLoopbackHost, metricsRoute, metricsTokenOf } from './route';
 
-async function app(counts: () => Promise<ReadonlyMap<string, number>>, token?: string) {
+async function app(counts: () => Promise<ReadonlyMap<string, number>>, token?: string, host = '127.0.0.1') {
   const errors: unknown[] = [];
   const metrics = new GatewayMetrics({ parkedEvents: counts }, { onError: (error) => errors.push(error), sampleMs: 0 });
   const server = Fastify();
-  await server.register(metricsRoute({ metrics, token }));
+  await server.register(metricsRoute({ metrics, token, host }));
   return { server, errors };
 }
 
@@ -45,5 +45,31 @@ describe('GET /metrics', () => {
     expect((await server.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer scrape-secret' } })).statusCode).toBe(200);
     expect(metricsTokenOf({ METRICS_TOKEN: '  ' })).toBeUndefined();
     expect(metricsTokenOf({ METRICS_TOKEN: ' t ' })).toBe('t');
+  });
+
+  it('is refused on a listener other than loopback while METRICS_TOKEN is unset, saying what to do', async () => {
+    for (const host of ['0.0.0.0', '::', '10.0.0.5', 'gateway.internal']) {
+      const { server } = await app(async () => new Map(), undefined, host);
+      const refused = await server.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer anything' } });
+      expect(refused.statusCode, host).toBe(403);
+      expect(refused.json()).toMatchObject({ error: { code: 'metrics_token_required' } });
+      expect(refused.json().error.message).toContain('METRICS_TOKEN');
+      expect(refused.body).not.toContain('gateway_');
+    }
+  });
+
+  it('asks for the token on a listener other than loopback when METRICS_TOKEN is set', async () => {
+    const { server } = await app(async () => new Map(), 'scrape-secret', '0.0.0.0');
+    expect((await server.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(401);
+    expect((await server.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer scrape-secret' } })).statusCode).toBe(200);
+  });
+
+  it('stays open without a token on a loopback listener (only this host reaches it)', async () => {
+    for (const host of ['127.0.0.1', '::1', 'localhost', '127.0.0.2', '::ffff:127.0.0.1', 'LOCALHOST', '[::1]']) {
+      expect(isLoopbackHost(host), host).toBe(true);
+      const { server } = await app(async () => new Map(), undefined, host);
+      expect((await server.inject({ method: 'GET', url: '/metrics' })).statusCode, host).toBe(200);
+    }
+    for (const host of ['0.0.0.0', '::', '', '128.0.0.1', '::ffff:10.0.0.1', 'localhost.example', 'my-localhost']) expect(isLoopbackHost(host), host).toBe(false);
   });
 });

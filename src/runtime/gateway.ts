@@ -530,7 +530,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       );
   };
   reportMetricsError = (error) => app.log.warn({ err: error }, 'metrics: a value could not be read');
-  await app.register(metricsRoute({ metrics, token: metricsTokenOf(settings.env) }));
+  await app.register(metricsRoute({ metrics, token: metricsTokenOf(settings.env), host: settings.host }));
   const warmStart = new WarmStart(settings.warmStart);
   const readiness = new Readiness(
     gatewayChecks({

@@ -370,4 +370,16 @@ describe('generate-content over raw HTTP', () => {
     expect(await response.json()).toEqual({ error: { code: 402, message: expect.any(String), status: 'RESOURCE_EXHAUSTED' } });
     expect(h.sim.requests).toHaveLength(0);
   });
+
+  it('answers a model name whose percent-encoding is broken once decoded as an unknown model, never a 500', async () => {
+    const { key } = await client();
+    const auth = { 'x-goog-api-key': key };
+    // `%25` is `%`: the path's model is `a%ZZ`, which no second decoding may choke on.
+    for (const action of ['generateContent', 'streamGenerateContent', 'countTokens']) {
+      const response = await post(`/v1beta/models/a%25ZZ:${action}`, { contents: userText('x') }, auth);
+      expect(response.status, action).toBe(400);
+      expect(await errorOf(response)).toMatchObject({ code: 400, status: 'NOT_FOUND' });
+    }
+    expect(h.sim.requests).toHaveLength(0);
+  });
 });

@@ -1,10 +1,13 @@
 /**
  * The console's access rules over HTTP (fastify inject, no browser): a deactivated account's sessions
  * end and its links open nothing; the enterprise page is an enterprise admin's only, and its approve and
- * reject forms go through the admin API's commands (same escrow, same audit rows), behind the CSRF check.
+ * reject forms go through the admin API's commands (same escrow, same audit rows), behind the CSRF check;
+ * no cookie a client sends can make a console page fail (issue 31, item 8); the sign-in form refuses another
+ * origin as every other form does (item 10).
  * Runs on the embedded storage, and on Postgres + Redis when DATABASE_URL / REDIS_URL are set.
  */
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvedKeyId } from '../../src/commands/enterprise/service';
 import { escrowLeft } from '../../src/commands/wallet/decider';
@@ -34,10 +37,13 @@ const form = (fields: Record<string, string>) => new URLSearchParams(fields).toS
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 /** Opens a session as the browser would: the link's code posted to the sign-in form. */
-async function signIn(accountId: string): Promise<{ cookie: string; csrf: string }> {
-  const res = await t.gateway.app.inject({ method: 'POST', url: '/console/sign-in', headers: FORM, payload: form({ token: await linkCode(accountId) }) });
+async function signIn(accountId: string, remoteAddress = '127.0.0.1'): Promise<{ cookie: string; csrf: string }> {
+  const res = await t.gateway.app.inject({ method: 'POST', url: '/console/sign-in', remoteAddress, headers: FORM, payload: form({ token: await linkCode(accountId) }) });
   expect(res.statusCode).toBe(303);
-  const cookie = String(res.headers['set-cookie']).split(';')[0]!;
+  const setCookie = String(res.headers['set-cookie']);
+  // Eight hours (less the second the redemption may have taken), for the console's pages only, out of scripts' reach.
+  expect(setCookie.split('; ').slice(1).sort()).toEqual(['HttpOnly', expect.stringMatching(/^Max-Age=28(799|800)$/), 'Path=/console', 'SameSite=Lax']);
+  const cookie = setCookie.split(';')[0]!;
   const page = await get(cookie, '/console/');
   expect(page.statusCode).toBe(200);
   const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
@@ -230,5 +236,111 @@ describe('call-log filter dates', () => {
     expect(paris.body).toContain('tz=Europe%2FParis');
     const bad = await get(s.cookie, '/console/logs?from=2026-07-01&tz=Mars%2FOlympus');
     expect(bad.body).toContain('tz: is not a time zone');
+  });
+});
+
+describe('cookies the console did not set', () => {
+  // Every console page, each as a browser would reach it.
+  const GETS = ['/console', '/console/', '/console/keys', '/console/keys/key_x/reveal', '/console/logs', '/console/logs.csv', '/console/logs/req_x', '/console/knowledge', '/console/enterprise'];
+  const POSTS = ['/console/sign-out', '/console/keys', '/console/keys/key_x/reveal', '/console/keys/key_x/revoke', '/console/enterprise/requests/kr_x/approve'];
+  const PUBLIC = ['/console/sign-in', '/console/assets/console.css', '/console/assets/console.js'];
+  const NASTY = [
+    'gateway_console=%E0%A4%A',
+    'gateway_console=%',
+    'gateway_console=%zz%00',
+    `gateway_console=${'a'.repeat(12_000)}`,
+    'gateway_console="quoted"',
+    'gateway_console=""',
+    'gateway_console=',
+    'gateway_console=one; gateway_console=%E0%A4%A; gateway_console=two',
+    '=%E0%A4%A; ;;; =; gateway_console',
+    'other=%E0%A4%A; gateway_console=%C0%AF',
+    'gateway_console=a\tb\u007f%0a',
+    `${'x=%;'.repeat(2000)}`,
+  ];
+
+  it('answer the sign-in page (or the public page asked for), never a 5xx, on every console page', async () => {
+    for (const cookie of NASTY) {
+      for (const url of GETS) {
+        const res = await get(cookie, url);
+        expect(res.statusCode, `GET ${url} with ${cookie.slice(0, 60)}`).toBeLessThan(500);
+        if (url !== '/console') expect(res.headers.location, `GET ${url} with ${cookie.slice(0, 60)}`).toMatch(/^\/console\/sign-in(\?ended=1)?$/);
+      }
+      for (const url of POSTS) {
+        const res = await post(cookie, url, { _csrf: 'x' });
+        expect(res.statusCode, `POST ${url} with ${cookie.slice(0, 60)}`).toBe(401);
+        expect(res.body).toContain('Sign in');
+      }
+      for (const url of PUBLIC) expect((await get(cookie, url)).statusCode, `GET ${url} with ${cookie.slice(0, 60)}`).toBe(200);
+      expect((await get(cookie, '/console/no-such-page')).statusCode).toBe(404);
+      // Sign-in attempts are limited per address: these come from one of their own.
+      const signIn_ = await t.gateway.app.inject({ method: 'POST', url: '/console/sign-in', remoteAddress: `10.31.8.${NASTY.indexOf(cookie)}`, headers: { cookie, ...FORM }, payload: form({ token: 'not-a-code' }) });
+      expect(signIn_.statusCode).toBe(400);
+    }
+  });
+
+  it('leave a good session working beside them', async () => {
+    const s = await signIn(await open('Hal'), '10.31.8.100');
+    for (const junk of ['other=%E0%A4%A', 'x="%"', '=%', `big=${'%'.repeat(4000)}`]) {
+      for (const cookie of [`${junk}; ${s.cookie}`, `${s.cookie}; ${junk}`]) {
+        const page = await get(cookie, '/console/keys');
+        expect(page.statusCode, cookie.slice(0, 60)).toBe(200);
+        expect(page.body).toContain('Hal');
+      }
+    }
+  });
+
+  it('property: any cookie header answers below 500', async () => {
+    const octet = fc.mapToConstant({ num: 95, build: (v) => String.fromCharCode(v + 0x20) }, { num: 1, build: () => '\t' });
+    const text = fc.string({ unit: fc.oneof(octet, fc.constantFrom('%', ';', '=', '"', 'gateway_console', '%E0%A4', '%A', '%00', '%FF')), maxLength: 80 });
+    const header = fc.oneof(text, fc.tuple(text, text, text).map(([before, value, after]) => `${before}; gateway_console=${value}; ${after}`));
+    await fc.assert(
+      fc.asyncProperty(header, fc.constantFrom('/console/', '/console/keys', '/console/sign-in', '/console/logs/req_x'), async (cookie, url) => {
+        const res = await get(cookie, url);
+        expect(res.statusCode, `${url} ${JSON.stringify(cookie)}`).toBeLessThan(500);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe('forms sent from another origin', () => {
+  // light-my-request's Host is localhost:80: this gateway's origin is http://localhost.
+  const HERE = 'http://localhost';
+  const signInFrom = async (headers: Record<string, string>, remoteAddress: string) => {
+    const accountId = await open('Ivy');
+    const res = await t.gateway.app.inject({ method: 'POST', url: '/console/sign-in', remoteAddress, headers: { ...FORM, ...headers }, payload: form({ token: await linkCode(accountId) }) });
+    const sessions = await t.db.sql.query(`SELECT 1 FROM console_sessions WHERE account_id = $1`, [accountId]);
+    return { res, sessions: sessions.length };
+  };
+
+  it("sign-in refuses a foreign Origin, and a foreign Referer without Origin (login CSRF): 403, no session, no cookie", async () => {
+    for (const [i, headers] of ([{ origin: 'https://attacker.example' }, { origin: 'null' }, { origin: 'http://localhost.attacker.example' }, { referer: 'https://attacker.example/page' }, { origin: 'https://attacker.example', referer: `${HERE}/console/sign-in` }] as Record<string, string>[]).entries()) {
+      const { res, sessions } = await signInFrom(headers, `10.31.10.${i}`);
+      expect(res.statusCode, JSON.stringify(headers)).toBe(403);
+      expect(res.headers['set-cookie'], JSON.stringify(headers)).toBeUndefined();
+      expect(res.body).toContain('another site');
+      expect(sessions).toBe(0);
+    }
+  });
+
+  it('sign-in takes its own origin, and a request with neither Origin nor Referer (not a browser form)', async () => {
+    for (const [i, headers] of ([{ origin: HERE }, { referer: `${HERE}/console/sign-in` }, { origin: HERE, referer: `${HERE}/console/sign-in` }, {}] as Record<string, string>[]).entries()) {
+      const { res, sessions } = await signInFrom(headers, `10.31.11.${i}`);
+      expect(res.statusCode, JSON.stringify(headers)).toBe(303);
+      expect(sessions).toBe(1);
+    }
+  });
+
+  it('every other form refuses a foreign Referer without Origin, as it refuses a foreign Origin, even with the CSRF token', async () => {
+    const accountId = await open('Jo');
+    const s = await signIn(accountId, '10.31.12.1');
+    const newKey = (headers: Record<string, string>, name: string) =>
+      t.gateway.app.inject({ method: 'POST', url: '/console/keys', headers: { cookie: s.cookie, ...FORM, ...headers }, payload: form({ _csrf: s.csrf, name, allowed_models: '', expires_at: '', spend_cap_usd: '' }) });
+    expect((await newKey({ origin: 'https://attacker.example' }, 'a')).statusCode).toBe(403);
+    expect((await newKey({ referer: 'https://attacker.example/' }, 'b')).statusCode).toBe(403);
+    expect((await newKey({ referer: `${HERE}/console/keys` }, 'c')).statusCode).toBe(201);
+    const names = await t.db.sql.query<{ name: string }>(`SELECT name FROM api_keys WHERE account_id = $1`, [accountId]);
+    expect(names.map((r) => r.name)).toEqual(['c']);
   });
 });

@@ -156,7 +156,7 @@ describe('docker-compose.yml', () => {
     expect(new URL(gateway.environment!.DATABASE_URL!).host).toBe('postgres:5432');
     expect(new URL(gateway.environment!.REDIS_URL!).host).toBe('redis:6379');
     // `${X:-}`: an unset variable is empty, which the gateway takes as unset (it generates the
-    // admin token and the key secret into DATA_DIR; /metrics stays open).
+    // admin token and the key secret into DATA_DIR; /metrics is refused, HOST being 0.0.0.0).
     for (const name of ['ADMIN_TOKEN', 'KEY_ENCRYPTION_SECRET', 'METRICS_TOKEN']) expect(gateway.environment![name]).toBe(`\${${name}:-}`);
     // The example .env lists the same secrets, each one documented.
     const example = read('deploy/compose.env.example')

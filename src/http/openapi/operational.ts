@@ -33,11 +33,15 @@ export const OPERATIONAL_DOCS: Readonly<Record<string, RouteDoc>> = {
   'GET /metrics': {
     operationId: 'getMetrics',
     summary: 'Prometheus metrics (text exposition format)',
-    description: 'Needs `Authorization: Bearer <METRICS_TOKEN>` only when the operator set `METRICS_TOKEN`.',
+    description:
+      'Needs `Authorization: Bearer <METRICS_TOKEN>` when the operator set `METRICS_TOKEN`. Without it the metrics are served only by a gateway listening on loopback (`HOST` 127.0.0.1, ::1 or localhost); one listening beyond (the image\'s 0.0.0.0) refuses them.',
     tags: ['operations'],
     security: [{}, { metricsToken: [] }],
     errorSchema: 'AdminError',
     responses: { 200: { description: 'The metrics.', mediaTypes: ['text/plain'] } },
-    errors: { 401: '`METRICS_TOKEN` is set and the request did not send it: `unauthorized`.' },
+    errors: {
+      401: '`METRICS_TOKEN` is set and the request did not send it: `unauthorized`.',
+      403: '`METRICS_TOKEN` is unset and the gateway listens beyond loopback: `metrics_token_required`.',
+    },
   },
 };

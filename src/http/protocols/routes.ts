@@ -105,10 +105,10 @@ export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
     const callLog = { endpoint: generateContent.protocol, model: pathModel };
     app.post<{ Params: { '*': string } }>('/v1beta/models/*', { config: { auth: 'key', shape: 'generate', callLog, openapi: openapi.generate } }, (request, reply) => {
       const counted = /^(.+):countTokens$/.exec(request.params['*']);
-      if (counted) return countPromptTokens(deps, generateContent, request, { model: decodeURIComponent(counted[1]!) }).then((totalTokens) => ({ totalTokens }));
+      if (counted) return countPromptTokens(deps, generateContent, request, { model: safeDecode(counted[1]!) }).then((totalTokens) => ({ totalTokens }));
       const match = /^(.+):(generateContent|streamGenerateContent)$/.exec(request.params['*']);
       if (!match) throw new GatewayError('not_found', `no route for POST ${redactUrl(request.url).split('?')[0]}; use {model}:generateContent, {model}:streamGenerateContent or {model}:countTokens`);
-      return relayChat(deps, generateContent, request, reply, { model: decodeURIComponent(match[1]!), stream: match[2] === 'streamGenerateContent' });
+      return relayChat(deps, generateContent, request, reply, { model: safeDecode(match[1]!), stream: match[2] === 'streamGenerateContent' });
     });
   };
 }
