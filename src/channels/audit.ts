@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ChannelStateChanged, channelStream } from '../events/catalog';
 import type { EventStore } from '../events/store/port';
 import type { ChannelBoard } from './board';
-import { FRESH_STATE } from './health';
+import { FRESH_STATE, credentialsRetryOf } from './health';
 
 /**
  * Every change of a channel's status appended to its stream (`ChannelStateChanged`), for the audit trail and
@@ -60,7 +60,8 @@ export function auditChannelChanges(board: ChannelBoard, store: EventStore, onEr
 
 /**
  * At start: a channel whose last recorded change disabled it (an operator, or its credentials refused) starts
- * disabled again, so that a restart does not send calls to it. Read from each channel's own stream (the
+ * disabled again, so that a restart does not send calls to it; one disabled for its credentials is probed
+ * again a retry after its disable (at once when that is past). Read from each channel's own stream (the
  * projection may still be catching up).
  */
 export async function restoreDisabled(board: ChannelBoard, store: EventStore, channels: readonly { id: string }[]): Promise<void> {
@@ -69,12 +70,15 @@ export async function restoreDisabled(board: ChannelBoard, store: EventStore, ch
     if (last?.type !== ChannelStateChanged.type) continue;
     const change = ChannelStateChanged.schema.parse(last.data);
     if (change.to !== 'disabled') continue;
+    const operator = change.cause === 'operator';
     board.restore(channel.id, {
       ...FRESH_STATE,
       status: 'disabled',
-      disabledBy: change.cause === 'operator' ? 'operator' : 'credentials',
-      lastError: change.cause === 'operator' ? null : change.reason,
-      lastErrorAt: change.cause === 'operator' ? null : change.at * 1000,
+      disabledBy: operator ? 'operator' : 'credentials',
+      refusals: operator ? 0 : 1,
+      probeAt: operator ? null : change.at * 1000 + credentialsRetryOf(board.healthPolicy, 1),
+      lastError: operator ? null : change.reason,
+      lastErrorAt: operator ? null : change.at * 1000,
     });
   }
 }

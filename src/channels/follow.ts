@@ -1,7 +1,7 @@
 import type { Sql } from '../storage/sql';
 import type { ChannelAudit } from './audit';
 import type { ChannelBoard } from './board';
-import { FRESH_STATE, type ChannelState, type ChannelStatus } from './health';
+import { FRESH_STATE, credentialsRetryOf, type ChannelState, type ChannelStatus } from './health';
 
 /**
  * Instances share one log: a channel an operator disables or enables on one instance, or whose
@@ -28,7 +28,7 @@ export interface RecordedChange {
  * What this instance does with a channel's latest recorded change: the state to take, or null (nothing
  * to take: already so, or a change that is each instance's own). Pure.
  */
-export function followed(local: ChannelState, change: RecordedChange): ChannelState | null {
+export function followed(local: ChannelState, change: RecordedChange, credentialsRetryMs: number): ChannelState | null {
   if (change.status === 'disabled' && (change.cause === 'operator' || change.cause === 'credentials')) {
     const by = change.cause;
     if (local.status === 'disabled' && (local.disabledBy === by || local.disabledBy === 'operator')) return null;
@@ -37,14 +37,17 @@ export function followed(local: ChannelState, change: RecordedChange): ChannelSt
       status: 'disabled',
       disabledBy: by,
       coolingUntil: null,
-      ...(by === 'credentials' ? { lastError: change.reason, lastErrorAt: change.changedAt * 1000 } : {}),
+      // Probed here too on the retries' backoff: the instance that disabled it may be gone.
+      ...(by === 'credentials'
+        ? { lastError: change.reason, lastErrorAt: change.changedAt * 1000, refusals: 1, probeAt: change.changedAt * 1000 + credentialsRetryMs }
+        : { probeAt: null }),
     };
   }
   if (change.status === 'healthy' && (change.cause === 'operator' || change.cause === 'probe')) {
     if (local.status !== 'disabled') return null;
     // A probe's success does not lift an operator's disable (as on the instance that probed).
     if (change.cause === 'probe' && local.disabledBy === 'operator') return null;
-    return { ...local, status: 'healthy', disabledBy: null, coolingUntil: null, failuresInRow: 0, cooldowns: FRESH_STATE.cooldowns };
+    return { ...local, status: 'healthy', disabledBy: null, coolingUntil: null, failuresInRow: 0, runAccounts: [], cooldowns: FRESH_STATE.cooldowns, refusals: 0, probeAt: null };
   }
   return null;
 }
@@ -82,7 +85,7 @@ export class ChannelFollower {
       // Its own changes are what this instance's board already holds (or has moved past since).
       if (!this.primed || (row.event_id !== null && this.audit.isOwn(row.event_id))) continue;
       const change = { channelId: row.channel_id, status: row.status, cause: row.cause, reason: row.reason, changedAt: Number(row.changed_at) };
-      const next = followed(this.board.state(row.channel_id), change);
+      const next = followed(this.board.state(row.channel_id), change, credentialsRetryOf(this.board.healthPolicy, 1));
       if (next) {
         this.board.restore(row.channel_id, next);
         applied += 1;

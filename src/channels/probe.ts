@@ -1,14 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import type { ChannelConfig, ChatProtocol } from '../config/schema';
+import { CHAT_PROTOCOLS, type ChannelConfig, type ChatProtocol } from '../config/schema';
 import type { ProtocolAdapter } from '../upstream/contract';
 import { chatCompletions } from '../upstream/protocols/chat-completions';
 import { generateContent } from '../upstream/protocols/generate-content';
 import { messages } from '../upstream/protocols/messages';
 import { responses } from '../upstream/protocols/responses';
+import { TASKS_PATH } from '../upstream/protocols/tasks';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget } from '../upstream/upstream-call';
 import type { ChannelBoard } from './board';
-import { channelDispatcher, shapedHeaders, shapedPath } from './shaping';
+import { channelDispatcher, shapedHeaders, shapedPath, withChannelQuery } from './shaping';
 import { failover } from './failover';
+import { PROBE, type ChannelState } from './health';
 
 /** The smallest request of each chat protocol: one short user turn, a one- or few-token answer. */
 const MINIMAL: Readonly<Record<ChatProtocol, { adapter: ProtocolAdapter; body: (model: string) => unknown; params?: (model: string) => { model: string } }>> = {
@@ -22,102 +25,206 @@ const MINIMAL: Readonly<Record<ChatProtocol, { adapter: ProtocolAdapter; body: (
   },
 };
 
+/** Media protocols on the content-generation tasks API: probed with a GET of a task id nobody submitted. */
+const TASK_PROTOCOLS = new Set(['videos', 'music', 'transcripts', 'avatars']);
+/** Media protocols of OpenAI's API: probed with its model list. */
+const OPENAI_MEDIA_PROTOCOLS = new Set(['images', 'speech', 'embeddings']);
+
 export const PROBE_TIMEOUT_MS = 30_000;
 
-export function isProbeable(channel: ChannelConfig): boolean {
-  return channel.protocol in MINIMAL;
+interface ProbeRequest {
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body?: string;
 }
 
 /**
- * One active probe of a chat channel: a minimal request of its protocol for its first model, its outcome
- * recorded on the board as a probe's (a success brings back a cooling or credentials-disabled channel).
- * Media channels are not probed (a probe there would start a paid job): their health is passive only.
+ * The neutral request a channel is probed with, shaped like its calls (headers, auth header, query; its
+ * proxy is the dispatcher's): chat protocols their minimal call for the channel's first model; media
+ * protocols an authenticated request that starts no paid job — a task protocol `GET …/tasks/{unknown id}`
+ * (a 404 means the key is fine), an OpenAI media API `GET /v1/models`. Null: nothing to probe with.
+ */
+export function probeRequest(channel: ChannelConfig): ProbeRequest | null {
+  const bearer = () => shapedHeaders(channel, { authorization: `Bearer ${channel.api_key}` });
+  if (TASK_PROTOCOLS.has(channel.protocol))
+    return { method: 'GET', path: withChannelQuery(channel, `${TASKS_PATH}/${encodeURIComponent(`probe-${randomUUID()}`)}`), headers: bearer() };
+  if (OPENAI_MEDIA_PROTOCOLS.has(channel.protocol)) return { method: 'GET', path: withChannelQuery(channel, '/v1/models'), headers: bearer() };
+  if (!(CHAT_PROTOCOLS as readonly string[]).includes(channel.protocol)) return null;
+  const minimal = MINIMAL[channel.protocol as ChatProtocol];
+  const upstreamModel = Array.isArray(channel.models) ? channel.models[0] : Object.values(channel.models)[0];
+  if (upstreamModel === undefined) return null;
+  const body = minimal.body(upstreamModel);
+  const info = minimal.adapter.inspect(body, minimal.params?.(upstreamModel) ?? {});
+  if ('invalid' in info) throw new Error(`probe of ${channel.protocol} is not a valid request: ${info.invalid}`);
+  const request = minimal.adapter.upstream(body, info, upstreamModel);
+  return {
+    method: 'POST',
+    path: shapedPath(channel, request.path, upstreamModel),
+    headers: { 'content-type': 'application/json', ...shapedHeaders(channel, minimal.adapter.authHeaders(channel.api_key)) },
+    body: JSON.stringify(request.body),
+  };
+}
+
+export function isProbeable(channel: ChannelConfig): boolean {
+  return probeRequest(channel) !== null;
+}
+
+/**
+ * One active probe of a channel with its own credentials, its outcome recorded on the board as a probe's
+ * (the failover rule reads it: a 401/403 refuses the credentials, a 5xx, a time-out or a failed connection
+ * is a failure, any other answer means the channel works — a 404 for an unknown task id included).
  */
 export async function probeChannel(
   board: ChannelBoard,
   channel: ChannelConfig,
   options: { dispatcher?: Dispatcher; timeoutMs?: number; parent?: CallSignal } = {},
 ): Promise<'ok' | 'failed' | 'skipped'> {
-  const minimal = MINIMAL[channel.protocol as ChatProtocol];
-  const upstreamModel = Array.isArray(channel.models) ? channel.models[0] : Object.values(channel.models)[0];
-  if (!minimal || upstreamModel === undefined) return 'skipped';
-  const body = minimal.body(upstreamModel);
-  const info = minimal.adapter.inspect(body, minimal.params?.(upstreamModel) ?? {});
-  if ('invalid' in info) throw new Error(`probe of ${channel.protocol} is not a valid request: ${info.invalid}`);
-  const request = minimal.adapter.upstream(body, info, upstreamModel);
-  const target = upstreamTarget(channel.base_url, shapedPath(channel, request.path, upstreamModel));
+  const request = probeRequest(channel);
+  if (!request) return 'skipped';
+  const target = upstreamTarget(channel.base_url, request.path);
   const signal = new CallSignal(options.timeoutMs ?? PROBE_TIMEOUT_MS, options.parent);
   const started = performance.now();
   try {
     const response = await (channelDispatcher(channel) ?? options.dispatcher ?? upstreamAgent).request({
       origin: target.origin,
       path: target.path,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...shapedHeaders(channel, minimal.adapter.authHeaders(channel.api_key)) },
-      body: JSON.stringify(request.body),
+      method: request.method,
+      headers: request.headers,
+      ...(request.body === undefined ? {} : { body: request.body }),
       signal,
     });
     const latencyMs = Math.round(performance.now() - started);
     if (response.statusCode < 400) {
       await response.body.dump();
-      board.record(channel.id, { kind: 'success', latencyMs }, true);
+      board.record(channel.id, { kind: 'success', latencyMs }, PROBE);
       return 'ok';
     }
     const verdict = failover(await statusFailure(response.statusCode, response.headers, response.body), signal, latencyMs);
-    if (verdict.outcome) board.record(channel.id, verdict.outcome, true);
+    if (verdict.outcome) board.record(channel.id, verdict.outcome, PROBE);
     return verdict.outcome?.kind === 'success' ? 'ok' : 'failed';
   } catch (error) {
     const verdict = failover(classify(error, signal), signal, Math.round(performance.now() - started));
-    if (verdict.outcome) board.record(channel.id, verdict.outcome, true);
+    if (verdict.outcome) board.record(channel.id, verdict.outcome, PROBE);
     return 'failed';
   } finally {
     signal.clear();
   }
 }
 
-/** Every chat channel probed every `intervalMs`, one after the other; `stop` ends the loop. */
+/**
+ * The edge of channel health: runs the probes its transitions ask for. Every channel is probed every
+ * `intervalMs` (the spec's 6 hours); a probe asked for by calls (a 401/403, one account's run of failures)
+ * at once, at most one per channel per `confirmIntervalMs` (a later one waits for its turn); a cooling or
+ * credentials-disabled channel at its `probeAt` (the end of its cooldown, its credentials retry). One probe
+ * per channel at a time; channels an operator disabled are never probed. `stop` ends every timer and probe.
+ */
 export class ChannelProbes {
-  private timer: NodeJS.Timeout | null = null;
+  private interval: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
-  /** The run under way: aborted by `stop`, so that a hanging upstream does not hold the shutdown. */
-  private run: CallSignal | null = null;
+  /** Every probe's parent: aborted by `stop`, so that a hanging upstream does not hold the shutdown. */
+  private readonly lifetime = new CallSignal(1);
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Per channel: when the calls last had it probed, and the probe waiting for its turn. */
+  private readonly asked = new Map<string, number>();
+  private readonly waiting = new Map<string, NodeJS.Timeout>();
+  /** Per channel: the timer of its next probe of its own (`probeAt`). */
+  private readonly due = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private stopped = false;
 
   constructor(
     private readonly board: ChannelBoard,
     private readonly channels: () => readonly ChannelConfig[],
     private readonly onError: (error: unknown) => void,
-  ) {}
+    private readonly nowMs: () => number = Date.now,
+  ) {
+    // The lifetime signal's own time limit is not wanted: only `stop` ends it.
+    this.lifetime.clear();
+    board.runEffects((channelId, state, probe) => this.effect(channelId, state, probe));
+    // States restored before (from the log, at start) may be due a probe already.
+    for (const channel of channels()) this.effect(channel.id, board.state(channel.id), null);
+  }
 
+  /** Every channel probed every `intervalMs` (0: never); a reloaded config calls it again. */
   start(intervalMs: number): void {
-    this.stop();
-    if (intervalMs <= 0) return;
-    this.timer = setInterval(() => {
+    if (this.interval) clearInterval(this.interval);
+    this.interval = null;
+    if (intervalMs <= 0 || this.stopped) return;
+    this.interval = setInterval(() => {
       if (this.running) return;
       this.running = this.probeAll().finally(() => (this.running = null));
     }, intervalMs);
-    this.timer.unref();
+    this.interval.unref();
   }
 
   async probeAll(): Promise<void> {
-    const run = new CallSignal(24 * 3600 * 1000);
-    this.run = run;
-    try {
-      for (const channel of this.channels()) {
-        if (run.aborted) return;
-        if (!isProbeable(channel) || this.board.state(channel.id).disabledBy === 'operator') continue;
-        await probeChannel(this.board, channel, { parent: run }).catch(this.onError);
-      }
-    } finally {
-      run.clear();
-      this.run = null;
+    for (const channel of this.channels()) {
+      if (this.stopped) return;
+      if (this.board.state(channel.id).disabledBy === 'operator') continue;
+      await this.probe(channel.id);
     }
   }
 
+  /** What a transition asks: a probe now (rate-limited), the next probe of its own at `state.probeAt`. */
+  private effect(channelId: string, state: ChannelState, probe: 'now' | null): void {
+    if (this.stopped) return;
+    if (probe === 'now') this.confirm(channelId);
+    const scheduled = this.due.get(channelId);
+    if (scheduled?.at === state.probeAt) return;
+    if (scheduled) clearTimeout(scheduled.timer);
+    this.due.delete(channelId);
+    if (state.probeAt === null) return;
+    const timer = setTimeout(() => {
+      this.due.delete(channelId);
+      void this.probe(channelId);
+    }, Math.max(0, state.probeAt - this.nowMs()));
+    timer.unref();
+    this.due.set(channelId, { at: state.probeAt, timer });
+  }
+
+  /** A probe the calls asked for: now, or once `confirmIntervalMs` has passed since the last one. */
+  private confirm(channelId: string): void {
+    if (this.waiting.has(channelId) || this.inFlight.has(channelId)) return;
+    const now = this.nowMs();
+    const last = this.asked.get(channelId);
+    const wait = last === undefined ? 0 : last + this.board.healthPolicy.confirmIntervalMs - now;
+    if (wait > 0) {
+      const timer = setTimeout(() => {
+        this.waiting.delete(channelId);
+        this.confirm(channelId);
+      }, wait);
+      timer.unref();
+      this.waiting.set(channelId, timer);
+      return;
+    }
+    this.asked.set(channelId, now);
+    void this.probe(channelId);
+  }
+
+  /** One probe of a channel of the config in force, unless one is under way (its answer is awaited then). */
+  private probe(channelId: string): Promise<void> {
+    const under = this.inFlight.get(channelId);
+    if (under) return under;
+    const channel = this.channels().find((c) => c.id === channelId);
+    if (this.stopped || !channel || this.board.state(channelId).disabledBy === 'operator') return Promise.resolve();
+    const run = probeChannel(this.board, channel, { parent: this.lifetime })
+      .then(() => undefined, this.onError)
+      .finally(() => this.inFlight.delete(channelId));
+    this.inFlight.set(channelId, run);
+    return run;
+  }
+
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.stopped = true;
+    if (this.interval) clearInterval(this.interval);
+    this.interval = null;
+    for (const timer of this.waiting.values()) clearTimeout(timer);
+    this.waiting.clear();
+    for (const { timer } of this.due.values()) clearTimeout(timer);
+    this.due.clear();
     // A probe the shutdown cut says nothing of its channel (the failover rule ignores an aborted call).
-    this.run?.abort();
-    await this.running;
+    this.lifetime.abort();
+    this.board.runEffects(null);
+    await Promise.all([this.running, ...this.inFlight.values()]);
   }
 }

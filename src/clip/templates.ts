@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { ChannelBoard } from '../channels/board';
 import { failover, type CallState } from '../channels/failover';
+import { callOf } from '../channels/health';
 import type { ModelRegistry } from '../config/registry';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../config/schema';
 import { fetchClipTemplate, fetchClipTemplates, type ClipTemplate, type ClipTemplateList, type TemplateAnswer } from '../upstream/protocols/clip-templates';
@@ -105,18 +106,22 @@ export class ClipTemplates {
       });
       const latencyMs = Math.round(performance.now() - startedAt);
       if (last.kind !== 'failed') {
-        if (upstream) board?.record(channel.id, { kind: 'success', latencyMs });
+        if (upstream) board?.record(channel.id, { kind: 'success', latencyMs }, GATEWAY);
         return last;
       }
       // The one failover rule of every ladder, its outcome on the channel's health; a template lookup has no
-      // call budget of its own.
-      const verdict = board ? board.failed(channel.id, last.failure, NO_CALL_STATE, latencyMs) : failover(last.failure, NO_CALL_STATE);
+      // call budget of its own. Its answer is cached for every account, so it is the gateway's own: its
+      // failures alone never cool or disable the channel, a probe decides (src/channels/health.ts).
+      const verdict = board ? board.failed(channel.id, last.failure, NO_CALL_STATE, latencyMs, null) : failover(last.failure, NO_CALL_STATE);
       last = { kind: 'failed', failure: verdict.failure };
       if (!verdict.next) return last;
     }
     return last;
   }
 }
+
+/** Template lookups are the gateway's own work (their answers are shared by every account). */
+const GATEWAY = callOf(null);
 
 /** A template lookup runs within the probes' budget, not a call's: never expired or ended by the shutdown here. */
 const NO_CALL_STATE: CallState = { expired: false, shuttingDown: false, aborted: false };

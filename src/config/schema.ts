@@ -123,11 +123,21 @@ export const ChannelHealthSchema = z
     /** The first cooldown, in seconds; each further one in a row doubles, up to `max_cooldown_s`. */
     cooldown_s: z.number().positive().max(86_400).default(30),
     max_cooldown_s: z.number().positive().max(7 * 86_400).default(1800),
-    /** How often every chat channel is probed with a minimal request (the spec's 6 hours); 0: never. */
+    /** How often every channel is probed with a minimal request (the spec's 6 hours); 0: never. */
     probe_interval_s: z.number().min(0).max(7 * 86_400).default(21_600),
+    /** The least time between two probes of one channel that its calls ask for (a 401/403, one account's run of failures); absent: 10. */
+    confirm_probe_interval_s: z.number().positive().max(3600).optional(),
+    /** A channel whose credentials a probe refused is probed again after this (absent: 15), doubling up to `max_credentials_retry_s` (absent: 300). */
+    credentials_retry_s: z.number().positive().max(86_400).optional(),
+    max_credentials_retry_s: z.number().positive().max(86_400).optional(),
   })
   .strict()
-  .refine((h) => h.cooldown_s <= h.max_cooldown_s, { message: 'cooldown_s is at most max_cooldown_s', path: ['cooldown_s'] });
+  .refine((h) => h.cooldown_s <= h.max_cooldown_s, { message: 'cooldown_s is at most max_cooldown_s', path: ['cooldown_s'] })
+  // Absent: 15 and 300 (src/channels/health.ts DEFAULT_HEALTH_POLICY).
+  .refine((h) => (h.credentials_retry_s ?? 15) <= (h.max_credentials_retry_s ?? 300), {
+    message: 'credentials_retry_s is at most max_credentials_retry_s',
+    path: ['credentials_retry_s'],
+  });
 export type ChannelHealthConfig = z.infer<typeof ChannelHealthSchema>;
 
 /** Whether a channel serves clients of a protocol: natively, or through translation it allows. */

@@ -38,6 +38,8 @@ export async function tryChannels<T>(ladder: ChannelLadder<T>): Promise<LadderOu
   const { facts, call } = ladder;
   const request = facts.request;
   const observed = ladder.observed ?? true;
+  // Whose call it is: one account's failures alone never cool or disable a channel for the others.
+  const account = request.caller?.accountId ?? null;
   let failure: Failure | null = null;
   for (const route of ladder.routes) {
     if (ladder.stopped?.()) break;
@@ -49,11 +51,11 @@ export async function tryChannels<T>(ladder: ChannelLadder<T>): Promise<LadderOu
     const result = await ladder.attempt(route, traced);
     if (observed) request.callMeter?.answered(route.channel.id, result.ok ? null : result.failure);
     if (result.ok) {
-      attemptAnswered(route, startedAt);
+      attemptAnswered(route, startedAt, account);
       return { ok: true, value: result.value, route, traced };
     }
     traced?.failed(result.failure);
-    const verdict = attemptFailed(route, result.failure, call, startedAt);
+    const verdict = attemptFailed(route, result.failure, call, startedAt, account);
     failure = verdict.failure;
     if (!verdict.next) break;
   }

@@ -53,10 +53,11 @@ const protocolsOf = async (id: string) => {
 
 describe('channel state: events, the admin view, operator actions, probes and the catalogue', () => {
   it('a channel key refused is disabled, recorded as an event, and brought back by a probe', async () => {
-    h.sim.enqueueFor({ pathPrefix: '/probe-a' }, 'http_401');
+    // Refused twice: the call's 401 alone disables nothing, the probe it asks for is refused too.
+    h.sim.enqueueFor({ pathPrefix: '/probe-a' }, 'http_401', 'http_401');
     const answer = await openai.chat.completions.create({ model: 'probe-model', messages: [{ role: 'user', content: 'hi' }] });
     expect(answer.choices[0]!.message.content).toBe('Echo: hi');
-    // The refusal is taken by the call or by a probe, whichever comes first; the next probe brings it back.
+    // The refusals are taken by the call and a probe, or by two probes; a probe refused disables the channel, the next brings it back.
     await expect.poll(() => changes('probe-a'), { timeout: 5000 }).toEqual([
       { type: 'ChannelStateChanged', from: 'healthy', to: 'disabled', cause: 'credentials' },
       { type: 'ChannelStateChanged', from: 'disabled', to: 'healthy', cause: 'probe' },
@@ -65,7 +66,7 @@ describe('channel state: events, the admin view, operator actions, probes and th
     expect(view).toMatchObject({ status: 'healthy', disabled_by: null, last_change: { to: 'healthy', cause: 'probe' } });
     expect(view.last_error).toMatch(/401/);
     expect(view.successes).toBeGreaterThan(0);
-    expect(view.failures).toBe(1);
+    expect(view.failures).toBe(2);
     expect(view.success_rate).toBeGreaterThan(0);
     expect(view.success_rate).toBeLessThan(1);
     expect(view.latency_ms).not.toBeNull();

@@ -61,48 +61,56 @@ const hits = (channel: string) => h.sim.requests.filter((r) => r.path.startsWith
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('channel health: failing channels are failed over, cooled down or disabled, the client unaware', () => {
-  it('a refused connection fails over; after two in a row the channel cools down and is skipped, then tried again', async () => {
+  it("a refused connection fails over; two in a row of one account have it probed, whose failure cools it; at the cooldown's end it is probed again", async () => {
     expect(await ask('refused-model', 'one')).toBe('Echo: one');
     expect((await lastCall('refused-model')).attempts_count).toBe(2);
     expect(await ask('refused-model', 'two')).toBe('Echo: two');
     expect((await lastCall('refused-model')).attempts_count).toBe(2);
+    // One account's run is no proof: a probe is, and it cannot connect either.
+    await expect.poll(() => h.t.gateway.channels.state('refused-a').status).toBe('cooling');
     // Cooling: the dead channel is not tried at all.
     expect(await ask('refused-model', 'three', true)).toBe('Echo: three');
     expect((await lastCall('refused-model')).attempts_count).toBe(1);
-    const state = h.t.gateway.channels.state('refused-a');
-    expect(state.status).toBe('cooling');
-    expect(state.lastError).toMatch(/ECONNREFUSED/);
-    // Past its cooldown it is tried once more; one failure cools it again, for twice as long.
+    expect(h.t.gateway.channels.state('refused-a').lastError).toMatch(/ECONNREFUSED/);
+    // At its cooldown's end it is probed again; the probe's failure cools it again, for twice as long.
     await sleep(1600);
-    expect(await ask('refused-model', 'four')).toBe('Echo: four');
-    expect((await lastCall('refused-model')).attempts_count).toBe(2);
+    await expect.poll(() => h.t.gateway.channels.state('refused-a').cooldowns).toBe(2);
     const again = h.t.gateway.channels.state('refused-a');
     expect(again.status).toBe('cooling');
-    expect(again.coolingUntil! - Date.now()).toBeGreaterThan(1600);
+    expect(again.coolingUntil! - Date.now()).toBeGreaterThan(1000);
+    expect(await ask('refused-model', 'four')).toBe('Echo: four');
+    expect((await lastCall('refused-model')).attempts_count).toBe(1);
   });
 
-  it('a burst of 5xx cools the channel down; once it answers again it is healthy', async () => {
-    h.sim.enqueueFor({ pathPrefix: '/burst-a' }, 'http_500', 'http_503', 'http_502');
+  it("a burst of one account's 5xx is probed and forgiven; from two accounts it cools the channel, healthy again once its probe succeeds", async () => {
+    h.sim.enqueueFor({ pathPrefix: '/burst-a' }, 'http_500', 'http_503');
     expect(await ask('burst-model', 'a')).toBe('Echo: a');
     expect(await ask('burst-model', 'b', true)).toBe('Echo: b');
-    const before = hits('burst-a');
-    expect(before).toBe(2);
+    // The probe the run asked for met a working upstream: the failures were that account's.
+    await expect.poll(() => hits('burst-a')).toBe(3);
+    expect(h.t.gateway.channels.state('burst-a')).toMatchObject({ status: 'healthy', failuresInRow: 0 });
     expect(await ask('burst-model', 'c')).toBe('Echo: c');
-    expect(hits('burst-a')).toBe(before);
-    expect(h.t.gateway.channels.state('burst-a').status).toBe('cooling');
-    await sleep(1600);
-    // On trial: the third 500 cools it again (3 s now).
-    expect(await ask('burst-model', 'd')).toBe('Echo: d');
-    expect(hits('burst-a')).toBe(3);
-    await sleep(3100);
-    expect(await ask('burst-model', 'e')).toBe('Echo: e');
     expect(h.sim.requests.at(-1)!.path).toMatch(/^\/burst-a\//);
-    expect(h.t.gateway.channels.state('burst-a')).toMatchObject({ status: 'healthy', failuresInRow: 0, cooldowns: 0 });
+
+    const other = new OpenAI({ apiKey: (await h.t.accountWithKey()).key, baseURL: `${h.baseUrl}/v1`, maxRetries: 0 });
+    h.sim.enqueueFor({ pathPrefix: '/burst-a' }, 'http_500', 'http_502');
+    expect(await ask('burst-model', 'd')).toBe('Echo: d');
+    expect((await other.chat.completions.create({ model: 'burst-model', messages: [{ role: 'user', content: 'e' }] })).choices[0]!.message.content).toBe('Echo: e');
+    expect(h.t.gateway.channels.state('burst-a').status).toBe('cooling');
+    const before = hits('burst-a');
+    expect(await ask('burst-model', 'f')).toBe('Echo: f');
+    expect(hits('burst-a')).toBe(before);
+    // At the cooldown's end a probe finds it answering: healthy, the backoff forgotten.
+    await sleep(1600);
+    await expect.poll(() => h.t.gateway.channels.state('burst-a').status).toBe('healthy');
+    expect(h.t.gateway.channels.state('burst-a')).toMatchObject({ failuresInRow: 0, cooldowns: 0 });
+    expect(await ask('burst-model', 'g')).toBe('Echo: g');
+    expect(h.sim.requests.at(-1)!.path).toMatch(/^\/burst-a\//);
   });
 
-  it('an upstream 401 to the channel key is failed over like a 5xx and disables the channel; the client never sees it', async () => {
+  it('an upstream 401 to the channel key is failed over like a 5xx; a probe refused too disables the channel; the client never sees it', async () => {
     expect(await ask('key-model', 'mine', true)).toBe('Echo: mine');
-    expect(h.t.gateway.channels.state('key-a')).toMatchObject({ status: 'disabled', disabledBy: 'credentials' });
+    await expect.poll(() => h.t.gateway.channels.state('key-a')).toMatchObject({ status: 'disabled', disabledBy: 'credentials' });
     expect((await lastCall('key-model')).attempts_count).toBe(2);
     const before = hits('key-a');
     await sleep(1600);
@@ -128,6 +136,8 @@ describe('channel health: failing channels are failed over, cooled down or disab
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
     expect((error as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ code: 'no_channel_available' });
     expect(await lastCall('dead-model')).toMatchObject({ status: 'error', error_code: 'no_channel_available', attempts_count: 2 });
+    // Each channel's own probe is refused as well: both disabled.
+    await expect.poll(() => ['dead-a', 'dead-b'].map((id) => h.t.gateway.channels.state(id).status)).toEqual(['disabled', 'disabled']);
     const before = h.sim.requests.length;
     const next = (await ask('dead-model', 'y').catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(next.status).toBe(503);

@@ -62,10 +62,10 @@ describe('channel state across instances', () => {
   });
 
   it('a channel whose credentials one instance found refused is left out by the other', async () => {
-    a.sim.enqueueFor({ pathPrefix: '/pair-a' }, 'http_401');
-    // The call fails over to pair-b, the client unaware; pair-a is disabled on A.
+    a.sim.revokeKey('key-pair-a');
+    // The call fails over to pair-b, the client unaware; pair-a's probe is refused too: disabled on A.
     expect((await ask(viaA, 'pair-model')).choices[0]!.message.content).toBe('Echo: hi');
-    expect(await statusOn(a.t, 'pair-a')).toMatchObject({ status: 'disabled', disabled_by: 'credentials' });
+    await expect.poll(() => statusOn(a.t, 'pair-a')).toMatchObject({ status: 'disabled', disabled_by: 'credentials' });
     await expect.poll(() => statusOn(b, 'pair-a'), { timeout: 5000 }).toMatchObject({ status: 'disabled', disabled_by: 'credentials' });
     const before = a.sim.requests.filter((r) => r.path.startsWith('/pair-a/')).length;
     for (let i = 0; i < 3; i++) expect((await ask(viaB, 'pair-model')).choices[0]!.message.content).toBe('Echo: hi');

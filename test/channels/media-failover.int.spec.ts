@@ -24,22 +24,25 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 describe('the synchronous media ladder follows the same failover rule', () => {
-  it('an images channel whose key is refused is failed over and disabled; a 5xx cools the other down', async () => {
+  it('an images channel whose key is refused is failed over and disabled once its probe is refused; a 5xx confirmed by a probe cools the other down', async () => {
     const image = await openai.images.generate({ model: 'img-model', prompt: 'a cat' });
     expect(image.data).toHaveLength(1);
-    expect(h.sim.requests.map((r) => r.path.split('/')[1])).toEqual(['img-a', 'img-b']);
-    expect(h.t.gateway.channels.state('img-a')).toMatchObject({ status: 'disabled', disabledBy: 'credentials' });
+    expect(h.sim.requests.filter((r) => r.method === 'POST').map((r) => r.path.split('/')[1])).toEqual(['img-a', 'img-b']);
+    // The probe of an images channel: its key on OpenAI's model list.
+    await expect.poll(() => h.t.gateway.channels.state('img-a')).toMatchObject({ status: 'disabled', disabledBy: 'credentials' });
+    expect(h.sim.requests.filter((r) => r.method === 'GET')).toMatchObject([{ path: '/img-a/v1/models', apiKey: 'revoked-invalid' }]);
 
     h.sim.reset();
-    h.sim.enqueue('http_500');
+    h.sim.enqueue('http_500', 'http_500');
     const failed = (await openai.images.generate({ model: 'img-model', prompt: 'a dog' }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
-    // Only img-b was left to try: its 500 is passed through, and it cools down.
+    // Only img-b was left to try: its 500 is passed through; its probe fails too, and it cools down.
     expect(failed.status).toBe(500);
-    expect(h.sim.requests.map((r) => r.path.split('/')[1])).toEqual(['img-b']);
-    expect(h.t.gateway.channels.state('img-b').status).toBe('cooling');
+    await expect.poll(() => h.t.gateway.channels.state('img-b').status).toBe('cooling');
+    expect(h.sim.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /img-b/v1/images/generations', 'GET /img-b/v1/models']);
+    h.sim.reset();
     const none = (await openai.images.generate({ model: 'img-model', prompt: 'a bird' }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(none.status).toBe(503);
     expect(none.error).toMatchObject({ code: 'no_channel_available' });
-    expect(h.sim.requests).toHaveLength(1);
+    expect(h.sim.requests).toHaveLength(0);
   });
 });

@@ -191,17 +191,20 @@ describe('the template cache', () => {
     expect(templateFetches()).toHaveLength(1);
   });
 
-  it("records a lookup's outcome on the channel: credentials refused disable it, and it is skipped until enabled", async () => {
+  it("records a lookup's outcome on the channel: credentials refused (a probe confirming it) disable it, and it is skipped until enabled", async () => {
     const { key } = await h.t.accountWithKey();
     skewS += 3600;
     h.sim.reset();
-    h.sim.enqueueFor({ pathPrefix: '/clip-a/' }, 'http_401');
+    h.sim.revokeKey('key-clip-a');
     expect((await http.get('/v1/videos/clip-templates?scene=oralMixCutting', key)).status).toBe(200);
     const channelOf = async (id: string) => ((await h.t.admin('GET', '/channels')).json() as { data: Array<{ id: string; status: string; disabled_by: string | null }> }).data.find((c) => c.id === id)!;
-    expect(await channelOf('clip-a')).toMatchObject({ status: 'disabled', disabled_by: 'credentials' });
+    // The lookup's 401 asked for a probe of the channel (a GET of an unknown task), refused too.
+    await expect.poll(() => channelOf('clip-a')).toMatchObject({ status: 'disabled', disabled_by: 'credentials' });
+    expect(h.sim.requests.some((r) => r.method === 'GET' && r.path.startsWith('/clip-a/api/v3/contents/generations/tasks/'))).toBe(true);
     skewS += 3600;
     expect((await http.get('/v1/videos/clip-templates?scene=oralMixCutting', key)).status).toBe(200);
     expect(templateFetches().map((r) => r.path)).toEqual(['/clip-a/api/v3/clip-templates', '/clip-b/api/v3/clip-templates', '/clip-b/api/v3/clip-templates']);
+    h.sim.revokeKey('key-clip-a', false);
     expect((await h.t.admin('POST', '/channels/clip-a/enable')).statusCode).toBe(200);
   });
 });

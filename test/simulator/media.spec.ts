@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import OpenAI, { toFile } from 'openai';
 import { imageTokens, promptTokens, startSimulator, videoTokens, type Simulator } from '../../src/upstream/simulator';
-import { KEY, openai, post } from './support';
+import { KEY, openai, post, TASKS } from './support';
 
 let sim: Simulator;
 let client: OpenAI;
@@ -122,5 +122,20 @@ describe('video tasks', () => {
     const missing = await fetch(`${sim.url}${tasks}/nope`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ error: { code: 'ResourceNotFound' } });
+  });
+});
+
+describe('what the gateway probes a media channel with', () => {
+  it('GET /v1/models answers an authenticated caller (any prefix), refuses a revoked key with 401 until restored', async () => {
+    const models = (key: string) => fetch(`${sim.url}/prefix/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    expect((await models(KEY)).status).toBe(200);
+    expect(await (await models(KEY)).json()).toMatchObject({ object: 'list', data: [] });
+    expect((await models('some-invalid-key')).status).toBe(401);
+    sim.revokeKey('kept-key');
+    expect((await models('kept-key')).status).toBe(401);
+    expect((await fetch(`${sim.url}/prefix${TASKS}/cgt-unknown`, { headers: { authorization: 'Bearer kept-key' } })).status).toBe(401);
+    sim.revokeKey('kept-key', false);
+    expect((await models('kept-key')).status).toBe(200);
+    expect((await fetch(`${sim.url}/prefix${TASKS}/cgt-unknown`, { headers: { authorization: 'Bearer kept-key' } })).status).toBe(404);
   });
 });

@@ -97,7 +97,7 @@ export function channelAdminRoutes(health: ChannelHealthAdmin, sql: SqlQuery, ru
         return { applied: true, ...applied };
       },
     );
-    app.post('/channels/:id/probe', { config: { openapi: doc('probeChannel', 'Probe a channel now (chat channels: a minimal request of its protocol)', `\`{probe: ok|failed|skipped, channel}\`, the channel ${CHANNEL}.`, NO_CHANNEL) } }, async (request) => {
+    app.post('/channels/:id/probe', { config: { openapi: doc('probeChannel', 'Probe a channel now with its own key (chat: a minimal request; task protocols: a GET of an unknown task; images and speech: the model list)', `\`{probe: ok|failed|skipped, channel}\`, the channel ${CHANNEL}.`, NO_CHANNEL) } }, async (request) => {
       const channel = channelOf(parse(Params, request.params).id);
       const probe = await health.probe(channel);
       return { probe, channel: view(channel, (await lastChanges()).get(channel.id)) };

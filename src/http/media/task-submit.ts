@@ -96,6 +96,7 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
 
   const call = new CallSignal(Math.min(deps.submitTimeoutMs * req.routes.length, options.budgetMs ?? Number.POSITIVE_INFINITY));
   const untrack = trackCall(request, call);
+  const account = request.caller?.accountId ?? null;
   let failure: Failure | null = null;
   try {
     for (const route of req.routes) {
@@ -111,7 +112,7 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
       });
       request.callMeter?.answered(route.channel.id, answer.ok ? null : answer.failure);
       if (answer.ok) {
-        attemptAnswered(route, startedAt);
+        attemptAnswered(route, startedAt, account);
         traced?.answered(200);
         const submitted = await deps.tasks.handle(taskId, {
           type: 'RecordSubmission',
@@ -131,7 +132,7 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
       }
       if (answer.failure.kind === 'status') traced?.answered(answer.failure.status);
       traced?.failed(answer.failure);
-      const verdict = attemptFailed(route, answer.failure, call, startedAt);
+      const verdict = attemptFailed(route, answer.failure, call, startedAt, account);
       failure = verdict.failure;
       if (!verdict.next) break;
     }

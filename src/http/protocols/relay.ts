@@ -278,13 +278,13 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
       if (failed) {
         traced?.failed(failed);
         // One failover rule for every ladder (src/channels/failover.ts).
-        const verdict = attemptFailed(route, failed, signal, startedAt);
+        const verdict = attemptFailed(route, failed, signal, startedAt, caller.accountId);
         failure = verdict.failure;
         failedAdapter = routeAdapter;
         if (!verdict.next) continue stages;
         continue;
       }
-      attemptAnswered(route, startedAt);
+      attemptAnswered(route, startedAt, caller.accountId);
       // The row names the model that answered, and the one asked for when it was a fallback.
       ctx.model = stage.model.id;
       const fallback = stage.model.id !== call.requested ? { requested_model: call.requested } : {};

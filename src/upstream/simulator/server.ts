@@ -21,6 +21,7 @@ type Route =
   | { kind: 'chat' | 'responses' | 'messages' | 'images-generations' | 'images-edits' | 'task-submit' | 'speech' | 'voices'; protocol: Protocol }
   | { kind: 'generate'; protocol: Protocol; model: string; stream: boolean }
   | { kind: 'count-tokens'; protocol: Protocol }
+  | { kind: 'models'; protocol: Protocol }
   | { kind: 'task-get' | 'task-delete'; protocol: Protocol; id: string }
   | { kind: 'clip-templates'; protocol: Protocol; id: string | undefined }
   | { kind: 'file'; name: string }
@@ -49,6 +50,8 @@ function route(method: string, path: string, body: unknown, tasks: ReadonlyMap<s
   }
   const c = CLIP_TEMPLATES_RE.exec(path);
   if (c && method === 'GET') return { kind: 'clip-templates', protocol: 'videos', id: c[1] === undefined ? undefined : decodeURIComponent(c[1]) };
+  // OpenAI's model list: what the gateway's probes of images and speech channels ask (authenticated, free).
+  if (method === 'GET' && path.endsWith('/v1/models')) return { kind: 'models', protocol: 'chat-completions' };
   if (method !== 'POST') return undefined;
   if (path.endsWith('/v1/chat/completions')) return { kind: 'chat', protocol: 'chat-completions' };
   if (path.endsWith('/v1/responses')) return { kind: 'responses', protocol: 'responses' };
@@ -126,6 +129,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const queue: Queued[] = [];
   const lifetime = new AbortController();
   const state: SimState = { baseUrl: '', anthropicCacheSeen: new Set(), tasks: new Map(), voices: new Map() };
+  const revoked = new Set<string>();
   let seq = 0;
 
   const take = (protocol: Protocol, model: string | undefined, apiKey: string | undefined, path: string): readonly string[] => {
@@ -214,7 +218,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       if (p === 'messages') return fail(401, 'x-api-key header is required');
       return fail(401, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).");
     }
-    if (apiKey.includes('invalid')) {
+    if (apiKey.includes('invalid') || revoked.has(apiKey)) {
       if (p === 'generate-content') return fail(400, 'API key not valid. Please pass a valid API key.');
       return fail(401);
     }
@@ -245,6 +249,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         return handleSpeech(ctx);
       case 'voices':
         return handleVoiceCreate(ctx);
+      case 'models':
+        return sendJson(ctx, 200, { object: 'list', data: [] });
       case 'count-tokens': {
         // The prompt's tokens as a call would report them (Gemini's body may wrap the request).
         if (p === 'messages') return sendJson(ctx, 200, { input_tokens: promptTokens('messages', ctx.body) });
@@ -289,8 +295,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     requests,
     enqueue: (...scenarios) => enqueueFor(undefined, scenarios),
     enqueueFor: (filter, ...scenarios) => enqueueFor(filter, scenarios),
+    revokeKey(key, revokedNow = true) {
+      if (revokedNow) revoked.add(key);
+      else revoked.delete(key);
+    },
     reset() {
       requests.length = 0;
+      revoked.clear();
       queue.length = 0;
       state.anthropicCacheSeen.clear();
       state.tasks.clear();

@@ -133,7 +133,9 @@ export interface Simulator {
   enqueueFor(filter: ScenarioFilter, ...scenarios: Array<Scenario | readonly Scenario[]>): void;
   /** Every request received since start / the last reset() (a live array). */
   readonly requests: RecordedRequest[];
-  /** Forget recorded requests, queued scenarios, prompt-cache memory, tasks, voices and id counters. */
+  /** Refuse a key as a revoked one (as one containing `invalid`) on every request, until `revokeKey(key, false)`. */
+  revokeKey(key: string, revoked?: boolean): void;
+  /** Forget revoked keys, recorded requests, queued scenarios, prompt-cache memory, tasks, voices and id counters. */
   reset(): void;
 }
 
