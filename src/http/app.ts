@@ -226,6 +226,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       background: deps.workflows.background,
       hosted: deps.hosted,
       viewsAt: (position: Position | null) => deps.runner.waitFor(position),
+      probe: deps.probe ?? NO_PROBE,
     }),
   );
   if (deps.hosted) await app.register(hostedFileRoutes(deps.hosted, now));
@@ -251,6 +252,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     hosted: deps.hosted,
     publicBaseUrl: deps.publicBaseUrl,
     timings: deps.speechTimings,
+    probe: deps.probe ?? NO_PROBE,
   };
   await app.register(speechRoutes(speech));
   await app.register(voiceRoutes(speech));
@@ -258,7 +260,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(musicRoutes(music));
   await app.register(musicAssetRoutes(music));
   await app.register(
-    transcriptRoutes({ ...taskSubmit, registry: deps.registry, router, background: deps.workflows.background, timings: { ...TRANSCRIPT_TIMINGS, ...deps.transcriptTimings } }),
+    transcriptRoutes({ ...taskSubmit, registry: deps.registry, router, background: deps.workflows.background, timings: { ...TRANSCRIPT_TIMINGS, ...deps.transcriptTimings }, probe: deps.probe ?? NO_PROBE }),
   );
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));

@@ -69,8 +69,9 @@ const V6_RANGES: readonly Range[] = [
 ];
 
 /** Prefixes whose last 32 bits are an IPv4 address that a connection may end up at: IPv4-mapped,
- * IPv4-compatible (deprecated, still routed by some stacks) and the NAT64 well-known prefix. */
-const EMBEDDING_V4 = [range6('::ffff:0:0/96', ''), range6('::/96', ''), range6('64:ff9b::/96', '')];
+ * IPv4-translated (`::ffff:0:a.b.c.d`, RFC 2765; what `http://[::ffff:0:127.0.0.1]/` names), IPv4-compatible
+ * (deprecated, still routed by some stacks) and the NAT64 well-known prefix. */
+const EMBEDDING_V4 = [range6('::ffff:0:0/96', ''), range6('::ffff:0:0:0/96', ''), range6('::/96', ''), range6('64:ff9b::/96', '')];
 
 /** The class of an address a probe must not fetch from (`a loopback address`, …), or null for a
  * public one. Something that is no IP address at all is refused too. */
@@ -83,4 +84,17 @@ export function forbiddenAddressClass(address: string): string | null {
   if (own) return own.name;
   if (EMBEDDING_V4.some((r) => within(value, 128, r))) return class4(value & 0xffffffffn);
   return null;
+}
+
+/** A URL's host as a resolver sees it: without the brackets of an IPv6 literal, lower-case, and without
+ * the trailing dots of a fully qualified name (`localhost.` is `localhost`; a resolver that refuses the
+ * dot would otherwise let the name pass unchecked to an upstream whose resolver does not). */
+export function hostOf(url: URL): string {
+  return url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.+$/, '');
+}
+
+/** The class of a host name that is refused without asking DNS: `localhost` and its sub-domains are
+ * loopback whatever a resolver says (RFC 6761). */
+export function forbiddenNameClass(host: string): string | null {
+  return host === 'localhost' || host.endsWith('.localhost') ? 'a loopback name' : null;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forbiddenAddressClass } from './address';
+import { forbiddenAddressClass, forbiddenNameClass, hostOf } from './address';
 
 describe('forbiddenAddressClass: what a media probe may not connect to', () => {
   it('names each class of non-public IPv4 address', () => {
@@ -42,6 +42,10 @@ describe('forbiddenAddressClass: what a media probe may not connect to', () => {
       ['::ffff:10.0.0.1', 'a private address (RFC 1918)'],
       ['::10.0.0.1', 'a private address (RFC 1918)'],
       ['64:ff9b::192.168.1.1', 'a private address (RFC 1918)'],
+      // IPv4-translated (::ffff:0:0:0/96): `http://[::ffff:0:127.0.0.1]/` passed as unprobed (issue 31, item 6).
+      ['::ffff:0:127.0.0.1', 'a loopback address'],
+      ['::ffff:0:7f00:1', 'a loopback address'],
+      ['::ffff:0:a9fe:a9fe', 'the cloud metadata address (link-local)'],
     ];
     for (const [address, name] of cases) expect([address, forbiddenAddressClass(address)]).toEqual([address, name]);
     for (const address of ['2606:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', 'fbff::1'])
@@ -51,5 +55,20 @@ describe('forbiddenAddressClass: what a media probe may not connect to', () => {
   it('refuses what is no IP address', () => {
     expect(forbiddenAddressClass('example.com')).toBe('not an IP address');
     expect(forbiddenAddressClass('')).toBe('not an IP address');
+  });
+});
+
+describe('hostOf and forbiddenNameClass: a URL host as a resolver sees it', () => {
+  it('drops the brackets of an IPv6 literal, the case and the trailing dots of a fully qualified name', () => {
+    expect(hostOf(new URL('http://localhost.:8080/a'))).toBe('localhost');
+    expect(hostOf(new URL('http://Example.COM../a'))).toBe('example.com');
+    expect(hostOf(new URL('http://[::ffff:0:127.0.0.1]/'))).toBe('::ffff:0:7f00:1');
+  });
+
+  it('refuses localhost and its sub-domains by name, whatever DNS says', () => {
+    expect(forbiddenNameClass('localhost')).toBe('a loopback name');
+    expect(forbiddenNameClass('api.localhost')).toBe('a loopback name');
+    expect(forbiddenNameClass('localhost.example.com')).toBeNull();
+    expect(forbiddenNameClass('mylocalhost')).toBeNull();
   });
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Probe, UrlProbe } from './port';
 import { checkMedia, type MediaRule } from './rules';
+import { firstRefusedUrl } from './url-policy';
 
 // A request's media URLs checked before any money moves: every URL probed at once within one time budget,
 // then the first limit broken as the 400's message. Used by avatars, digital humans and smart clip.
@@ -63,5 +64,13 @@ export function firstBroken(checks: readonly MediaCheck[], probes: ReadonlyMap<s
 
 /** The checks probed (at once, within the budget) and judged: the 400's message, or null. */
 export async function mediaRefusal(probe: UrlProbe, checks: readonly MediaCheck[]): Promise<string | null> {
-  return firstBroken(checks, await probeAll(probe, checks.map((c) => c.url)));
+  // The URL policy first: it holds when probing is off too.
+  return (await urlRefusal(probe, checks)) ?? firstBroken(checks, await probeAll(probe, checks.map((c) => c.url)));
+}
+
+/** The URL policy (src/probe/url-policy.ts) on URLs the gateway passes on unprobed: the first refused one
+ * as the 400's message (`field: why`), or null. */
+export function urlRefusal(probe: UrlProbe, urls: readonly { readonly field: string; readonly url: string }[]): Promise<string | null> {
+  const admit = probe.admit?.bind(probe);
+  return admit ? firstRefusedUrl(admit, urls) : Promise.resolve(null);
 }

@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
-import { forbiddenAddressClass } from './address';
+import { forbiddenAddressClass, forbiddenNameClass, hostOf } from './address';
 import { discard } from './read';
 
 /**
@@ -73,7 +73,7 @@ export class PinnedClient {
 
   constructor(private readonly options: PinnedClientOptions) {
     const pinned: LookupFunction = (hostname, lookupOptions, callback) => {
-      const pin = this.pins.get(hostname.toLowerCase());
+      const pin = this.pins.get(hostname.toLowerCase().replace(/\.+$/, ''));
       if (!pin) return callback(new Error('the probe connects only to addresses it has checked'), '', 4);
       if (lookupOptions.all) (callback as unknown as (e: null, addresses: ResolvedAddress[]) => void)(null, [pin]);
       else callback(null, pin.address, pin.family);
@@ -84,9 +84,11 @@ export class PinnedClient {
   /** The host's address to connect to, after checking all its addresses: one that may not be fetched
    * refuses the URL, even among public ones (a name that also resolves inside is not to be trusted). */
   private async check(url: URL, redirected: boolean): Promise<void> {
-    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    const host = hostOf(url);
     if (isIP(host)) return this.refuseIfForbidden(host, host, redirected);
     if (this.pins.has(host)) return;
+    const named = this.options.allowPrivateAddresses ? null : forbiddenNameClass(host);
+    if (named) throw new ProbeRefusal(`${redirected ? 'the URL redirects to' : 'the URL names'} ${host}, ${named}; media URLs must be on public addresses`);
     let addresses: readonly ResolvedAddress[];
     try {
       addresses = await abortable(this.options.lookup(host), this.options.signal);

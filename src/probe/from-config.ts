@@ -5,7 +5,11 @@ import { NO_PROBE, type UrlProbe } from './port';
 /** The gateway's probe from the config's `media_probe` block (absent: on, with the defaults). */
 export function probeFromConfig(config: MediaProbeConfig | undefined): UrlProbe {
   if (config === undefined) return new MediaProbe(MEDIA_PROBE_DEFAULTS);
-  if (!config.enabled) return NO_PROBE;
+  // Probing off passes every URL on unprobed; the URL policy still holds (it is not the probe's).
+  if (!config.enabled) {
+    const policy = new MediaProbe({ allowPrivateAddresses: config.allow_private_addresses, timeoutMs: config.timeout_ms });
+    return { probe: NO_PROBE.probe, admit: (url) => policy.admit(url) };
+  }
   return new MediaProbe({ allowPrivateAddresses: config.allow_private_addresses, timeoutMs: config.timeout_ms, maxReadBytes: config.max_read_bytes });
 }
 
@@ -26,5 +30,9 @@ export class ConfiguredProbe implements UrlProbe {
 
   probe(url: string): ReturnType<UrlProbe['probe']> {
     return this.current.probe(url);
+  }
+
+  admit(url: string): Promise<string | null> {
+    return this.current.admit?.(url) ?? Promise.resolve(null);
   }
 }

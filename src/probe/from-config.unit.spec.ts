@@ -17,7 +17,14 @@ describe('media_probe in the config', () => {
     const config = parseConfig('media_probe: {allow_private_addresses: true, timeout_ms: 500}', {});
     expect(config.media_probe).toEqual({ enabled: true, allow_private_addresses: true, timeout_ms: 500, max_read_bytes: 1048576 });
     expect((probeFromConfig(config.media_probe) as MediaProbe).settings).toEqual({ allowPrivateAddresses: true, timeoutMs: 500, maxReadBytes: 1048576 });
-    expect(probeFromConfig(parseConfig('media_probe: {enabled: false}', {}).media_probe)).toBe(NO_PROBE);
+  });
+
+  it('off, probes nothing but keeps the URL policy (issue 31, item 6); allow_private_addresses lifts it', async () => {
+    const off = probeFromConfig(parseConfig('media_probe: {enabled: false}', {}).media_probe);
+    expect(await off.probe('http://127.0.0.1/a.mp4')).toEqual(await NO_PROBE.probe('http://127.0.0.1/a.mp4'));
+    expect(await off.admit!('http://127.0.0.1/a.mp4')).toMatch(/loopback/);
+    const open = probeFromConfig(parseConfig('media_probe: {enabled: false, allow_private_addresses: true}', {}).media_probe);
+    expect(await open.admit!('http://127.0.0.1/a.mp4')).toBeNull();
   });
 
   it('refuses unknown keys and values past the bounds, with the path', () => {

@@ -7,6 +7,7 @@ import { findMoov, parseMoov, topBoxes, type IsoFacts } from './iso';
 import { loadParsers, type Parsers } from './parsers';
 import type { MediaFacts, Probe, UrlProbe } from './port';
 import { discard, readPrefix } from './read';
+import { addressRefusal } from './url-policy';
 import { AUDIO_FORMATS, formatOfContentType, IMAGE_FORMATS, ISO_FORMATS, sniffFormat } from './sniff';
 
 export interface MediaProbeSettings {
@@ -92,6 +93,10 @@ export class MediaProbe implements UrlProbe {
     this.lookup = seams.lookup ?? systemLookup;
     this.maxRedirects = seams.maxRedirects ?? 5;
     this.forbidden = seams.forbidden;
+  }
+
+  admit(url: string): Promise<string | null> {
+    return addressRefusal(url, { allowPrivateAddresses: this.settings.allowPrivateAddresses, lookup: this.lookup, forbidden: this.forbidden, timeoutMs: this.settings.timeoutMs });
   }
 
   async probe(url: string): Promise<Probe> {

@@ -36,6 +36,9 @@ export type Probe =
 
 export interface UrlProbe {
   probe(url: string): Promise<Probe>;
+  /** The URL policy alone (src/probe/url-policy.ts), for a URL passed on unprobed: why it must not be
+   * passed on, or null. Absent (a test's fake): every URL may. */
+  admit?(url: string): Promise<string | null>;
 }
 
 /** A gateway that probes nothing: every URL is passed on for the upstream to judge. */

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { BodyTooLargeError } from './bounded-body';
+import type { Scrub } from './scrub';
 import { CallSignal, classify, statusFailure, upstreamAgent, type Failure } from './upstream-call';
 
 /** What one upstream request gave: the answer read, or why there was none. */
@@ -15,6 +16,8 @@ export interface Hop {
   /** The whole call's signal (its budget, the client's disconnect, the shutdown). */
   readonly call: CallSignal;
   readonly dispatcher?: Dispatcher | undefined;
+  /** The channel's credentials taken out of an error answer (`scrubberOf(channel)`). */
+  readonly scrub: Scrub;
   /** Told the answer's status once its headers arrive (the attempt's trace span). */
   readonly onStatus?: ((status: number) => void) | undefined;
 }
@@ -38,7 +41,7 @@ export async function postHop<T>(hop: Hop, read: (response: Dispatcher.ResponseD
       bodyTimeout: hop.timeoutMs,
     });
     hop.onStatus?.(response.statusCode);
-    if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body) };
+    if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body, hop.scrub) };
     return { ok: true, value: await read(response) };
   } catch (error) {
     if (error instanceof BodyTooLargeError) return { ok: false, failure: { kind: 'unreachable', message: error.message } };

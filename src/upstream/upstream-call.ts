@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { ERROR_BODY_BYTES, textWithin } from './bounded-body';
+import { scrubKeyShaped, type Scrub } from './scrub';
 import { Agent } from 'undici';
 
 /** Keep-alive connections to upstreams, shared by every request. */
@@ -99,17 +100,21 @@ export function classify(error: unknown, deadline: CallSignal): Failure {
   if (deadline.expired || e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT')
     return { kind: 'timeout', message: 'the upstream did not answer in time' };
   const code = e.code ?? e.cause?.code ?? '';
-  return { kind: 'unreachable', message: CONNECTION_ERRORS.has(code) ? `upstream connection failed (${code})` : `upstream connection failed: ${e.message ?? code}` };
+  // An error's own text may name what it connected through (a proxy URL with its user-info).
+  return { kind: 'unreachable', message: CONNECTION_ERRORS.has(code) ? `upstream connection failed (${code})` : `upstream connection failed: ${scrubKeyShaped(e.message ?? code)}` };
 }
 
 /** The failure of an upstream answer with an error status: its body's first MiB (the message is
- * all that is used), Retry-After kept. */
+ * all that is used), Retry-After kept. The body is the upstream's text entering the gateway: `scrub`
+ * (the channel's, `scrubberOf` in ./scrub.ts) takes the channel's credentials out of it here, before the
+ * client, the call log, the channel's health or a log line sees it. */
 export async function statusFailure(
   statusCode: number,
   headers: Record<string, string | string[] | undefined>,
   body: AsyncIterable<unknown> & { destroy(error?: Error): unknown },
+  scrub: Scrub = scrubKeyShaped,
 ): Promise<Failure> {
-  const text = await textWithin(body, ERROR_BODY_BYTES, { truncate: true }).catch(() => '');
+  const text = scrub(await textWithin(body, ERROR_BODY_BYTES, { truncate: true }).catch(() => ''));
   const kept: Record<string, string> = {};
   const retryAfter = headers['retry-after'];
   if (typeof retryAfter === 'string') kept['retry-after'] = retryAfter;

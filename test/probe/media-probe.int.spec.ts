@@ -172,7 +172,10 @@ describe('MediaProbe: what it refuses to fetch (SSRF)', () => {
     // Other spellings of loopback: the URL parser makes them dotted quads before the check sees them.
     for (const host of ['2130706433', '0x7f.1', '127.1'])
       expect(await guarded.probe(`http://${host}:${server.port}/photo.jpg`)).toMatchObject({ kind: 'refused', message: expect.stringContaining('127.0.0.1, a loopback address') });
-    expect(await guarded.probe(`http://localhost:${server.port}/photo.jpg`)).toMatchObject({ kind: 'refused', message: expect.stringMatching(/^the URL names localhost, which resolves to (127\.0\.0\.1|::1), a loopback address/) });
+    // localhost by name (RFC 6761), with or without its trailing dot; and IPv4-translated IPv6 (issue 31, item 6).
+    for (const host of ['localhost', 'localhost.', 'LOCALHOST..'])
+      expect(await guarded.probe(`http://${host}:${server.port}/photo.jpg`)).toMatchObject({ kind: 'refused', message: 'the URL names localhost, a loopback name; media URLs must be on public addresses' });
+    expect(await guarded.probe(`http://[::ffff:0:127.0.0.1]:${server.port}/photo.jpg`)).toMatchObject({ kind: 'refused', message: expect.stringContaining('a loopback address') });
     expect(server.seen.length).toBe(before); // nothing was fetched
     expect(factsOf(await open.probe(url('photo.jpg'))).width).toBe(100);
   });

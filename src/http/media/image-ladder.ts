@@ -12,6 +12,7 @@ import {
 import type { Route } from '../../upstream/routing';
 import { IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { postHop, type HopResult } from '../../upstream/hop';
+import { scrubberOf } from '../../upstream/scrub';
 import { tryJson } from '../../upstream/json';
 import { upstreamTarget, type CallSignal, type Failure } from '../../upstream/upstream-call';
 import type { UpstreamAttempt } from '../../tracing/spans';
@@ -141,7 +142,7 @@ function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSig
   const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...shapedHeaders(route.channel, imagesAuthHeaders(route.channel.api_key)) };
   traced?.propagate(headers);
   const dispatcher = channelDispatcher(route.channel) ?? deps.dispatcher;
-  return postHop({ target, headers, body, timeoutMs: deps.timings.hopMs, call, dispatcher, onStatus: (status) => traced?.answered(status) }, (response) =>
+  return postHop({ target, headers, body, timeoutMs: deps.timings.hopMs, call, dispatcher, scrub: scrubberOf(route.channel), onStatus: (status) => traced?.answered(status) }, (response) =>
     textWithin(response.body, IMAGE_ANSWER_BYTES),
   );
 }

@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { Dispatcher } from 'undici';
 import { min } from '../../money/usd';
+import { urlRefusal } from '../../probe/checks';
+import type { UrlProbe } from '../../probe/port';
 import { imagesPath, type ImageEndpoint } from '../../upstream/protocols/images';
 import { CallSignal } from '../../upstream/upstream-call';
 import { trackCall } from '../../lifecycle/http';
@@ -22,6 +24,8 @@ export { IMAGE_BODY_LIMIT, IMAGE_TIMINGS, type ImageTimings };
 export interface ImagesDeps extends ImageIntakeDeps, Omit<ImageTaskDeps, 'timings' | 'dispatcher'> {
   readonly timings?: Partial<ImageTimings>;
   readonly dispatcher?: Dispatcher;
+  /** The URL policy on reference links (src/probe/url-policy.ts). */
+  readonly probe?: UrlProbe;
 }
 
 const HOLD_GRACE_S = 120;
@@ -79,6 +83,10 @@ export function imageRoutes(deps: ImagesDeps) {
         },
         async (request, reply) => {
           const call = takeImageCall(deps, endpoint, request);
+          // Links the upstream fetches, under the one URL policy (docs/media.md): data URIs are no links.
+          const links = call.image.references.filter((r) => /^https?:\/\//i.test(r)).map((url) => ({ field: 'image', url }));
+          const refused = deps.probe && links.length > 0 ? await urlRefusal(deps.probe, links) : null;
+          if (refused) return call.reject('invalid_request', refused);
           return call.body.async === true ? submitImageTask(taskDeps, call, reply) : relayImages(deps, timings, call, reply);
         },
       );

@@ -1,3 +1,4 @@
+import { urlRefusal } from '../../probe/checks';
 import { z } from 'zod';
 import type { ModelConfig, VideoRules } from '../../config/schema';
 import { parseUsd } from '../../money/usd';
@@ -134,10 +135,18 @@ function lifetimeOf(body: VideoBody): number {
 }
 
 
+/** The content's links the upstream fetches, under the URL policy (docs/media.md); data URIs are not links. */
+function referencedUrls(body: VideoBody): { field: string; url: string }[] {
+  return body.content.flatMap((item, i) => {
+    const url = item.type === 'image_url' ? item.image_url.url : item.type === 'video_url' ? item.video_url.url : item.type === 'audio_url' ? item.audio_url.url : null;
+    return url !== null && /^https?:\/\//i.test(url) ? [{ field: `content[${i}].${item.type}`, url }] : [];
+  });
+}
+
 export const standardVideo: VideoSku<VideoBody> = {
   schema: VideoBody,
-  async prepare(body, model) {
-    const invalid = checkVideo(body, model);
+  async prepare(body, model, context) {
+    const invalid = checkVideo(body, model) ?? (await urlRefusal(context.probe, referencedUrls(body)));
     if (invalid) return { invalid };
     const { model: _model, ...fields } = body;
     return { ...planVideo(body, model), params: echoed(body), fields, lifetimeS: lifetimeOf(body) };

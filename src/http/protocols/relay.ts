@@ -16,6 +16,7 @@ import { callerGroup } from '../../channels/groups';
 import { tryJson } from '../../upstream/json';
 import { BodyTooLargeError, CHAT_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { readAhead } from '../../upstream/read-ahead';
+import { scrubberOf, scrubKeyShaped, type Scrub } from '../../upstream/scrub';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { formatUsd } from '../../money/usd';
@@ -309,7 +310,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
         return charge.amount;
       };
       if (!info.stream) return relayBody(text, response, routeAdapter, reply, estimate, bounds, settle, translation);
-      return relayStream(body!, adapter, info, request, reply, estimate, bounds, settle, signal, translation);
+      return relayStream(body!, adapter, info, request, reply, estimate, bounds, settle, signal, translation, scrubberOf(route.channel));
     }
     }
 
@@ -400,7 +401,7 @@ async function send(
       bodyTimeout: deps.timeoutMs,
     });
     traced?.answered(response.statusCode);
-    if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body) };
+    if (response.statusCode >= 400) return { failure: await statusFailure(response.statusCode, response.headers, response.body, scrubberOf(route.channel)) };
     return { response };
   } catch (error) {
     return { failure: classify(error, call) };
@@ -446,6 +447,8 @@ async function relayStream(
   settle: Settle,
   call: CallSignal,
   translation: Translation | null = null,
+  /** The channel's credentials taken out of its error frames (src/upstream/scrub.ts). */
+  scrub: Scrub = scrubKeyShaped,
 ) {
   // Translated: the channel's stream is watched by its own protocol's observer (usage, end) and
   // converted event by event into the client's protocol.
@@ -474,7 +477,8 @@ async function relayStream(
   };
   const flushStray = () => {
     if (stray === '') return;
-    const text = stray;
+    // Outside the framing only an error object is forwarded: the upstream's text, never model output.
+    const text = scrub(stray);
     stray = '';
     if (!observer.onStray?.(text) || client.gone) return;
     strayForwarded = true;
@@ -491,7 +495,7 @@ async function relayStream(
     },
     onEvent(event) {
       flushStray();
-      const forwarded = { event: event.event, data: event.data };
+      const forwarded = { event: event.event, data: isErrorFrame(event) ? scrub(event.data) : event.data };
       const before = observer.outputChars();
       const keep = observer.onEvent(forwarded);
       // The output this event added is delivered with the client's next write.
@@ -561,6 +565,12 @@ async function relayStream(
   }
   return reply;
 }
+
+/** An upstream's in-protocol error frame (Streaming error behavior, rule 2: forwarded unchanged, but for the
+ * channel's credentials): `event: error` (messages, responses), a failed response, or data that is an
+ * error object (chat-completions, generate-content). Model output is never scrubbed: it is what was paid for. */
+const ERROR_DATA = /^\s*\{\s*"(?:error"|type"\s*:\s*"(?:error|response\.failed)")/;
+const isErrorFrame = (event: { readonly event?: string | undefined; readonly data: string }): boolean => event.event === 'error' || event.event === 'response.failed' || ERROR_DATA.test(event.data);
 
 /** The call-log message of the ways a stream can end early other than the upstream's. */
 const STREAM_ENDS: Readonly<Record<string, string>> = {

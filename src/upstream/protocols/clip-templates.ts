@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { ChannelConfig } from '../../config/schema';
 import { BodyTooLargeError, textWithin } from '../bounded-body';
 import { tryJson } from '../json';
+import { scrubberOf } from '../scrub';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../upstream-call';
 
 export const CLIP_TEMPLATES_PATH = '/api/v3/clip-templates';
@@ -46,7 +47,7 @@ async function getJson<T>(channel: ChannelConfig, path: string, schema: z.ZodTyp
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
     });
-    if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body) };
+    if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body, scrubberOf(channel)) };
     const parsed = schema.safeParse(tryJson(await textWithin(response.body, TEMPLATE_ANSWER_BYTES)));
     if (!parsed.success) return { ok: false, failure: { kind: 'unreachable', message: 'the upstream answered with something that is not a clip template answer' } };
     return { ok: true, value: parsed.data };

@@ -10,6 +10,7 @@ import type { ChannelConfig } from '../../config/schema';
 import { BodyTooLargeError, bytesWithin, SPEECH_ANSWER_BYTES, textWithin } from '../bounded-body';
 import { postHop, type HopResult } from '../hop';
 import { tryJson } from '../json';
+import { scrubberOf } from '../scrub';
 import { upstreamTarget, type CallSignal } from '../upstream-call';
 import { openAiErrorMessage } from './chat-completions';
 
@@ -58,6 +59,7 @@ function hopOf(channel: ChannelConfig, path: string, body: string, options: HopO
     call: options.call,
     dispatcher: channelDispatcher(channel) ?? options.dispatcher,
     onStatus: options.onStatus,
+    scrub: scrubberOf(channel),
   };
 }
 

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { ChannelConfig } from '../../config/schema';
 import { BodyTooLargeError, textWithin } from '../bounded-body';
 import { tryJson } from '../json';
+import { scrubberOf } from '../scrub';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../upstream-call';
 
 export const TASKS_PATH = '/api/v3/contents/generations/tasks';
@@ -62,7 +63,7 @@ async function call(
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
-    if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body) };
+    if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body, scrubberOf(channel)) };
     const text = await textWithin(response.body, TASK_ANSWER_BYTES);
     return { ok: true, value: text === '' ? {} : tryJson(text) };
   } catch (error) {
@@ -94,7 +95,9 @@ export async function fetchTask(channel: ChannelConfig, upstreamTaskId: string, 
   if (!answer.ok) return answer;
   const parsed = UpstreamTask.safeParse(answer.value);
   if (!parsed.success) return { ok: false, failure: { kind: 'unreachable', message: 'the upstream answered a task poll with something that is not a task' } };
-  return { ok: true, value: parsed.data };
+  // A failed task's message is the upstream's text like an error answer's: its credentials stay here.
+  const task = parsed.data;
+  return { ok: true, value: task.error ? { ...task, error: { ...task.error, message: scrubberOf(channel)(task.error.message) } } : task };
 }
 
 /** Asks the upstream to stop a task the gateway gave up on (expired): best effort, never throws. */
