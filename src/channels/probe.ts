@@ -7,6 +7,7 @@ import { generateContent } from '../upstream/protocols/generate-content';
 import { messages } from '../upstream/protocols/messages';
 import { responses } from '../upstream/protocols/responses';
 import { TASKS_PATH } from '../upstream/protocols/tasks';
+import { scrubberOf } from '../upstream/scrub';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget } from '../upstream/upstream-call';
 import type { ChannelBoard } from './board';
 import { channelDispatcher, shapedHeaders, shapedPath, withChannelQuery } from './shaping';
@@ -100,7 +101,7 @@ export async function probeChannel(
       board.record(channel.id, { kind: 'success', latencyMs }, PROBE);
       return 'ok';
     }
-    const verdict = failover(await statusFailure(response.statusCode, response.headers, response.body), signal, latencyMs);
+    const verdict = failover(await statusFailure(response.statusCode, response.headers, response.body, scrubberOf(channel)), signal, latencyMs);
     if (verdict.outcome) board.record(channel.id, verdict.outcome, PROBE);
     return verdict.outcome?.kind === 'success' ? 'ok' : 'failed';
   } catch (error) {
