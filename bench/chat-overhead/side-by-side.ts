@@ -4,7 +4,8 @@
  *
  *   npm ci --prefix bench/peers          # Portkey's gateway and autocannon, once
  *   node --import tsx bench/chat-overhead/side-by-side.ts [--duration 10] [--warmup 3] [--rounds 1]
- *        [--loadgens autocannon,undici] [--targets passthrough,portkey,gateway[,gateway-external]] [--scenarios REGEX]
+ *        [--loadgens autocannon,undici] [--targets passthrough,portkey,gateway[,gateway-external,gateway-embedded,gateway-embedded-async]]
+ *        [--scenarios REGEX]
  *        [--log-level LEVEL] [--gateway-flags "--cpu-prof ..."]
  *
  * Layout (as the issue measured it): each target alone on core 1; the load generator, the upstream
@@ -179,13 +180,21 @@ async function main() {
 
     let gatewayKey = '';
     /** The gateway as `npm start` runs it; `external`: with PROJECTIONS=external and a `gateway projections run`
-     * worker on the load core (with Postgres, whose work the worker's is), its CPU counted apart. */
-    const launchGateway = async (external: boolean) => {
+     * worker on the load core (with Postgres, whose work the worker's is), its CPU counted apart; `embedded`:
+     * the zero-setup default (PGlite in a DATA_DIR of its own, no Redis) with LEDGER_CALL_COMMIT as given
+     * (`default`: unset, which is `sync` there). */
+    const launchGateway = async (external: boolean, embedded: 'default' | 'async' | null = null) => {
       const port = await freePort();
       const env: NodeJS.ProcessEnv = {
         ...gatewayEnv({ port, dataDir: join(work, 'data'), databaseUrl: dbUrl.toString(), redisUrl: REDIS_URL, configPath, adminToken: ADMIN_TOKEN }),
         PROJECTIONS: external ? 'external' : 'in-process',
       };
+      if (embedded) {
+        // A fresh database each time: its account and key are made below, like the first Postgres gateway's.
+        env.DATA_DIR = mkdtempSync(join(work, 'embedded-'));
+        for (const name of ['DATABASE_URL', 'REDIS_URL', 'EVENTSTORE_URL', 'LEDGER_CALL_COMMIT']) delete env[name];
+        if (embedded === 'async') env.LEDGER_CALL_COMMIT = 'async';
+      }
       if (LOG_LEVEL) env.LOG_LEVEL = LOG_LEVEL;
       else delete env.LOG_LEVEL;
       const child = await start('gateway', TARGET_CORE, [process.execPath, ...START_FLAGS, ...GATEWAY_FLAGS, 'bin/gateway.mjs', 'serve'], env, /gateway listening on/);
@@ -193,7 +202,9 @@ async function main() {
         ? await start('projections', LOAD_CORE, [process.execPath, ...START_FLAGS, 'bin/gateway.mjs', 'projections', 'run'], env, /applying the log/)
         : undefined;
       const origin = `http://127.0.0.1:${port}`;
-      if (!gatewayKey) {
+      // Every Postgres gateway uses the same account; an embedded one, one in its own DATA_DIR.
+      let key = embedded ? '' : gatewayKey;
+      if (!key) {
         const call = async <T>(method: string, path: string, payload?: unknown) => {
           const res = await fetch(`${origin}/admin/v1${path}`, {
             method,
@@ -205,8 +216,11 @@ async function main() {
         };
         const account = await call<{ id: string }>('POST', '/accounts', { name: 'side-by-side' });
         await call('POST', `/accounts/${account.id}/topups`, { amount_usd: '100000', reference: 'bench' });
-        gatewayKey = (await call<{ key: string }>('POST', `/accounts/${account.id}/keys`, { name: 'bench' })).key;
+        key = (await call<{ key: string }>('POST', `/accounts/${account.id}/keys`, { name: 'bench' })).key;
+        if (!embedded) gatewayKey = key;
       }
+      const endpoint = { origin, headers: { authorization: `Bearer ${key}` } };
+      if (embedded) return { child, worker, endpoint };
       // Postgres backends serving this database go to the load core, as the issue's setup had them.
       const db = new pg.Client({ connectionString: dbUrl.toString() });
       await db.connect();
@@ -219,7 +233,7 @@ async function main() {
           /* gone */
         }
       }
-      return { child, worker, endpoint: { origin, headers: { authorization: `Bearer ${gatewayKey}` } } };
+      return { child, worker, endpoint };
     };
     const launch: Record<string, () => Promise<{ child: ChildProcess; worker?: ChildProcess; endpoint: Endpoint }>> = {
       passthrough: async () => {
@@ -246,6 +260,8 @@ async function main() {
       },
       gateway: () => launchGateway(false),
       'gateway-external': () => launchGateway(true),
+      'gateway-embedded': () => launchGateway(false, 'default'),
+      'gateway-embedded-async': () => launchGateway(false, 'async'),
     };
     const direct: Endpoint = { origin: simUrl, headers: { authorization: 'Bearer sim-key' } };
     const measure = async (loadgen: 'autocannon' | 'undici', s: Scenario, ep: Endpoint, pid: number | null, workerPid?: number) => {

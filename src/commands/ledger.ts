@@ -23,11 +23,25 @@ import { walletDecider, type AdjustmentCall, type WalletCommand, type WalletStat
 
 /** How the appends that meter calls (reserve, settle, release, rejected calls) commit.
  * `sync`: each waits for the WAL flush like every other command. `async`: they return once
- * committed, without waiting for the flush; a crash of the database server (not of the
- * gateway) can then lose the last moments of call metering — calls that were served and
- * are never charged, never a charge without its call. Money coming in (top-ups, grants)
+ * committed, without waiting for the flush; whoever holds the unflushed WAL can then lose the
+ * last moments of call metering in a crash — calls that were served and are never charged,
+ * never a charge without its call. On a Postgres server that is the server's crash only; on
+ * PGlite it is the gateway's own (see defaultCallCommit). Money coming in (top-ups, grants)
  * and every admin command always wait for the flush. */
 export type CallCommit = 'sync' | 'async';
+
+/**
+ * The commit of call metering when LEDGER_CALL_COMMIT is unset. On a Postgres server `async`: its
+ * WAL writer flushes an asynchronous commit within moments, whatever becomes of the gateway. On
+ * PGlite `sync`: PGlite runs Postgres single-user inside this process, with no WAL writer, so an
+ * asynchronous commit stays in the process's memory until a later synchronous commit writes the
+ * WAL out, and a kill of the gateway lost calls it had answered (issue 31: five of six). PGlite
+ * never calls fsync, so its flush is a write into the operating system's cache: cheap, and kept
+ * through a kill of the process (not through a power loss). EventStoreDB ignores the setting.
+ */
+export function defaultCallCommit(engine: EventStore['engine']): CallCommit {
+  return engine === 'pglite' ? 'sync' : 'async';
+}
 
 export interface LedgerOptions {
   readonly now?: () => number;
@@ -118,7 +132,7 @@ export class Ledger {
     options: LedgerOptions = {},
   ) {
     this.now = options.now ?? unixNow;
-    this.callsDurable = (options.callCommit ?? 'async') === 'sync';
+    this.callsDurable = (options.callCommit ?? defaultCallCommit(store.engine)) === 'sync';
     this.warn = options.warn ?? ((fields, message) => console.warn(message, JSON.stringify(fields)));
     const snapshotting = (aggregate: string, version: number, initialState: unknown): Snapshotting | null =>
       options.snapshots

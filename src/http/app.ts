@@ -16,7 +16,7 @@ import { metricsPlugin } from '../metrics/http';
 import type { Sql } from '../storage/sql';
 import { adminRoutes } from './admin/routes';
 import { UnreadableEventError } from '../events/catalog';
-import { GatewayError, sendError, unavailable } from './errors';
+import { failureOf, GatewayError, sendError, unavailable } from './errors';
 import { authPlugin } from './plugins/auth';
 import { rateLimitPlugin } from './plugins/rate-limit';
 import { idempotencyPlugin } from './plugins/idempotency';
@@ -168,8 +168,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Fastify's own refusals (unparsable JSON, body too large, bad content type) are the client's fault.
     const refusal = clientErrorOf(error, request);
     if (refusal) return sendError(request, reply, refusal);
-    request.log.error({ err: error }, 'request failed');
-    return sendError(request, reply, new GatewayError('internal_error', 'internal error; the request id is ' + request.id));
+    const failure = failureOf(error, request.id);
+    if (failure.code === 'service_unavailable') request.log.warn({ err: error }, 'request failed: the database cannot be reached');
+    else request.log.error({ err: error }, 'request failed');
+    return sendError(request, reply, failure);
   });
   app.setNotFoundHandler((request, reply) => sendError(request, reply, notFound(request)));
   // First: a request refused because the gateway drains goes through no other hook.

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { databaseUnreachable } from '../storage/outage';
 
 /** The shape errors take on an endpoint: each client protocol has its own. */
 export type ErrorShape = 'chat' | 'messages' | 'generate';
@@ -51,6 +52,10 @@ export const ERROR_CODES = {
   // kept-alive connection, or a call that outlasted SHUTDOWN_GRACE_S); retried elsewhere. The messages
   // type is the one its SDK retries.
   gateway_shutting_down: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
+  // Not in the spec's table (docs/operations.md, "Database and Redis outages"): the database cannot be
+  // reached (a restart, a crash, a failover, a network cut); retried after Retry-After. The messages
+  // type is the one its SDK retries.
+  service_unavailable: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
   // Not in the spec's table (docs/media.md, "Images, asynchronous mode"): the final answer of an async
   // image task the gateway was running when it stopped (failed, refunded; submit it again).
   gateway_interrupted: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
@@ -149,6 +154,28 @@ export function upstreamErrorBody(shape: ErrorShape, status: number, message: st
 export function upstreamErrorCode(status: number): string {
   const body = upstreamErrorBody('chat', status, '') as { error: { code: string } };
   return body.error.code;
+}
+
+/** Seconds a client is asked to wait after a database outage: a restart or a failover takes a few,
+ * and a connection attempt to a server that does not answer gives up after 10 (src/storage/sql.ts). */
+export const OUTAGE_RETRY_AFTER_S = 5;
+
+/** A request that failed because the database could not be reached (src/storage/outage.ts). */
+export function storageUnavailable(requestId: string): GatewayError {
+  return new GatewayError(
+    'service_unavailable',
+    `The gateway's database cannot be reached right now; retry in a few seconds (request id ${requestId}).`,
+    { 'retry-after': String(OUTAGE_RETRY_AFTER_S) },
+  );
+}
+
+/** What a request that threw is answered with, when the thrown value is not a refusal of its own: a
+ * database outage is 503 `service_unavailable` with Retry-After (the client retries), anything else
+ * 500 `internal_error`. */
+export function failureOf(error: unknown, requestId: string): GatewayError {
+  if (error instanceof GatewayError) return error;
+  if (databaseUnreachable(error)) return storageUnavailable(requestId);
+  return new GatewayError('internal_error', `internal error; the request id is ${requestId}`);
 }
 
 /** A stream of the log that cannot be read (UnreadableEventError) as the client sees it: its

@@ -1,7 +1,7 @@
 import type { Ledger } from '../commands/ledger';
 import type { CallRecord } from '../events/catalog';
 import { callRecord, type CallFacts } from './billable-call';
-import { GatewayError } from './errors';
+import { failureOf } from './errors';
 import { traceSettlement } from '../tracing/spans';
 
 /**
@@ -14,7 +14,7 @@ import { traceSettlement } from '../tracing/spans';
  */
 export async function releaseUnsettled(ledger: Ledger, facts: CallFacts, holdId: string, failure: unknown, fields: Partial<CallRecord> = {}): Promise<void> {
   const request = facts.request;
-  const error = failure instanceof GatewayError ? failure : new GatewayError('internal_error', `internal error; the request id is ${request.id}`);
+  const error = failureOf(failure, request.id);
   try {
     const record = callRecord(facts, { ...fields, status: 'error', error_code: error.code, error_message: error.message });
     const released = await traceSettlement(request, { holdId, record }, () => ledger.release(request.caller!.accountId, holdId, 'gateway error', record));

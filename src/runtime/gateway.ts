@@ -71,8 +71,8 @@ export interface Settings {
   readonly trustProxy: TrustProxy;
   /** CORS_ORIGINS (src/http/edge.ts); null: off. */
   readonly corsOrigins: CorsOrigins;
-  /** How call metering commits (LEDGER_CALL_COMMIT): see CallCommit. */
-  readonly callCommit: CallCommit;
+  /** How call metering commits (LEDGER_CALL_COMMIT): see CallCommit; undefined: the event store's default. */
+  readonly callCommit: CallCommit | undefined;
   /** SHUTDOWN_GRACE_S: how long calls in flight may go on after SIGTERM/SIGINT (default 30). */
   readonly shutdownGraceS: number;
   /** READY_MAX_PROJECTION_LAG_S: the most a projection may be behind the log for `/readyz` to
@@ -157,8 +157,9 @@ function projectionsOf(value: string | undefined, databaseUrl: string | undefine
   return value;
 }
 
-function callCommitOf(value: string | undefined): CallCommit {
-  if (value === undefined) return 'async';
+/** LEDGER_CALL_COMMIT; unset, the ledger picks by event store (defaultCallCommit). */
+function callCommitOf(value: string | undefined): CallCommit | undefined {
+  if (value === undefined) return undefined;
   if (value === 'sync' || value === 'async') return value;
   throw new SettingError(`LEDGER_CALL_COMMIT must be "sync" or "async", not "${value}"`);
 }
@@ -362,7 +363,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const store = meteredStore(storage.store, metrics);
   const secret = persistentSecret(settings.dataDir, 'key-encryption-secret', settings.keyEncryptionSecret, () => randomBytes(32).toString('hex'));
   const vault = new KeyVault(storage.sql, new KeyCipher(secret.value));
-  const ledger = new Ledger(store, vault, { callCommit: settings.callCommit, snapshots: sqlSnapshotStore(storage.sql), ...(overrides.now ? { now: overrides.now } : {}) });
+  const ledger = new Ledger(store, vault, { ...(settings.callCommit ? { callCommit: settings.callCommit } : {}), snapshots: sqlSnapshotStore(storage.sql), ...(overrides.now ? { now: overrides.now } : {}) });
   const knowledge = new KnowledgeService(store, ledger, overrides.now);
   const enterprises = new Enterprises(store, ledger, overrides.now);
   // Download links are signed with a key derived from the key-encryption secret, never the secret itself.

@@ -27,6 +27,14 @@ describe('settingsFromEnv', () => {
     expect(() => settingsFromEnv({ READY_MAX_PROJECTION_LAG_S: 'never' })).toThrow(/READY_MAX_PROJECTION_LAG_S must be a number of seconds or "off"/);
   });
 
+  it('reads LEDGER_CALL_COMMIT: unset (or empty) leaves it to the event store (defaultCallCommit), anything but sync or async is refused', () => {
+    expect(settingsFromEnv({}).callCommit).toBeUndefined();
+    expect(settingsFromEnv({ LEDGER_CALL_COMMIT: '' }).callCommit).toBeUndefined();
+    expect(settingsFromEnv({ LEDGER_CALL_COMMIT: 'async' }).callCommit).toBe('async');
+    expect(settingsFromEnv({ LEDGER_CALL_COMMIT: ' sync ' }).callCommit).toBe('sync');
+    expect(() => settingsFromEnv({ LEDGER_CALL_COMMIT: 'off' })).toThrow(new SettingError('LEDGER_CALL_COMMIT must be "sync" or "async", not "off"'));
+  });
+
   it('reads TASK_POLL_INTERVAL_MS (default 5000), whole milliseconds from 10 to an hour', () => {
     expect(settingsFromEnv({}).taskPollIntervalMs).toBe(5000);
     expect(settingsFromEnv({ TASK_POLL_INTERVAL_MS: ' 250 ' }).taskPollIntervalMs).toBe(250);

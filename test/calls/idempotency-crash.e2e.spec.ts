@@ -23,7 +23,8 @@ describe('a crash between the charge and the Idempotency-Key record', () => {
   it('charges once: the retry after the lease is told the call was billed, and does not run it again', async () => {
     gw.env.GATEWAY_FAULT = 'image-settled';
     // The charge must outlive the kill: embedded, the database dies with the process, and an
-    // asynchronous commit (the default for call metering) may lose its last transactions.
+    // asynchronous commit would lose its last transactions (sync is the embedded default; said
+    // here so that the test holds whatever the default becomes).
     gw.env.LEDGER_CALL_COMMIT = 'sync';
     await gw.start();
     const account = await gw.run(['accounts', 'create', 'Crash']);

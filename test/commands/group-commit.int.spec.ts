@@ -84,6 +84,18 @@ describe('group commit of a wallet’s commands', () => {
     }
   });
 
+  it('waits for the flush by default where the database lives in the process (PGlite), not on a Postgres server', async () => {
+    // Embedded, an unflushed commit dies with the gateway (test/storage/crash-durability.int.spec.ts).
+    const durable = t.store.engine === 'pglite';
+    const { store: countingStore, appends } = counted(t.store);
+    const ledger = t.ledger({ store: countingStore });
+    const accountId = await openAccount(ledger, 'commit default');
+    appends.length = 0;
+    await reserve(ledger, accountId, 'h1', 10n);
+    await ledger.settle(accountId, hold(accountId, 'h1'), 5n);
+    expect(appends.map((a) => a.durable)).toEqual([durable, durable]);
+  });
+
   it('two instances never hold more than the wallet has: 200 concurrent reservations, room for 50', async () => {
     const a = t.ledger();
     const b = t.ledger({ sql: t.db.another() });

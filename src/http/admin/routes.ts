@@ -12,6 +12,8 @@ import type { EventStore, Position } from '../../events/store/port';
 import { formatUsd, parseUsd } from '../../money/usd';
 import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { Sql } from '../../storage/sql';
+import { databaseUnreachable } from '../../storage/outage';
+import { storageUnavailable } from '../errors';
 import type { IdempotencyStore } from '../../idempotency/store';
 import { pageSizeQuery as pageLimit, RevisionQuery } from '../intake/numbers';
 import type { RouteDoc } from '../openapi/route-doc';
@@ -225,6 +227,11 @@ export function adminRoutes(options: AdminOptions) {
       // The intake's refusals (a body too large, not JSON, a NUL in an id) keep their own code.
       const refusal = error instanceof AdminError ? error : clientErrorOf(error, request);
       if (refusal) return reply.code(refusal.status).send({ error: { code: refusal.code, message: refusal.message } });
+      if (databaseUnreachable(error)) {
+        request.log.warn({ err: error }, 'admin request failed: the database cannot be reached');
+        const outage = storageUnavailable(request.id);
+        return reply.code(outage.status).headers(outage.headers).send({ error: { code: outage.code, message: outage.message } });
+      }
       request.log.error({ err: error }, 'admin request failed');
       return reply.code(500).send({ error: { code: 'internal_error', message: 'internal error' } });
     });

@@ -10,7 +10,7 @@ import { trackCall } from '../../lifecycle/http';
 import { faultPoint } from '../../runtime/fault';
 import { callRecord } from '../billable-call';
 import { holdCall } from '../call-hold';
-import { errorBody, GatewayError } from '../errors';
+import { errorBody, failureOf, GatewayError } from '../errors';
 import { releaseUnsettled } from '../hold-release';
 import type { RouteDoc } from '../openapi/route-doc';
 import { completeHijacked } from '../plugins/idempotency';
@@ -158,7 +158,8 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, call: ImageC
     if (!closed) await releaseUnsettled(deps.ledger, facts, holdId, error, { unit_type: 'image' });
     if (!answer.committed) throw error;
     request.log.error({ err: error }, 'image call failed after the keep-alive began');
-    return answer.send(500, JSON.stringify(errorBody('chat', new GatewayError('internal_error', `internal error; the request id is ${request.id}`))));
+    const failure = failureOf(error, request.id);
+    return answer.send(failure.status, JSON.stringify(errorBody('chat', failure)));
   } finally {
     budget.clear();
     answer.stop();

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { ObjectStore } from '../../objects/store';
 import type { KnowledgeQueries, ReadableKb } from '../../projections/knowledge/queries';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
-import { GatewayError } from '../errors';
+import { failureOf, GatewayError } from '../errors';
 import { clientErrorOf, jsonRpcError } from '../intake/plugin';
 import type { RouteDoc } from '../openapi/route-doc';
 import { baseUrlOf, sourceLink, truncateBody } from './wiki';
@@ -186,7 +186,8 @@ export function mcpRoutes(options: McpOptions) {
     app.setErrorHandler((error, request, reply) => {
       const refusal = clientErrorOf(error, request);
       if (!refusal) request.log.error({ err: error }, 'MCP request failed');
-      const answer = refusal ?? new GatewayError('internal_error', 'internal error; the request id is ' + request.id);
+      const answer = refusal ?? failureOf(error, request.id);
+      for (const [name, value] of Object.entries(answer.headers)) reply.header(name, value);
       return reply.code(answer.status).type('application/json').send(jsonRpcError(answer));
     });
     app.post('/mcp', { config: { auth: 'key', free: true, openapi: MCP_DOC } }, async (request, reply) => {
