@@ -62,7 +62,7 @@ const usage = fc.record({ promptTokens: count, cachedTokens: count, cacheWriteTo
 );
 
 /** What the relay does with a request and whatever its upstream reports (a single-model chain). */
-function billed(m: ModelConfig, r: { messages: unknown[]; maxTokens: number | null; choices: number; tools: unknown[] }, reported: Usage) {
+function billed(m: ModelConfig, r: { messages: readonly unknown[]; maxTokens: number | null; choices: number; tools: readonly unknown[] }, reported: Usage) {
   const body = { model: 'm', messages: r.messages, ...(r.maxTokens !== null ? { max_tokens: r.maxTokens } : {}), n: r.choices, tools: r.tools };
   const pricing = pricingOf(m);
   const estimate = estimateUsage(m, r.messages, r.maxTokens, r.choices);

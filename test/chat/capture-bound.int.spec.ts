@@ -96,7 +96,7 @@ async function ending(accountId: string): Promise<Ended> {
 }
 
 const openai = (key: string) => new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0 });
-const completion = (usage: object, extra: object = {}) =>
+const completion = (usage: object | null, extra: object = {}) =>
   JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: TEXT }, finish_reason: 'stop' }], usage, ...extra });
 
 describe('a charge is bounded by its hold (item 2)', () => {
