@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROMPT_OVERHEAD_TOKENS } from '../../src/upstream/capture';
 import { parseExposition } from '../support/prometheus';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { MODELS, ScriptedUpstream, scriptedConfig, TEXT, TRANSLATED_MODELS } from './scripted-upstream';
@@ -112,9 +113,9 @@ describe('a charge is bounded by its hold (item 2)', () => {
     const hold = BigInt(settled.data.hold_amount!);
     const captured = BigInt(settled.data.captured!);
     expect(captured).toBeLessThanOrEqual(4n * hold);
-    // The input billed is at most the request's bytes (one token a byte), not the 19,999,999 reported.
+    // The input billed is at most the request's bytes (one token a byte) and the template's allowance, not the 19,999,999 reported.
     const bodyBytes = Buffer.byteLength(JSON.stringify({ model: BARE, messages: [{ role: 'user', content: 'hi' }] }));
-    expect(settled.data.call!.input_tokens).toBeLessThanOrEqual(bodyBytes);
+    expect(settled.data.call!.input_tokens).toBeLessThanOrEqual(bodyBytes + PROMPT_OVERHEAD_TOKENS);
     expect((await t.gateway.ledger.wallet(accountId)).balance).toBeGreaterThan(0n);
   });
 
