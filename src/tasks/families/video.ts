@@ -1,3 +1,4 @@
+import { CAPTURE_FACTOR } from '../../upstream/capture';
 import { UPSTREAM_LINK_TTL_S, type DeliveryOf } from '../delivery';
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -19,7 +20,10 @@ export const videoDelivery: DeliveryOf = (task, state, now) => {
   const milliseconds = seconds === undefined ? null : Math.round(seconds * 1000);
   const tokens = task.usage?.completion_tokens;
   const byTokens = state.billing.unit === 'token';
-  const units = byTokens ? (tokens ?? state.basis) : (milliseconds ?? state.basis);
+  const delivered = byTokens ? (tokens ?? state.basis) : (milliseconds ?? state.basis);
+  // A video asked for without a duration is billed on its length past its 12 s reservation (the
+  // spec's rule), but an upstream's length is believed only up to CAPTURE_FACTOR times it (issue 31).
+  const units = state.billing.cap ? delivered : Math.min(delivered, state.basis * Number(CAPTURE_FACTOR));
   const expiresAt = now + UPSTREAM_LINK_TTL_S;
   // Billed at the reservation's basis when the upstream does not say: shown as that length too.
   const shown = seconds ?? (byTokens ? undefined : units / 1000);
