@@ -324,8 +324,8 @@ export class Ledger {
 
   /** `deferrable`: the caller does not wait for the result (the answer has gone out);
    * the settlement is queued at once, so every later read or command of the wallet sees it. */
-  async settle(accountId: string, holdId: string, amount: bigint, call?: CallRecord, deferrable = false) {
-    const command = { type: 'Settle' as const, holdId, amount, ...(call ? { call } : {}), now: this.now() };
+  async settle(accountId: string, holdId: string, amount: bigint, call?: CallRecord, deferrable = false, uncharged = 0n) {
+    const command = { type: 'Settle' as const, holdId, amount, ...(call ? { call } : {}), ...(uncharged > 0n ? { uncharged } : {}), now: this.now() };
     return outcome(await this.metered(accountId, command, `settle:${holdId}`, deferrable), (state) => ({ state }));
   }
 

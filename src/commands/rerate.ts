@@ -1,5 +1,6 @@
 import type { FamilyDiscount, ModelConfig } from '../config/schema';
 import { parseUsd } from '../money/usd';
+import { CAPTURE_FACTOR } from '../upstream/capture';
 import { costOf, pricingOf } from '../upstream/pricing';
 
 /**
@@ -20,7 +21,13 @@ export interface BilledCall {
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly cachedTokens: number;
+  /** Input tokens written to the cache (0 on rows from before they were recorded). */
+  readonly cacheWriteTokens: number;
   readonly unitCount: number | null;
+  /** The built-in tool fees part of the capture (kept as billed: a re-rate prices tokens and images). */
+  readonly toolFee: bigint;
+  /** The hold the capture was bounded by (null on rows from before it was recorded: no bound applied). */
+  readonly hold: bigint | null;
   readonly cost: bigint;
 }
 
@@ -50,24 +57,33 @@ export function rerateable(model: ModelConfig): boolean {
 }
 
 /**
- * What a call costs at `model`'s price, from the token classes and units its row records (input,
- * cached input, output; images). Fees and multipliers outside the price object (cache writes,
- * long context) and the discount in force when the call was submitted apply as the config says.
+ * What a call costs at `model`'s price, priced as it was billed: from the token classes its row
+ * records (input, cached input, cache writes at the model's multiplier, output; long context and the
+ * discount in force when the call was submitted as the config says) plus its built-in tool fees as
+ * billed; an image call per image. Never above the bound its capture had: the hold for images, the
+ * hold × CAPTURE_FACTOR for chat (src/upstream/capture.ts). At the prices in force, its cost.
  */
 export function costAt(model: ModelConfig, call: BilledCall, families: readonly FamilyDiscount[] = []): bigint {
   if (model.kind === 'image') {
     if (model.price.per_image === undefined) throw new RerateError(`the price of ${model.id} has no per_image`);
-    return parseUsd(model.price.per_image) * BigInt(call.unitCount ?? 0);
+    return bounded(parseUsd(model.price.per_image) * BigInt(call.unitCount ?? 0), call.hold);
   }
   if (model.kind !== 'text') throw new RerateError(`re-rating supports token-billed and per-image models, not ${model.kind} (${model.id})`);
-  return costOf(pricingOf(model, families), {
-    promptTokens: call.inputTokens,
-    cachedTokens: call.cachedTokens,
-    cacheWriteTokens: 0,
-    outputTokens: call.outputTokens,
-    reasoningTokens: 0,
-  }, call.submittedAt);
+  const tokens = costOf(
+    { ...pricingOf(model, families), toolFees: new Map() },
+    {
+      promptTokens: call.inputTokens,
+      cachedTokens: call.cachedTokens,
+      cacheWriteTokens: call.cacheWriteTokens,
+      outputTokens: call.outputTokens,
+      reasoningTokens: 0,
+    },
+    call.submittedAt,
+  );
+  return bounded(tokens + call.toolFee, call.hold === null ? null : call.hold * CAPTURE_FACTOR);
 }
+
+const bounded = (cost: bigint, bound: bigint | null): bigint => (bound !== null && cost > bound ? bound : cost);
 
 /** Prices every call again at `model`'s price and keeps those whose cost changes. */
 export function planRerate(model: ModelConfig, calls: readonly BilledCall[], families: readonly FamilyDiscount[] = []): ReratePlan {

@@ -30,6 +30,7 @@ export class CallMeter {
   private attempts = 0;
   private failed: { readonly channel: string; readonly cause: AttemptResult } | null = null;
   private charged = 0n;
+  private uncharged = 0n;
   private record: CallRecord | null = null;
   /** The access line of a response that ended before its record was built (a stream settles
    * after its last byte): written by `finish`. */
@@ -77,9 +78,10 @@ export class CallMeter {
     if (this.firstByteAt === 0) this.firstByteAt = performance.now();
   }
 
-  /** The amount the call is billed (nano-USD). */
-  charge(amount: bigint): void {
+  /** The amount the call is billed (nano-USD), and what its price came to beyond its capture bound (not billed). */
+  charge(amount: bigint, uncharged = 0n): void {
     this.charged = amount;
+    this.uncharged = uncharged;
   }
 
   /** The call's outcome: recorded once (a second record of the same request changes nothing). */
@@ -95,6 +97,7 @@ export class CallMeter {
       firstByte: answered ? ((this.firstByteAt || now) - this.startedAt) / 1000 : null,
       upstream: this.attempts > 0 ? (this.failedMs + relayedMs) / 1000 : null,
       cost: this.charged,
+      uncharged: this.uncharged,
     });
     const line = this.pendingLine;
     if (line) {

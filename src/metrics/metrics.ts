@@ -71,6 +71,8 @@ export interface CallTimings {
   readonly upstream: number | null;
   /** The billed amount, nano-USD. */
   readonly cost: bigint;
+  /** What the call's price came to beyond its capture bound, not billed (nano-USD); absent: 0. */
+  readonly uncharged?: bigint;
 }
 
 /** The counters of one route, per method and status, bound as they are first met. */
@@ -122,6 +124,8 @@ export class GatewayMetrics {
   private readonly callOverhead: Histogram<'endpoint' | 'model'>;
   private readonly tokens: Counter<'model' | 'kind'>;
   private readonly cost: Counter<'model'>;
+  private readonly uncharged: Counter<'model'>;
+  private readonly capped: Counter<'model'>;
   private readonly attempts: Counter<'channel' | 'result'>;
   private readonly failovers: Counter<'channel' | 'cause'>;
   private readonly rateLimitRefusals: Counter<'limit'>;
@@ -190,6 +194,18 @@ export class GatewayMetrics {
     this.cost = new Counter({
       name: 'gateway_cost_usd_total',
       help: 'Amount billed for calls, in USD, by catalogue model (a float: the ledger holds the exact amounts).',
+      labelNames: ['model'],
+      registers,
+    });
+    this.uncharged = new Counter({
+      name: 'gateway_uncharged_usd_total',
+      help: "What calls' prices came to beyond their capture bound (a chat call: 4 × its hold), not billed, in USD, by catalogue model: an upstream that reports more than the request could cause.",
+      labelNames: ['model'],
+      registers,
+    });
+    this.capped = new Counter({
+      name: 'gateway_capped_captures_total',
+      help: 'Calls whose capture was cut to their bound (the part beyond it in gateway_uncharged_usd_total), by catalogue model.',
       labelNames: ['model'],
       registers,
     });
@@ -377,6 +393,10 @@ export class GatewayMetrics {
     if (record.output_tokens > 0) this.tokens.inc({ model, kind: 'output' }, record.output_tokens);
     if (record.cached_tokens > 0) this.tokens.inc({ model, kind: 'cached' }, record.cached_tokens);
     if (timings.cost > 0n) this.cost.inc({ model }, Number(timings.cost) / 1e9);
+    if (timings.uncharged !== undefined && timings.uncharged > 0n) {
+      this.uncharged.inc({ model }, Number(timings.uncharged) / 1e9);
+      this.capped.inc({ model });
+    }
   }
 
   upstreamAttempt(channel: string, result: AttemptResult): void {

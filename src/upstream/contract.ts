@@ -52,6 +52,10 @@ export interface StreamObserver {
   toolCalls?(): Readonly<Record<string, number>> | undefined;
   /** True once the protocol's own end-of-stream marker went by. */
   completed(): boolean;
+  /** The events that end the stream seen so far as a length stop of this protocol (finish_reason
+   * `length`, stop_reason `max_tokens`, `MAX_TOKENS`, `response.incomplete` for `max_output_tokens`):
+   * what the relay sends when it cuts an upstream that went on past the request's output bound. */
+  lengthStop(): readonly StreamEvent[];
   /** Text the upstream sent outside the SSE framing (lines that are no SSE field, up to the next
    * event or the end), e.g. Google's bare JSON error object. True forwards it: unchanged, as one
    * write, with SSE framing; as one element with JSON-array framing. Without this method it is dropped. */

@@ -149,11 +149,11 @@ export function holdAmount(pricing: TokenPricing, estimate: Usage, at: number): 
   return chargeOf(pricing, worst, at).amount;
 }
 
-/** What a request's built-in tools add to its hold: one image for the image tool (the usual answer
- * makes one; more are billed at settlement). Other tools are not held (how many searches a call
- * makes is not known before it runs). */
+/** What a request's built-in tools add to its hold: one call's fee for each fee tool it names (the
+ * usual answer makes one image, one search; more are billed at settlement, within the capture bound
+ * of src/upstream/capture.ts, which is a multiple of this hold). */
 export function builtinToolsHold(pricing: TokenPricing, builtinTools: readonly string[]): bigint {
-  return builtinTools.includes('image_generation') ? (pricing.toolFees.get('image_generation') ?? 0n) : 0n;
+  return [...new Set(builtinTools)].reduce((sum, tool) => sum + (pricing.toolFees.get(tool as FeeTool) ?? 0n), 0n);
 }
 
 export const MAX_ESTIMATED_OUTPUT = 32_768;

@@ -148,7 +148,7 @@ export type WalletCommand =
       origin?: { model: string; endpoint: string; requestId: string };
       now: number;
     }
-  | { type: 'Settle'; holdId: string; amount: bigint; call?: CallRecord; now: number }
+  | { type: 'Settle'; holdId: string; amount: bigint; call?: CallRecord; uncharged?: bigint; now: number }
   | { type: 'Release'; holdId: string; reason: string; call?: CallRecord; now: number }
   | { type: 'RecordRejectedCall'; call: CallRecord; now: number }
   | { type: 'Deactivate'; reason: string; now: number }
@@ -456,6 +456,7 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
           captured: command.amount,
           released,
           ...(command.call ? { call: command.call } : {}),
+          ...(command.uncharged ? { uncharged: command.uncharged } : {}),
           at: command.now,
         },
       });

@@ -18,6 +18,9 @@ export const CallRecord = z.object({
   input_tokens: z.number().int().nonnegative(),
   output_tokens: z.number().int().nonnegative(),
   cached_tokens: z.number().int().nonnegative(),
+  /** Input tokens written to the cache (part of input_tokens, billed at the model's cache-write
+   * multiplier): kept so that a re-rate prices them as the call was. Absent: none. */
+  cache_write_tokens: z.number().int().nonnegative().optional(),
   unit_count: Int32.nonnegative().nullable(),
   unit_type: z.string().nullable(),
   latency_ms: Int32.nonnegative(),
@@ -93,7 +96,17 @@ export const FundsReserved = defineEvent(
 );
 export const HoldSettled = defineEvent(
   'HoldSettled',
-  z.object({ hold_id: z.string(), hold_amount: Units, captured: Units, released: Units, call: CallRecord.optional(), at: Timestamp }),
+  z.object({
+    hold_id: z.string(),
+    hold_amount: Units,
+    captured: Units,
+    released: Units,
+    call: CallRecord.optional(),
+    /** What the call's price came to beyond its capture bound (a chat call: 4 × its hold,
+     * src/upstream/capture.ts), not charged: recorded for the operator. Absent: nothing was left out. */
+    uncharged: Units.optional(),
+    at: Timestamp,
+  }),
 );
 export const HoldReleased = defineEvent(
   'HoldReleased',

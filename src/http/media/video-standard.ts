@@ -1,4 +1,5 @@
 import { urlRefusal } from '../../probe/checks';
+import { MAX_VIDEO_SECONDS } from '../../tasks/families/video';
 import { z } from 'zod';
 import type { ModelConfig, VideoRules } from '../../config/schema';
 import { parseUsd } from '../../money/usd';
@@ -30,7 +31,7 @@ const ContentItem = z.discriminatedUnion('type', [
 export const VideoBody = z.looseObject({
   model: z.string().min(1),
   content: z.array(ContentItem).min(1).max(64),
-  duration: z.number().positive().max(3600).optional(),
+  duration: z.number().positive().max(MAX_VIDEO_SECONDS).optional(),
   ratio: z.string().min(1).max(32).optional(),
   resolution: z.string().min(1).max(32).optional(),
   watermark: z.boolean().optional(),

@@ -11,6 +11,7 @@ import { releaseUnsettled } from '../hold-release';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
 import { builtinToolsHold, chargeOf, holdAmount, pricingOf, receiptOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import { checkUsage, isInvalidUsage, usageBounds, usageInvalidNote, type UsageBounds } from '../../upstream/usage';
+import { boundedCapture, clampUsage, deliveredChars, feeToolsNamed, outputCharsLimit, usageCeiling, type UsageCeiling } from '../../upstream/capture';
 import type { Route, RouteSource, Router } from '../../upstream/routing';
 import { callerGroup } from '../../channels/groups';
 import { tryJson } from '../../upstream/json';
@@ -71,6 +72,7 @@ const usageFields = (usage: Usage) => ({
   input_tokens: usage.promptTokens,
   output_tokens: usage.outputTokens,
   cached_tokens: usage.cachedTokens,
+  ...(usage.cacheWriteTokens > 0 ? { cache_write_tokens: usage.cacheWriteTokens } : {}),
 });
 
 /**
@@ -129,12 +131,14 @@ export async function relayChat(
     const attempts = routes.map((route) => ({ route, translation: decoded && isTranslated(route) ? translationFor(decoded, adapter, route, m) : null }));
     const estimate = callEstimate(m, attempts.map((a) => a.translation?.asked ?? info));
     const pricing = pricingOf(m, deps.registry.config.discounts);
-    return { model: m, attempts, estimate, bounds: usageBounds(m, info), pricing };
+    const ceiling = usageCeiling(m, request.body, info.maxTokens, info.choices, estimate.outputTokens);
+    return { model: m, attempts, estimate, bounds: usageBounds(m, info), ceiling, pricing };
   });
   const holdId = request.id;
   // The hold covers the worst case of the whole chain: the dearest of its models' worst cases, so that
   // whichever model answers, its charge was held (a model that answers is billed at its own price).
-  const amount = stages.map((st) => holdAmount(st.pricing, st.estimate, ctx.submittedAt) + builtinToolsHold(st.pricing, info.builtinTools)).reduce((a, b) => (a > b ? a : b));
+  const feeTools = [...info.builtinTools, ...feeToolsNamed(request.body)];
+  const amount = stages.map((st) => holdAmount(st.pricing, st.estimate, ctx.submittedAt) + builtinToolsHold(st.pricing, feeTools)).reduce((a, b) => (a > b ? a : b));
   // The upstream request may leave once the hold is decided; its commit is awaited before
   // anything reaches the client, before a settlement and before another channel is tried.
   const hold = traceHold(request, { amount, holdId }, () =>
@@ -159,6 +163,7 @@ export async function relayChat(
     info,
     requested: model.id,
     holdId,
+    held: amount,
     signal,
     commit: holdCommit(hold.committed, signal, request, reject),
     closed: false,
@@ -187,6 +192,8 @@ interface Call {
   /** The model the client asked for (the call-log row's `requested_model` when a fallback answered). */
   readonly requested: string;
   readonly holdId: string;
+  /** The amount held: its capture is at most CAPTURE_FACTOR times it (src/upstream/capture.ts). */
+  readonly held: bigint;
   readonly signal: CallSignal;
   readonly commit: HoldCommit;
   /** Set once the hold's settlement or release is queued. */
@@ -199,6 +206,8 @@ interface Stage {
   readonly attempts: readonly Attempt[];
   readonly estimate: Usage;
   readonly bounds: UsageBounds;
+  /** The most of the usage the call may be billed on (src/upstream/capture.ts). */
+  readonly ceiling: UsageCeiling;
   readonly pricing: TokenPricing;
 }
 
@@ -247,7 +256,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
   stages: for (const [index, stage] of stages.entries()) {
     // A fallback is tried only when the previous model's channels all failed in a way another model may not.
     if (index > 0 && !(failure !== null && fallsBack(failure, signal))) break;
-    const { estimate, bounds, pricing } = stage;
+    const { estimate, bounds, ceiling, pricing } = stage;
     for (const { route, translation } of stage.attempts) {
       ctx.attempts += 1;
       ctx.channelId = route.channel.id;
@@ -271,6 +280,8 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
       if ('response' in outcome && !info.stream) {
         try {
           text = await textWithin(outcome.response.body, CHAT_ANSWER_BYTES);
+          // An answer the gateway cannot read is no answer: not passed on, not billed, the next channel tried.
+          if (!isObject(tryJson(text))) failed = { kind: 'unreachable', message: 'the upstream answered 200 with a body that is not a JSON object' };
         } catch (error) {
           failed = brokenBody(error, signal);
         }
@@ -294,23 +305,31 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
       // queued at once (later reads and reservations of the wallet come after it) and shares
       // its append with the wallet's next commands. A hold whose settlement never lands
       // (the process died) is released by the sweeper: the call is then free, never double-billed.
-      const settle: Settle = (usage, status, error, invalidUsage) => {
+      const settle: Settle = (reported, status, error, invalidUsage) => {
+        // Billed on no more than the request could cause, and never above the capture bound.
+        const usage = clampUsage(reported, ceiling);
         // Priced first: a usage that cannot be priced leaves the call open for relayChat's release.
         const charge = chargeOf(pricing, usage, ctx.submittedAt);
-        request.callMeter?.charge(charge.amount);
+        const { captured, uncharged } = boundedCapture(charge.amount, call.held);
+        request.callMeter?.charge(captured, uncharged);
         const note = invalidUsage ? usageInvalidNote(invalidUsage, error) : error ? { error_code: error.code, error_message: error.message } : {};
         const record = callRecord(ctx, { status, ...usageFields(usage), ...receiptOf(usage, charge), ...note, ...fallback });
         if (invalidUsage) request.log.warn({ holdId, channel: route.channel.id, model: ctx.model, reason: invalidUsage }, 'upstream usage invalid: the call is billed on the estimate');
+        if (usage !== reported || uncharged > 0n)
+          request.log.warn(
+            { holdId, channel: route.channel.id, model: ctx.model, reported: usageFields(reported), billed: usageFields(usage), uncharged: String(uncharged) },
+            'upstream usage beyond what the request could cause: billed within the bounds',
+          );
         call.closed = true;
-        traceSettlement(request, { holdId, amount: charge.amount, record, attempt: traced }, () => deps.ledger.settle(caller.accountId, holdId, charge.amount, record, true))
+        traceSettlement(request, { holdId, amount: captured, record, attempt: traced }, () => deps.ledger.settle(caller.accountId, holdId, captured, record, true, uncharged))
           .then((settled) => {
             if (!settled.ok) request.log.error({ holdId, error: settled.error }, 'settlement refused');
           })
           .catch((failure: unknown) => request.log.error({ err: failure, holdId }, 'settlement failed; the hold sweeper will release the hold'));
-        return charge.amount;
+        return captured;
       };
       if (!info.stream) return relayBody(text, response, routeAdapter, reply, estimate, bounds, settle, translation);
-      return relayStream(body!, adapter, info, request, reply, estimate, bounds, settle, signal, translation, scrubberOf(route.channel));
+      return relayStream(body!, adapter, info, request, reply, estimate, bounds, outputCharsLimit(ceiling), settle, signal, translation, scrubberOf(route.channel));
     }
     }
 
@@ -421,8 +440,9 @@ function relayBody(
   const json = tryJson(text);
   const report = checkUsage(adapter.usageOf(json), bounds);
   const invalid = isInvalidUsage(report) ? report.invalid : null;
-  // No (believable) usage in a complete answer: bill the estimated prompt and the delivered characters.
-  const usage = report !== null && !isInvalidUsage(report) ? report : { ...estimate, outputTokens: tokensFromChars(text.length) };
+  // No (believable) usage in a complete answer: bill the estimated prompt and the characters of the
+  // text it delivered (not of its JSON).
+  const usage = report !== null && !isInvalidUsage(report) ? report : { ...estimate, outputTokens: tokensFromChars(deliveredChars(json)) };
   // Translated: the answer in the client's protocol (billed on the channel's own usage). A
   // translation that throws is a 500, released unbilled by relayChat.
   const answer = translation ? JSON.stringify(translation.answer(json)) : text;
@@ -444,6 +464,8 @@ async function relayStream(
   reply: FastifyReply,
   estimate: Usage,
   bounds: UsageBounds,
+  /** Output characters past which the upstream is cut and the stream ended as a length stop. */
+  charsLimit: number,
   settle: Settle,
   call: CallSignal,
   translation: Translation | null = null,
@@ -469,6 +491,8 @@ async function relayStream(
   let stray = '';
   let strayForwarded = false;
   let oversized = false;
+  // Set once the upstream went on past the output bound: nothing more of it is relayed.
+  let cut = false;
   const element = (data: string) => `${elements++ === 0 ? '[' : ',\r\n'}${data}`;
   const meter = request.callMeter;
   const write = (event: StreamEvent) => {
@@ -494,10 +518,16 @@ async function relayStream(
       if (error.type === 'max-buffer-size-exceeded') oversized = true;
     },
     onEvent(event) {
+      if (cut) return;
       flushStray();
       const forwarded = { event: event.event, data: isErrorFrame(event) ? scrub(event.data) : event.data };
       const before = observer.outputChars();
       const keep = observer.onEvent(forwarded);
+      // The event that passes the bound is not relayed: an upstream cannot push one huge event through.
+      if (observer.outputChars() > charsLimit) {
+        cut = true;
+        return;
+      }
       // The output this event added is delivered with the client's next write.
       client.carry(observer.outputChars() - before);
       if (client.gone) return;
@@ -514,9 +544,16 @@ async function relayStream(
       if (oversized) throw new Error(`an upstream event exceeded ${MAX_EVENT_CHARS} characters`);
       // Back-pressure: the next upstream chunk is read once the client has taken this one's events.
       await client.drained();
-      if (client.gone) break;
+      if (client.gone || cut) break;
     }
-    if (!client.gone) {
+    if (cut && !client.gone) {
+      // Leaving the loop closed the upstream's body; the client gets its protocol's length stop.
+      for (const event of observer.lengthStop()) {
+        observer.onEvent(event);
+        if (bridge) for (const out of bridge.push(event)) write(out);
+        else write(event);
+      }
+    } else if (!client.gone) {
       parser.feed(decoder.decode());
       parser.reset({ consume: true });
       // @google/genai recognises a bare error object only as a network read of its own:
@@ -558,7 +595,7 @@ async function relayStream(
     delivered,
     toolCalls: observer.toolCalls?.(),
   });
-  if (finished && delivered) settle(usage, 'success', undefined, invalid);
+  if (finished && delivered) settle(usage, 'success', cut ? OUTPUT_CUT : undefined, invalid);
   else {
     const code = broken ?? 'upstream_error';
     settle(usage, 'interrupted', { code, message: STREAM_ENDS[code] ?? 'the stream ended before its terminator' }, invalid);
@@ -571,6 +608,14 @@ async function relayStream(
  * error object (chat-completions, generate-content). Model output is never scrubbed: it is what was paid for. */
 const ERROR_DATA = /^\s*\{\s*"(?:error"|type"\s*:\s*"(?:error|response\.failed)")/;
 const isErrorFrame = (event: { readonly event?: string | undefined; readonly data: string }): boolean => event.event === 'error' || event.event === 'response.failed' || ERROR_DATA.test(event.data);
+
+/** The row's note of a stream the gateway ended as a length stop. */
+const OUTPUT_CUT = {
+  code: 'upstream_output_cut',
+  message: "the upstream's output went past the request's max tokens × choices: the gateway ended the stream as a length stop",
+};
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The call-log message of the ways a stream can end early other than the upstream's. */
 const STREAM_ENDS: Readonly<Record<string, string>> = {

@@ -53,7 +53,10 @@ ALTER TABLE call_log ADD COLUMN IF NOT EXISTS tool_fee bigint;
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS agent_id text;
 ${BY_AGENT.create}
 -- The model the client asked for, when a fallback answered (model: the one that answered). Added later, so added here.
-ALTER TABLE call_log ADD COLUMN IF NOT EXISTS requested_model text;`,
+ALTER TABLE call_log ADD COLUMN IF NOT EXISTS requested_model text;
+-- What a re-rate needs to price a call as it was billed: its cache writes, and the hold its capture was bounded by. Added later, so added here.
+ALTER TABLE call_log ADD COLUMN IF NOT EXISTS cache_write_tokens bigint;
+ALTER TABLE call_log ADD COLUMN IF NOT EXISTS hold bigint;`,
 
   async applyBatch(tx, items, writes = WHOLE) {
     const rows = items.flatMap(toRow);
@@ -71,32 +74,32 @@ async function insertRows(tx: SqlQuery, rows: readonly Row[]) {
   await tx.query(
     `INSERT INTO call_log (id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
                            cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
-                           created_at, attempts_count, result_urls, result_expires_at, tool_fee, agent_id, requested_model)
+                           created_at, attempts_count, result_urls, result_expires_at, tool_fee, agent_id, requested_model, cache_write_tokens, hold)
      SELECT r.id, r.account_id, c.key_id, c.model, c.endpoint, c.status, c.error_code, c.error_message, c.input_tokens, c.output_tokens,
             c.cached_tokens, c.unit_count, c.unit_type, r.cost, c.latency_ms, c.request_id, c.task_id, c.channel_id, c.submitted_at,
-            r.created_at, c.attempts_count, c.result_urls, c.result_expires_at, c.tool_fee, c.agent_id, c.requested_model
-       FROM json_to_recordset($1::json) AS r(id uuid, account_id text, cost bigint, created_at bigint, call json),
+            r.created_at, c.attempts_count, c.result_urls, c.result_expires_at, c.tool_fee, c.agent_id, c.requested_model, c.cache_write_tokens, r.hold
+       FROM json_to_recordset($1::json) AS r(id uuid, account_id text, cost bigint, created_at bigint, hold bigint, call json),
             json_to_record(r.call) AS c(key_id text, model text, endpoint text, status text, error_code text, error_message text,
                                         input_tokens bigint, output_tokens bigint, cached_tokens bigint, unit_count int, unit_type text,
                                         latency_ms int, request_id text, task_id text, channel_id text, submitted_at bigint,
                                         attempts_count int, result_urls text[], result_expires_at bigint, tool_fee bigint, agent_id text,
-                                        requested_model text)`,
-    [JSON.stringify(rows.map((r) => ({ id: r.id, account_id: r.accountId, cost: String(r.cost), created_at: r.at, call: r.call })))],
+                                        requested_model text, cache_write_tokens bigint)`,
+    [JSON.stringify(rows.map((r) => ({ id: r.id, account_id: r.accountId, cost: String(r.cost), created_at: r.at, hold: r.hold === null ? null : String(r.hold), call: r.call })))],
   );
 }
 
 const COPY_COLUMNS = ['id', 'account_id', 'key_id', 'model', 'endpoint', 'status', 'error_code', 'error_message', 'input_tokens', 'output_tokens',
   'cached_tokens', 'unit_count', 'unit_type', 'cost', 'latency_ms', 'request_id', 'task_id', 'channel_id', 'submitted_at',
-  'created_at', 'attempts_count', 'result_urls', 'result_expires_at', 'tool_fee', 'agent_id', 'requested_model'];
+  'created_at', 'attempts_count', 'result_urls', 'result_expires_at', 'tool_fee', 'agent_id', 'requested_model', 'cache_write_tokens', 'hold'];
 
 /** The same rows as insertRows writes, loaded with COPY (a rebuild). */
 async function copyRows(tx: SqlQuery, rows: readonly Row[]) {
   let lines = '';
-  for (const { id, accountId, call: c, cost, at } of rows)
+  for (const { id, accountId, call: c, cost, at, hold } of rows)
     lines += copyLine([
       id, accountId, c.key_id, c.model, c.endpoint, c.status, c.error_code, c.error_message, c.input_tokens, c.output_tokens,
       c.cached_tokens, c.unit_count, c.unit_type, cost, c.latency_ms, c.request_id, c.task_id, c.channel_id, c.submitted_at,
-      at, c.attempts_count, copyTextArray(c.result_urls), c.result_expires_at, c.tool_fee, c.agent_id, c.requested_model,
+      at, c.attempts_count, copyTextArray(c.result_urls), c.result_expires_at, c.tool_fee, c.agent_id, c.requested_model, c.cache_write_tokens, hold,
     ]);
   await tx.copyFrom('call_log', COPY_COLUMNS, lines);
 }
@@ -106,20 +109,24 @@ interface Row {
   accountId: string;
   call: CallRecord;
   cost: bigint;
+  /** The hold a settled call's capture was bounded by (null: released or rejected). */
+  hold: bigint | null;
   at: number;
 }
 
 function toRow({ event, recorded }: ProjectedEvent): Row[] {
   let call: CallRecord | undefined;
   let cost = 0n;
+  let hold: bigint | null = null;
   if (event.type === 'HoldSettled') {
     call = event.data.call;
     cost = event.data.captured;
+    hold = event.data.hold_amount;
   } else if (event.type === 'HoldReleased') call = event.data.call;
   else if (event.type === 'CallRejected') call = event.data.call;
   if (!call) return [];
   // Bounded here too: events written before the call records were (and a rebuild from them).
-  return [{ id: recorded.id, accountId: recorded.streamId.slice('wallet-'.length), call: boundedCall(call), cost, at: (event.data as { at: number }).at }];
+  return [{ id: recorded.id, accountId: recorded.streamId.slice('wallet-'.length), call: boundedCall(call), cost, hold, at: (event.data as { at: number }).at }];
 }
 
 interface Adjustment {

@@ -242,11 +242,15 @@ export async function billedCalls(sql: SqlQuery, model: string, from: number, to
     input_tokens: string;
     output_tokens: string;
     cached_tokens: string;
+    cache_write_tokens: string | null;
     unit_count: number | null;
+    tool_fee: string | null;
+    hold: string | null;
     cost: string;
   }>(
     `SELECT account_id, request_id, key_id, submitted_at::text AS submitted_at, input_tokens::text AS input_tokens,
-            output_tokens::text AS output_tokens, cached_tokens::text AS cached_tokens, unit_count, (cost + adjustment)::text AS cost
+            output_tokens::text AS output_tokens, cached_tokens::text AS cached_tokens, cache_write_tokens::text AS cache_write_tokens,
+            unit_count, tool_fee::text AS tool_fee, hold::text AS hold, (cost + adjustment)::text AS cost
        FROM call_log
       WHERE model = $1 AND submitted_at >= $2 AND submitted_at < $3 AND status IN ('success', 'interrupted')
       ORDER BY account_id, submitted_at, id
@@ -261,7 +265,10 @@ export async function billedCalls(sql: SqlQuery, model: string, from: number, to
     inputTokens: Number(r.input_tokens),
     outputTokens: Number(r.output_tokens),
     cachedTokens: Number(r.cached_tokens),
+    cacheWriteTokens: r.cache_write_tokens === null ? 0 : Number(r.cache_write_tokens),
     unitCount: r.unit_count,
+    toolFee: r.tool_fee === null ? 0n : BigInt(r.tool_fee),
+    hold: r.hold === null ? null : BigInt(r.hold),
     cost: BigInt(r.cost),
   }));
 }

@@ -2,6 +2,9 @@ import { UPSTREAM_LINK_TTL_S, type DeliveryOf } from '../delivery';
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
+/** The longest video a request may ask for (`duration`), and so the longest one is billed for. */
+export const MAX_VIDEO_SECONDS = 3600;
+
 /**
  * A succeeded video task: billed per delivered second (by the millisecond of `duration`) or, for a
  * token-billed task, per `usage.completion_tokens`; what the upstream leaves out is billed at what the
@@ -19,7 +22,10 @@ export const videoDelivery: DeliveryOf = (task, state, now) => {
   const milliseconds = seconds === undefined ? null : Math.round(seconds * 1000);
   const tokens = task.usage?.completion_tokens;
   const byTokens = state.billing.unit === 'token';
-  const units = byTokens ? (tokens ?? state.basis) : (milliseconds ?? state.basis);
+  const delivered = byTokens ? (tokens ?? state.basis) : (milliseconds ?? state.basis);
+  // A video asked for without a duration is billed on its length past its 12 s reservation (the
+  // spec's rule), but an upstream's length is believed only up to the longest a request may ask for (issue 31).
+  const units = state.billing.cap || byTokens ? delivered : Math.min(delivered, MAX_VIDEO_SECONDS * 1000);
   const expiresAt = now + UPSTREAM_LINK_TTL_S;
   // Billed at the reservation's basis when the upstream does not say: shown as that length too.
   const shown = seconds ?? (byTokens ? undefined : units / 1000);

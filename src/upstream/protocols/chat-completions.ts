@@ -106,6 +106,9 @@ export const chatCompletions: ProtocolAdapter = {
     let usage: UsageReport = null;
     let chars = 0;
     let done = false;
+    // What a length stop repeats of the chunks seen: their id, model and time, and the choices.
+    let head: { id: unknown; model: unknown; created: unknown } = { id: '', model: '', created: 0 };
+    const indexes = new Set<number>();
     return {
       onEvent(event) {
         if (event.data === '[DONE]') {
@@ -119,8 +122,10 @@ export const chatCompletions: ProtocolAdapter = {
           return true;
         }
         if (!isObject(chunk)) return true;
+        if (typeof chunk.id === 'string') head = { id: chunk.id, model: chunk.model, created: chunk.created };
         const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
         for (const choice of choices) {
+          if (isObject(choice) && typeof choice.index === 'number' && Number.isSafeInteger(choice.index) && indexes.size < 128) indexes.add(choice.index);
           const delta = isObject(choice) && isObject(choice.delta) ? choice.delta : {};
           chars += textLength(delta.content) + textLength(delta.reasoning_content);
           for (const call of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
@@ -136,6 +141,13 @@ export const chatCompletions: ProtocolAdapter = {
       usage: () => usage,
       outputChars: () => chars,
       completed: () => done,
+      lengthStop: () => [
+        ...[...(indexes.size > 0 ? indexes : [0])].map((index) => ({
+          event: undefined,
+          data: JSON.stringify({ ...head, object: 'chat.completion.chunk', choices: [{ index, delta: {}, finish_reason: 'length' }] }),
+        })),
+        { event: undefined, data: '[DONE]' },
+      ],
     };
   },
 };

@@ -67,6 +67,7 @@ interface Chunk {
   usageMetadata?: unknown;
   candidates?: Array<{
     finishReason?: string;
+    index?: unknown;
     content?: { parts?: Array<{ text?: unknown; functionCall?: { name?: unknown; args?: unknown } }> };
   }>;
 }
@@ -129,6 +130,7 @@ export const generateContent: ProtocolAdapter = {
     let chars = 0;
     let finished = false;
     let failed = false;
+    const indexes = new Set<number>();
     return {
       onEvent(event) {
         let chunk: Chunk;
@@ -141,6 +143,7 @@ export const generateContent: ProtocolAdapter = {
         if (chunk.error) failed = true;
         for (const candidate of Array.isArray(chunk.candidates) ? chunk.candidates : []) {
           if (!isObject(candidate)) continue;
+          if (typeof candidate.index === 'number' && Number.isSafeInteger(candidate.index) && indexes.size < 128) indexes.add(candidate.index);
           const parts = isObject(candidate.content) && Array.isArray(candidate.content.parts) ? candidate.content.parts : [];
           for (const part of parts) {
             if (!isObject(part)) continue;
@@ -170,6 +173,14 @@ export const generateContent: ProtocolAdapter = {
       usage: () => usage,
       outputChars: () => chars,
       completed: () => finished && !failed,
+      lengthStop: () => [
+        {
+          event: undefined,
+          data: JSON.stringify({
+            candidates: [...(indexes.size > 0 ? indexes : [0])].map((index) => ({ content: { role: 'model', parts: [{ text: '' }] }, finishReason: 'MAX_TOKENS', index })),
+          }),
+        },
+      ],
     };
   },
 };

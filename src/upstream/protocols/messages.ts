@@ -66,6 +66,7 @@ export const anthropicUsage = (raw: unknown): Usage | null => validUsage(readAnt
 
 type StreamPayload = {
   type?: string;
+  index?: unknown;
   message?: { usage?: unknown };
   usage?: unknown;
   content_block?: { type?: string; name?: unknown; text?: unknown; thinking?: unknown };
@@ -114,6 +115,8 @@ export const messages: ProtocolAdapter = {
     let finalOutput = false;
     let chars = 0;
     let done = false;
+    // Content blocks started and not yet stopped: a length stop closes them.
+    const open = new Set<unknown>();
     const merge = (usage: unknown) => {
       if (usage === undefined || usage === null) return;
       // A block that is no object is kept as it is (the report then says the usage is invalid),
@@ -140,6 +143,7 @@ export const messages: ProtocolAdapter = {
             merge(isObject(payload.message) ? payload.message.usage : undefined);
             break;
           case 'content_block_start': {
+            if (open.size < 1024) open.add(payload.index);
             const block = isObject(payload.content_block) ? payload.content_block : {};
             chars += textLength(block.name) + textLength(block.text) + textLength(block.thinking);
             break;
@@ -151,6 +155,9 @@ export const messages: ProtocolAdapter = {
             else if (delta.type === 'thinking_delta') chars += textLength(delta.thinking);
             break;
           }
+          case 'content_block_stop':
+            open.delete(payload.index);
+            break;
           case 'message_delta':
             merge(payload.usage);
             if (isObject(payload.usage) && payload.usage.output_tokens !== undefined && payload.usage.output_tokens !== null) finalOutput = true;
@@ -170,6 +177,15 @@ export const messages: ProtocolAdapter = {
       },
       outputChars: () => chars,
       completed: () => done,
+      lengthStop: () => [
+        ...[...open].map((index) => ({ event: 'content_block_stop', data: JSON.stringify({ type: 'content_block_stop', index }) })),
+        // The output delivered, as an interrupted stream without usage is billed on (clamped to the cap).
+        {
+          event: 'message_delta',
+          data: JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: tokensFromChars(chars) } }),
+        },
+        { event: 'message_stop', data: JSON.stringify({ type: 'message_stop' }) },
+      ],
     };
   },
 };

@@ -146,6 +146,8 @@ export const responses: ProtocolAdapter = {
     let usage: UsageReport = null;
     let chars = 0;
     let done = false;
+    // What a length stop repeats of the response the events described.
+    let head: Record<string, unknown> = { id: '', object: 'response', created_at: 0, model: '' };
     // Built-in tool calls by item id, as their items are done, for a final response that does not list its output.
     const toolCalls = new Map<FeeTool, Set<string>>();
     return {
@@ -158,6 +160,7 @@ export const responses: ProtocolAdapter = {
         }
         if (!isObject(data)) return true;
         const type = event.event ?? (typeof data.type === 'string' ? data.type : '');
+        if (isObject(data.response)) head = { id: data.response.id, object: 'response', created_at: data.response.created_at, model: data.response.model };
         const item = isObject(data.item) ? data.item : null;
         if (OUTPUT_DELTAS.has(type) && typeof data.delta === 'string') chars += data.delta.length;
         else if (type === 'response.output_item.added' && item?.type === 'function_call' && typeof item.name === 'string') chars += item.name.length;
@@ -175,6 +178,15 @@ export const responses: ProtocolAdapter = {
       usage: () => usage,
       outputChars: () => chars,
       completed: () => done,
+      lengthStop: () => [
+        {
+          event: 'response.incomplete',
+          data: JSON.stringify({
+            type: 'response.incomplete',
+            response: { ...head, status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [], usage: null },
+          }),
+        },
+      ],
       // Delivered so far: billed even when the stream ends without its usage (a cut after an image).
       toolCalls: () => (toolCalls.size === 0 ? undefined : Object.fromEntries([...toolCalls].map(([tool, ids]) => [tool, ids.size]))),
     };

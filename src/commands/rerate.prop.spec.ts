@@ -1,0 +1,104 @@
+/**
+ * Issue 31, item 7c: a re-rate at the prices in force changes nothing. A call billed as the relay and
+ * the image endpoints bill it (tool fees, cache writes, long context, discounts, the capture bound;
+ * images capped at their hold) is re-priced at the same price to what it cost.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ModelConfig } from '../config/schema';
+import { parseUsd } from '../money/usd';
+import { boundedCapture } from '../upstream/capture';
+import { chargeOf, pricingOf } from '../upstream/pricing';
+import { planRerate, type BilledCall } from './rerate';
+
+const AT = 1_700_000_000;
+const price = fc.integer({ min: 0, max: 100_000 }).map((cents) => (cents / 100).toFixed(2));
+
+const textModel = fc
+  .record({
+    input: price,
+    output: price,
+    cached: price,
+    fee: fc.option(price, { nil: undefined }),
+    cacheWrite: fc.option(fc.constantFrom('1.25', '2'), { nil: undefined }),
+    longContext: fc.option(fc.record({ threshold_tokens: fc.integer({ min: 1, max: 300_000 }), multiplier: fc.constant('2') }), { nil: undefined }),
+    discount: fc.option(fc.constantFrom('0.5', '0.8'), { nil: undefined }),
+  })
+  .map(
+    (m): ModelConfig =>
+      ({
+        id: 'm',
+        owned_by: 'test',
+        kind: 'text',
+        aliases: [],
+        callable: true,
+        endpoint_type: null,
+        capabilities: [],
+        price: { input: m.input, output: m.output, cached_input: m.cached, ...(m.fee ? { tool_call_fee: { web_search: m.fee } } : {}) },
+        ...(m.cacheWrite ? { cache_write_multiplier: m.cacheWrite } : {}),
+        ...(m.longContext ? { long_context: m.longContext } : {}),
+        ...(m.discount ? { discount: { multiplier: m.discount } } : {}),
+      }) as ModelConfig,
+  );
+
+const tokens = fc.nat({ max: 2_000_000 });
+
+describe('a re-rate at the prices in force', () => {
+  it('changes no chat call: tool fees, cache writes and the capture bound kept', () => {
+    fc.assert(
+      fc.property(
+        textModel,
+        fc.record({ prompt: tokens, cached: tokens, written: tokens, output: tokens, searches: fc.nat({ max: 50 }) }),
+        fc.bigInt({ min: 1n, max: 10n ** 11n }),
+        (model, u, hold) => {
+          const cached = Math.min(u.cached, u.prompt);
+          const written = Math.min(u.written, u.prompt - cached);
+          const usage = { promptTokens: u.prompt, cachedTokens: cached, cacheWriteTokens: written, outputTokens: u.output, reasoningTokens: 0, ...(u.searches > 0 ? { toolCalls: { web_search: u.searches } } : {}) };
+          const charge = chargeOf(pricingOf(model), usage, AT);
+          const call: BilledCall = {
+            accountId: 'a',
+            requestId: 'r',
+            keyId: null,
+            submittedAt: AT,
+            inputTokens: u.prompt,
+            outputTokens: u.output,
+            cachedTokens: cached,
+            cacheWriteTokens: written,
+            unitCount: u.searches > 0 ? u.searches : null,
+            toolFee: charge.toolFee,
+            hold,
+            cost: boundedCapture(charge.amount, hold).captured,
+          };
+          const plan = planRerate(model, [call]);
+          expect(plan).toEqual({ accounts: [], unchanged: 1 });
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('changes no image call, one capped at its hold included', () => {
+    fc.assert(
+      fc.property(price, fc.nat({ max: 10 }), fc.bigInt({ min: 0n, max: 10n ** 11n }), (perImage, images, hold) => {
+        const model = { id: 'img', owned_by: 'test', kind: 'image', aliases: [], callable: true, endpoint_type: 'images_generations', capabilities: [], price: { per_image: perImage } } as unknown as ModelConfig;
+        const priced = parseUsd(perImage) * BigInt(images);
+        const call: BilledCall = {
+          accountId: 'a',
+          requestId: 'r',
+          keyId: null,
+          submittedAt: AT,
+          inputTokens: 0,
+          outputTokens: 0,
+          cachedTokens: 0,
+          cacheWriteTokens: 0,
+          unitCount: images,
+          toolFee: 0n,
+          hold,
+          cost: priced > hold ? hold : priced,
+        };
+        expect(planRerate(model, [call])).toEqual({ accounts: [], unchanged: 1 });
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
