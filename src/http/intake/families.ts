@@ -38,7 +38,8 @@ export const BODY_RULES: Readonly<Record<BodyFamily, BodyRule>> = {
   none: { limit: 0, deadlineMs: 0 },
 };
 
-const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/responses']);
+// Embeddings are not served (404 after authentication), but their request is JSON text like a chat call's.
+const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/responses', '/v1/embeddings']);
 const MEDIA_PREFIXES = ['/v1/videos/', '/v1/music/', '/v1/audio/', '/v1/transcripts/'];
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
