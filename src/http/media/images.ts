@@ -14,10 +14,10 @@ import type { RouteDoc } from '../openapi/route-doc';
 import { completeHijacked } from '../plugins/idempotency';
 import { traceSettlement } from '../../tracing/spans';
 import { IMAGE_TIMINGS, imageAnswer, runImageLadder, type ImageTimings } from './image-ladder';
-import { IMAGE_BODY_LIMIT, ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS, ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
 import { imageTaskRoutes, submitImageTask, type ImageTaskDeps } from './image-tasks';
 
-export { IMAGE_BODY_LIMIT, IMAGE_TIMINGS, type ImageTimings };
+export { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS, IMAGE_TIMINGS, type ImageTimings };
 
 export interface ImagesDeps extends ImageIntakeDeps, Omit<ImageTaskDeps, 'timings' | 'dispatcher'> {
   readonly timings?: Partial<ImageTimings>;
