@@ -78,6 +78,34 @@ describe('the JSON form of the image routes', () => {
     expect(h.sim.requests).toHaveLength(0);
   });
 
+  it('a multipart text field is bounded as a JSON string (8 MB), a field sent as application/json too: image bytes go as files', async () => {
+    const form = new FormData();
+    form.append('model', 'img-model');
+    form.append('prompt', 'edit it');
+    form.append('image', `data:image/png;base64,${'A'.repeat(8 * MiB)}`);
+    const text = await fetch(`${h.baseUrl}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+    expect(text.status).toBe(413);
+    expect(((await text.json()) as Json).error).toEqual({
+      message: `the multipart field "image" is over this endpoint's limit of 8 MB for a text field; send images as file parts (up to 95 MB)`,
+      type: 'invalid_request_error',
+      code: 'request_too_large',
+    });
+
+    // A part labelled JSON is parsed by the multipart reader itself: no more than 8 MB of it.
+    const field = (name: string, value: string, type?: string) =>
+      `--b\r\nContent-Disposition: form-data; name="${name}"\r\n${type ? `Content-Type: ${type}\r\n` : ''}\r\n${value}\r\n`;
+    const body = [
+      field('model', 'img-model'),
+      field('prompt', 'edit it'),
+      field('image_urls', JSON.stringify([`data:image/png;base64,${'A'.repeat(8 * MiB)}`]), 'application/json'),
+      '--b--\r\n',
+    ].join('');
+    const parsed = await fetch(`${h.baseUrl}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=b' }, body });
+    expect(parsed.status).toBe(400);
+    expect(((await parsed.json()) as Json).error.code).toBe('invalid_request');
+    expect(h.sim.requests).toHaveLength(0);
+  });
+
   it('within its bounds a JSON edit goes upstream as sent, and a multipart edit over 16 MB is still taken (its limit is 95 MB)', async () => {
     const dataUri = `data:image/png;base64,${'A'.repeat(7 * MiB)}`;
     const json = await fetch(`${h.baseUrl}/v1/images/edits`, {

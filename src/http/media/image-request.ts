@@ -83,6 +83,9 @@ async function readParts(request: FastifyRequest): Promise<{ fields: Record<stri
       files.push({ field: part.fieldname, filename: part.filename, mimetype: part.mimetype, data: Buffer.concat(chunks) });
       continue;
     }
+    // The parser keeps no more of a field than its limit and says so: the value is not what was sent.
+    if (part.valueTruncated)
+      throw new GatewayError('request_too_large', `the multipart field ${JSON.stringify(part.fieldname.slice(0, 100))} is over this endpoint's limit of ${IMAGE_JSON_LIMITS.string / (1024 * 1024)} MB for a text field; send images as file parts (up to 95 MB)`);
     count(String(part.value).length);
     const many = part.fieldname.endsWith('[]');
     const name = many ? part.fieldname.slice(0, -2) : part.fieldname;
