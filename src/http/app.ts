@@ -34,6 +34,7 @@ import { ChannelBoard } from '../channels/board';
 import { healthPolicyOf } from '../channels/health';
 import type { ChannelHealthAdmin } from '../channels/admin';
 import { modelRoutes } from './resources/models';
+import { embeddingsRoutes } from './resources/embeddings';
 import { imageRoutes, type ImageTimings } from './media/images';
 import { hostedFileRoutes } from './media/files';
 import { videoRoutes } from './media/videos';
@@ -201,6 +202,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(refusedCallsPlugin, { ledger: deps.ledger, now });
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
+  await app.register(embeddingsRoutes);
   // Channel health (src/channels): the gateway's own board, else one for this app.
   const router = new Router(deps.registry.config, Math.random, deps.channelHealth?.board ?? new ChannelBoard(healthPolicyOf(deps.registry.config.channel_health)));
   // A reloaded config (POST /admin/v1/config/reload, SIGHUP) is routed from the next call on.

@@ -29,10 +29,11 @@ export type LadderOutcome<T> =
   | { readonly ok: false; readonly failure: Failure | null };
 
 /**
- * Failover as src/channels/failover.ts decides it (a 5xx, a failed connection, a time-out or a refusal of
- * the channel's credentials tries the next channel, at most three as the router gives them; another 4xx,
- * the call's own budget and the shutdown end the ladder), each attempt's outcome told to its channel's
- * health. Whatever the attempt throws (a fault of the gateway's own) is thrown.
+ * Failover as src/channels/failover.ts decides it (a 5xx, a failed connection or a refusal of the
+ * channel's credentials tries the next channel, at most three as the router gives them; another 4xx,
+ * the call's own budget and the shutdown end the ladder), but never after a time-out
+ * (`mayHaveBeenAccepted`: the upstream may be generating what it was sent); each attempt's outcome
+ * told to its channel's health. Whatever the attempt throws (a fault of the gateway's own) is thrown.
  */
 export async function tryChannels<T>(ladder: ChannelLadder<T>): Promise<LadderOutcome<T>> {
   const { facts, call } = ladder;
@@ -57,9 +58,21 @@ export async function tryChannels<T>(ladder: ChannelLadder<T>): Promise<LadderOu
     traced?.failed(result.failure);
     const verdict = attemptFailed(route, result.failure, call, startedAt, account);
     failure = verdict.failure;
-    if (!verdict.next) break;
+    if (!verdict.next || mayHaveBeenAccepted(result.failure)) break;
   }
   return { ok: false, failure };
+}
+
+/**
+ * Whether a failed attempt may still have been taken up by its upstream, so that sending the request
+ * to another channel could have it generated, and paid for, twice: a time-out, where the request was
+ * sent and no answer (or not all of it) came back. The spec's failover is "on upstream 5xx or
+ * connection failure", answers in which the upstream said it did not do the work; a paid generation
+ * (an image, speech, a task submission) that timed out ends with 504 instead, released. Chat keeps
+ * its own ladder and rule.
+ */
+export function mayHaveBeenAccepted(failure: Failure): boolean {
+  return failure.kind === 'timeout';
 }
 
 /** An upstream's error answer as the client gets it (Errors, rule 5): unchanged when it speaks OpenAI's

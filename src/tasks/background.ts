@@ -28,8 +28,11 @@ export class BackgroundRuns {
     return this.runs.has(taskId);
   }
 
-  /** Starts a run; `run` gets a signal that the shutdown aborts. Never rejects. */
+  /** Starts a run (none while one of the task runs here); `run` gets a signal that the shutdown aborts.
+   * Never rejects. A run claims its task (`Claim`) before calling any upstream. */
   start(taskId: string, run: (signal: AbortSignal) => Promise<void>): void {
+    // One run per task in this process; across processes the run's claim on the task stream decides.
+    if (this.runs.has(taskId)) return;
     const controller = new AbortController();
     const done = (async () => {
       try {

@@ -95,8 +95,11 @@ export type TaskCommand =
   | CreateTask
   | { type: 'RecordSubmission'; channelId: string; upstreamTaskId: string; upstreamModel: string; attempts: number; now: number }
   | { type: 'RefuseSubmission'; error: TaskError; attempts: number; now: number }
-  /** What the upstream (or the gateway's own run) says of a task in flight. */
+  /** What the upstream says of a task in flight. */
   | { type: 'Observe'; running: boolean; progress: number | null; now: number }
+  /** A run of the gateway's own claims its task before its first upstream call: refused once any run has,
+   * so that two runs of one task (whatever started them) never both send it upstream. */
+  | { type: 'Claim'; now: number }
   | {
       type: 'Succeed';
       result: Record<string, unknown>;
@@ -113,7 +116,7 @@ export type TaskCommand =
   /** The owner deletes what a finished task made (an avatar): refused while it is in flight. */
   | { type: 'Delete'; now: number };
 
-export type TaskErrorCode = 'task_exists' | 'task_not_found' | 'task_finished' | 'task_not_due' | 'task_submitted' | 'task_in_flight' | 'invalid_task';
+export type TaskErrorCode = 'task_exists' | 'task_not_found' | 'task_finished' | 'task_not_due' | 'task_submitted' | 'task_in_flight' | 'task_claimed' | 'invalid_task';
 
 /** cost(q) = ceil(q × price / per), never above the reservation when the billing is capped. */
 export function costOf(billing: TaskBilling, units: number, reserved: bigint): bigint {
@@ -275,6 +278,12 @@ export function decide(command: TaskCommand, state: TaskState): TaskDecision {
       if (progress !== null && progress !== state.progress) events.push({ type: 'TaskProgressed', data: { progress, at: when } });
       return accept(...events);
     }
+
+    case 'Claim':
+      // The claim is the TaskStarted event, appended at the revision this decision read: of two runs
+      // deciding at once, the store takes one append and the other, decided again, finds it running.
+      if (state.phase !== 'created' || state.upstream) return refuse('task_claimed', `task ${state.taskId} is already being run`);
+      return accept({ type: 'TaskStarted', data: { at: at(state, command.now) } });
 
     case 'Succeed': {
       if (!Number.isSafeInteger(command.units) || command.units < 0) return refuse('invalid_task', 'delivered units must be a non-negative integer');

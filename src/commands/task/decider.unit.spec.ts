@@ -168,6 +168,23 @@ describe('RefuseSubmission', () => {
   });
 });
 
+describe('Claim', () => {
+  const claim = (now = T0 + 2): TaskCommand => ({ type: 'Claim', now });
+  const gatewayTask = [created({ visible: true, family: 'image' })];
+
+  it('starts a task the gateway runs itself, once: a second claim is refused, so a second run never calls the upstream', () => {
+    const state = given(gatewayTask).when(claim()).then([started()]);
+    expect(state.phase).toBe('running');
+    given([...gatewayTask, started()]).when(claim(T0 + 3)).thenRefused('task_claimed', /already being run/);
+  });
+
+  it('is refused for an upstream task (its poller observes it) and for a task that has ended', () => {
+    given(IN_FLIGHT.queued!).when(claim()).thenRefused('task_claimed');
+    given(IN_FLIGHT.running!).when(claim()).thenRefused('task_claimed');
+    for (const events of Object.values(ENDED)) given(events).when(claim()).thenRefused('task_finished');
+  });
+});
+
 describe('Observe', () => {
   it('records the start and progress only when they change', () => {
     given(IN_FLIGHT.queued!).when(observe(false, null)).then([]);

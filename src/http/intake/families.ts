@@ -1,4 +1,4 @@
-import { IMAGE_BODY_LIMIT } from '../media/images';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../media/images';
 
 /**
  * What each route family may send as a body: how many bytes, and how long the client has to send
@@ -18,6 +18,19 @@ export interface BodyRule {
   /** Refuse a NUL character anywhere in a JSON body: what the body holds is stored in text
    * columns, which cannot hold one. Chat bodies keep theirs: they go to the upstream as sent. */
   readonly refuseNul?: boolean;
+  /** A JSON body's own bounds, where they are tighter than the family's limit (which then is for
+   * multipart bodies only). */
+  readonly json?: JsonRule;
+}
+
+/** What a JSON body of a family may hold, checked as it arrives. */
+export interface JsonRule {
+  /** Bytes of the whole JSON body. */
+  readonly limit: number;
+  /** Bytes of any one string (a key or a value, as sent): refused at the byte that passes it. */
+  readonly stringLimit: number;
+  /** Where a client goes with more (said in the 413's message). */
+  readonly instead: string;
 }
 
 const MiB = 1024 * 1024;
@@ -25,7 +38,13 @@ const MiB = 1024 * 1024;
 export const BODY_RULES: Readonly<Record<BodyFamily, BodyRule>> = {
   // Messages, tools and a few inline images; larger media go by URL.
   chat: { limit: 8 * MiB, deadlineMs: 60_000 },
-  images: { limit: IMAGE_BODY_LIMIT, deadlineMs: 300_000 },
+  // 95 MB of multipart files; JSON (a prompt and a few data-URI images) is parsed whole on the event
+  // loop, so it is bounded by what it may hold, not by the spec's 95 MB of image bytes.
+  images: {
+    limit: IMAGE_BODY_LIMIT,
+    deadlineMs: 300_000,
+    json: { limit: IMAGE_JSON_LIMITS.body, stringLimit: IMAGE_JSON_LIMITS.string, instead: 'send larger images as multipart files (up to 95 MB)' },
+  },
   // Media task submissions (video, music, speech, voices, transcripts): JSON whose media go by URL,
   // except a few reference images a video may carry inline as data URIs.
   media: { limit: 32 * MiB, deadlineMs: 120_000 },
@@ -38,7 +57,8 @@ export const BODY_RULES: Readonly<Record<BodyFamily, BodyRule>> = {
   none: { limit: 0, deadlineMs: 0 },
 };
 
-const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/responses']);
+// Embeddings are not served (404 after authentication), but their request is JSON text like a chat call's.
+const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/responses', '/v1/embeddings']);
 const MEDIA_PREFIXES = ['/v1/videos/', '/v1/music/', '/v1/audio/', '/v1/transcripts/'];
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

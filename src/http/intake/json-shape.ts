@@ -64,3 +64,66 @@ function closingQuote(text: string, open: number): number {
 }
 
 const tooMany = (bounds: JsonBounds) => `the JSON body has more than ${bounds.items.toLocaleString('en-US')} values (objects, arrays and their items)`;
+
+/**
+ * The longest string of a JSON body, watched as the body arrives: `feed` each chunk as it comes and it
+ * says, at the byte that passes `limit`, that a string (a key or a value, counted in bytes as sent,
+ * escapes included) is longer than allowed. Lets a route whose strings are bounded (a data-URI image)
+ * refuse a body before the rest of it arrives. Works on bytes: a quote or a backslash is never part
+ * of a multi-byte UTF-8 character. Like `jsonBoundsProblem` it does not validate: a text that is not
+ * JSON is the parser's to refuse.
+ */
+export class StringLengthWatch {
+  private inString = false;
+  /** The previous byte was a backslash that escapes the next one. */
+  private escaped = false;
+  private length = 0;
+
+  constructor(readonly limit: number) {}
+
+  /** True once a string is longer than the limit (then the rest need not be fed). */
+  feed(chunk: Uint8Array): boolean {
+    const end = chunk.length;
+    let i = 0;
+    // Where the next quote and backslash are in this chunk (`end` when there is none), found once
+    // each: a chunk is scanned in linear time however many escapes it holds.
+    let quote = -1;
+    let backslash = -1;
+    while (i < end) {
+      if (!this.inString) {
+        if (quote < i) quote = indexOr(chunk, 0x22, i, end);
+        if (quote === end) return false;
+        this.inString = true;
+        this.length = 0;
+        i = quote + 1;
+        continue;
+      }
+      if (this.escaped) {
+        this.escaped = false;
+        this.length += 1;
+        i += 1;
+        if (this.length > this.limit) return true;
+        continue;
+      }
+      if (quote < i) quote = indexOr(chunk, 0x22, i, end);
+      if (backslash < i) backslash = indexOr(chunk, 0x5c, i, end);
+      const stop = Math.min(quote, backslash);
+      this.length += stop - i;
+      if (this.length > this.limit) return true;
+      if (stop === end) return false;
+      if (stop === backslash) {
+        this.escaped = true;
+        this.length += 1;
+      } else {
+        this.inString = false;
+      }
+      i = stop + 1;
+    }
+    return this.length > this.limit;
+  }
+}
+
+function indexOr(chunk: Uint8Array, byte: number, from: number, none: number): number {
+  const at = chunk.indexOf(byte, from);
+  return at < 0 ? none : at;
+}

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hasNulEscape, JSON_BOUNDS, jsonBoundsProblem } from './json-shape';
+import { hasNulEscape, JSON_BOUNDS, jsonBoundsProblem, StringLengthWatch } from './json-shape';
 
 const RUNS = Math.min(Number(process.env.FC_RUNS ?? 2_000), 2_000);
 
@@ -81,5 +81,56 @@ describe('jsonBoundsProblem', () => {
   it('skips a long string in one step: a 95 MB base64 image is cheap to check', () => {
     const image = `{"image":"${'QUFB'.repeat(24 * 1024 * 1024)}","escaped":"${'\\"'.repeat(1000)}"}`;
     expect(jsonBoundsProblem(image, { depth: 1, items: 2 })).toBeNull();
+  });
+});
+
+/** The longest string of a value (keys included), in bytes as JSON.stringify writes it. */
+function longestString(value: unknown): number {
+  const raw = (s: string) => Buffer.byteLength(JSON.stringify(s)) - 2;
+  if (typeof value === 'string') return raw(value);
+  if (value === null || typeof value !== 'object') return 0;
+  const keys = Array.isArray(value) ? [] : Object.keys(value).map(raw);
+  return Math.max(0, ...keys, ...Object.values(value).map(longestString));
+}
+
+/** Feeds `bytes` cut at `cuts`; the offset just after the chunk that tripped the watch, or null. */
+function watch(limit: number, bytes: Buffer, cuts: readonly number[]): number | null {
+  const w = new StringLengthWatch(limit);
+  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  let from = 0;
+  for (const to of [...points, bytes.length]) {
+    if (w.feed(bytes.subarray(from, to))) return to;
+    from = to;
+  }
+  return null;
+}
+
+describe('StringLengthWatch', () => {
+  it('trips exactly when a string of the text (a key too) is longer than the limit, however the text is cut into chunks', () => {
+    fc.assert(
+      fc.property(json, fc.nat({ max: 12 }), fc.array(fc.nat(), { maxLength: 8 }), (value, limit, cuts) => {
+        const bytes = Buffer.from(JSON.stringify(value));
+        expect(watch(limit, bytes, cuts) !== null).toBe(longestString(value) > limit);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('trips at the byte that passes the limit, without the rest of the body', () => {
+    const head = Buffer.from(`{"model":"m","image":"data:image/png;base64,${'A'.repeat(100)}`);
+    const fed = Buffer.concat([head, Buffer.from(`${'A'.repeat(1000)}"}`)]);
+    const limit = head.length - '{"model":"m","image":"'.length;
+    // One byte at a time: it trips on the first byte past the limit.
+    expect(watch(limit, fed, Array.from({ length: fed.length }, (_, i) => i))).toBe(head.length + 1);
+    expect(watch(limit, head, [])).toBeNull();
+  });
+
+  it('counts escapes as sent, and an escaped quote does not end the string, split or not', () => {
+    const text = Buffer.from(JSON.stringify({ a: 'x"\\"y' }));
+    const raw = Buffer.byteLength(JSON.stringify('x"\\"y')) - 2;
+    for (let cut = 0; cut <= text.length; cut++) {
+      expect(watch(raw, text, [cut])).toBeNull();
+      expect(watch(raw - 1, text, [cut])).not.toBeNull();
+    }
   });
 });

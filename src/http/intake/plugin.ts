@@ -3,15 +3,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOption
 import fp from 'fastify-plugin';
 import { GatewayError, requestTooLarge as tooLarge, sendError } from '../errors';
 import { addRouteHook } from '../plugins/route-hooks';
-import { BODY_RULES, familyOf, type BodyFamily } from './families';
-import { hasNulEscape, jsonBoundsProblem } from './json-shape';
+import { BODY_RULES, familyOf, type BodyFamily, type JsonRule } from './families';
+import { hasNulEscape, jsonBoundsProblem, StringLengthWatch } from './json-shape';
 import { redactUrl } from './redact';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Set by the intake plugin from the route's family (see families.ts), or from the route's own
      * `bodyLimit` when it declares one. */
-    readonly body?: { readonly limit: number; readonly deadlineMs: number; readonly refuseNul: boolean };
+    readonly body?: { readonly limit: number; readonly deadlineMs: number; readonly refuseNul: boolean; readonly json: JsonRule | null };
   }
 }
 
@@ -59,6 +59,17 @@ function declaresBody(raw: IncomingMessage): boolean {
 function declaredLength(raw: IncomingMessage): number {
   const length = raw.headers['content-length'];
   return length === undefined ? 0 : Number(length);
+}
+
+const isMultipart = (raw: IncomingMessage): boolean => /^\s*multipart\//i.test(raw.headers['content-type'] ?? '');
+
+const MiB = 1024 * 1024;
+const sizeText = (bytes: number) => (bytes % MiB === 0 ? `${bytes / MiB} MB` : `${bytes} bytes`);
+
+/** A JSON body over its family's own bounds: the whole body, or one string in it. */
+function jsonTooLarge(rule: JsonRule, what: 'body' | 'string'): GatewayError {
+  const over = what === 'body' ? `the JSON body is over this endpoint's limit of ${sizeText(rule.limit)}` : `a string in the JSON body (a data URI) is over this endpoint's limit of ${sizeText(rule.stringLimit)} for one value`;
+  return new GatewayError('request_too_large', `${over}; ${rule.instead}`);
 }
 
 const hasNul = (value: unknown): boolean =>
@@ -130,15 +141,18 @@ export const intakePlugin = fp<IntakeOptions>(
       // A route may declare its own limit (a test's stand-in route); else its family's applies.
       const limit = route.bodyLimit ?? (rule.limit > 0 ? (bodyLimits[family] ?? rule.limit) : 0);
       if (limit > 0) route.bodyLimit = limit;
-      route.config = { ...(route.config ?? {}), body: { limit, deadlineMs: rule.deadlineMs || BODY_RULES.chat.deadlineMs, refuseNul: rule.refuseNul === true } };
+      route.config = { ...(route.config ?? {}), body: { limit, deadlineMs: rule.deadlineMs || BODY_RULES.chat.deadlineMs, refuseNul: rule.refuseNul === true, json: rule.json ?? null } };
       // A route hook, so that it runs after authentication (the app's and the admin API's):
       // a request without a valid key learns nothing about its body.
       addRouteHook(route, 'onRequest', checkRequest);
     });
 
     function checkRequest(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
-      const limit = request.routeOptions.config.body?.limit ?? 0;
+      const body = request.routeOptions.config.body;
+      const limit = body?.limit ?? 0;
       if (limit === 0 ? declaresBody(request.raw) : declaredLength(request.raw) > limit) return done(tooLarge(limit));
+      // Anything but multipart is read by the JSON reader (or refused as an unknown type): its own bound.
+      if (body?.json && !isMultipart(request.raw) && declaredLength(request.raw) > body.json.limit) return done(jsonTooLarge(body.json, 'body'));
       const nul = nulParameter(request);
       if (nul !== null) return done(new GatewayError('invalid_request', `${nul} must not contain NUL (U+0000) characters`));
       done();
@@ -171,8 +185,8 @@ export const intakePlugin = fp<IntakeOptions>(
     }
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
-      const rule = request.routeOptions.config.body ?? { limit: 0, deadlineMs: 0, refuseNul: true };
-      const text = await readBody(payload ?? request.raw, rule.limit, timings.jsonDeadlineMs ?? rule.deadlineMs);
+      const rule = request.routeOptions.config.body ?? { limit: 0, deadlineMs: 0, refuseNul: true, json: null };
+      const text = await readBody(payload ?? request.raw, rule.limit, timings.jsonDeadlineMs ?? rule.deadlineMs, rule.json);
       return parsed(request, text, rule.refuseNul);
     });
   },
@@ -183,15 +197,19 @@ export function notFound(request: FastifyRequest): GatewayError {
   return new GatewayError('not_found', `no route for ${request.method} ${redactUrl(request.url).split('?')[0]!.slice(0, 200)}`);
 }
 
-/** The body as text: refused past `limit` bytes (not one more is kept) or after `deadlineMs`. */
-function readBody(payload: IncomingMessage, limit: number, deadlineMs: number): Promise<string> {
+/** The body as text: refused past `limit` bytes (not one more is kept) or after `deadlineMs`; with a
+ * JSON rule, at its limit instead and as soon as one string passes its string limit. */
+function readBody(payload: IncomingMessage, limit: number, deadlineMs: number, json: JsonRule | null = null): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
+    const max = json?.limit ?? limit;
+    const strings = json ? new StringLengthWatch(json.stringLimit) : null;
     const timer = deadlineMs > 0 ? setTimeout(() => finish(new GatewayError('request_timeout', `the request body did not arrive within ${deadlineMs / 1000} s`)), deadlineMs) : undefined;
     const onData = (chunk: Buffer) => {
       received += chunk.length;
-      if (received > limit) return finish(tooLarge(limit));
+      if (received > max) return finish(json ? jsonTooLarge(json, 'body') : tooLarge(limit));
+      if (strings?.feed(chunk)) return finish(jsonTooLarge(json!, 'string'));
       chunks.push(chunk);
     };
     const onEnd = () => finish(null);

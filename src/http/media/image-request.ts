@@ -14,8 +14,15 @@ import { callerGroup } from '../../channels/groups';
 // What both modes of an image call share before any money moves: the body (JSON or multipart),
 // its validation, the model, the channels and the price.
 
-/** 95 MB: the spec's limit on an edit's body, JSON or multipart. */
+/** 95 MB: the spec's limit on an edit's body, for image bytes: a multipart body's files. */
 export const IMAGE_BODY_LIMIT = 95 * 1024 * 1024;
+/**
+ * The JSON form of both image routes holds a prompt and a few references (URLs or data URIs), and is
+ * parsed, validated and re-serialised whole, on the event loop: its bounds are what that may cost,
+ * not the spec's 95 MB. One string (a data URI: about a 6 MB image) at most 8 MB, the body at most
+ * 16 MB (two such images, or more smaller ones); images beyond go as multipart files.
+ */
+export const IMAGE_JSON_LIMITS = { body: 16 * 1024 * 1024, string: 8 * 1024 * 1024 } as const;
 export const MAX_IMAGES = 10;
 
 const References = z.union([z.string().min(1), z.array(z.string().min(1))]);
@@ -76,6 +83,9 @@ async function readParts(request: FastifyRequest): Promise<{ fields: Record<stri
       files.push({ field: part.fieldname, filename: part.filename, mimetype: part.mimetype, data: Buffer.concat(chunks) });
       continue;
     }
+    // The parser keeps no more of a field than its limit and says so: the value is not what was sent.
+    if (part.valueTruncated)
+      throw new GatewayError('request_too_large', `the multipart field ${JSON.stringify(part.fieldname.slice(0, 100))} is over this endpoint's limit of ${IMAGE_JSON_LIMITS.string / (1024 * 1024)} MB for a text field; send images as file parts (up to 95 MB)`);
     count(String(part.value).length);
     const many = part.fieldname.endsWith('[]');
     const name = many ? part.fieldname.slice(0, -2) : part.fieldname;

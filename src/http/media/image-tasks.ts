@@ -74,9 +74,10 @@ const msUntil = (deadline: number, now: number) => Math.max(0, (deadline - now) 
 async function runImageTask(deps: ImageTaskDeps, call: ImageCall, task: TaskState, signal: AbortSignal): Promise<void> {
   const { facts } = call;
   const taskId = task.taskId;
-  const started = await deps.tasks.handle(taskId, { type: 'Observe', running: true, progress: null, now: deps.now() });
-  // Ended already (the sweep found it past its deadline): nothing is left to run.
-  if (!started.ok && started.error.code === 'task_finished') return;
+  // The claim before any upstream call: ended already (the sweep found it past its deadline) or claimed by
+  // another run, there is nothing left for this one to do.
+  const claimed = await deps.tasks.handle(taskId, { type: 'Claim', now: deps.now() });
+  if (!claimed.ok) return;
   const budget = new CallSignal(Math.min(deps.timings.ladderMs, msUntil(task.deadline, deps.now())));
   const interrupt = () => budget.endForShutdown();
   signal.addEventListener('abort', interrupt, { once: true });

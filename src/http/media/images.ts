@@ -16,10 +16,10 @@ import type { RouteDoc } from '../openapi/route-doc';
 import { completeHijacked } from '../plugins/idempotency';
 import { traceSettlement } from '../../tracing/spans';
 import { IMAGE_TIMINGS, imageAnswer, runImageLadder, type ImageTimings } from './image-ladder';
-import { IMAGE_BODY_LIMIT, ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS, ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
 import { imageTaskRoutes, submitImageTask, type ImageTaskDeps } from './image-tasks';
 
-export { IMAGE_BODY_LIMIT, IMAGE_TIMINGS, type ImageTimings };
+export { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS, IMAGE_TIMINGS, type ImageTimings };
 
 export interface ImagesDeps extends ImageIntakeDeps, Omit<ImageTaskDeps, 'timings' | 'dispatcher'> {
   readonly timings?: Partial<ImageTimings>;
@@ -63,7 +63,9 @@ export function imageRoutes(deps: ImagesDeps) {
   return async (app: FastifyInstance) => {
     // One byte over the body's limit: the parser then hands readMultipart the byte that makes it
     // refuse, where at the limit it would stop the file silently and wait for its end.
-    await app.register(multipart, { limits: { fileSize: IMAGE_BODY_LIMIT + 1, fieldSize: IMAGE_BODY_LIMIT + 1, files: 32, parts: 1000 } });
+    // A text field is what a JSON string is (a prompt, a data-URI reference; the parser JSON-parses a part
+    // sent as application/json): bounded as one, 8 MB. Image bytes go as file parts, up to 95 MB.
+    await app.register(multipart, { limits: { fileSize: IMAGE_BODY_LIMIT + 1, fieldSize: IMAGE_JSON_LIMITS.string, files: 32, parts: 1000 } });
     for (const endpoint of ['generations', 'edits'] as const) {
       app.post(
         imagesPath(endpoint),

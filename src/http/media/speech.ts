@@ -279,7 +279,8 @@ async function runSpeechTask(deps: SpeechDeps, run: SpeechRun, signal: AbortSign
   const interrupt = () => call.endForShutdown();
   signal.addEventListener('abort', interrupt, { once: true });
   try {
-    await deps.tasks.handle(taskId, { type: 'Observe', running: true, progress: null, now: deps.now() });
+    // The claim before any upstream call: a task already claimed by another run, or ended, is left to it.
+    if (!(await deps.tasks.handle(taskId, { type: 'Claim', now: deps.now() })).ok) return;
     const outcome = await tryChannels({ facts, routes: plan.routes, call, attempt: speakOn(deps, plan.fields, plan.voice, call), observed: false });
     if (!outcome.ok) {
       // Interrupted by the shutdown: BackgroundRuns fails the task as interrupted, refunded.

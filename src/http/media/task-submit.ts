@@ -16,6 +16,7 @@ import { CallSignal, type Failure } from '../../upstream/upstream-call';
 import type { TaskPoller } from '../../tasks/poller';
 import { attemptAnswered, attemptFailed } from '../../channels/attempt';
 import { failureSummary, type CallFacts } from '../billable-call';
+import { mayHaveBeenAccepted } from '../channel-ladder';
 import { holdCall } from '../call-hold';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { releaseUnsettled } from '../hold-release';
@@ -82,8 +83,9 @@ export interface SubmitOptions {
 }
 
 /**
- * Reserves a task's worst case, creates the task, and submits it to up to three channels (5xx, a failed
- * connection or a time-out tries the next; a 4xx is the caller's and is passed through). An accepted
+ * Reserves a task's worst case, creates the task, and submits it to up to three channels (5xx or a failed
+ * connection tries the next; a time-out ends it, as the upstream may have created the task; a 4xx is the
+ * caller's and is passed through). An accepted
  * task is followed by the poller from now on (unless `options.follow` is false); a refused one is never
  * visible, its hold released with its call-log row. A refusal of the hold (402 and the like) is a
  * rejected call with no task at all.
@@ -134,7 +136,8 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
       traced?.failed(answer.failure);
       const verdict = attemptFailed(route, answer.failure, call, startedAt, account);
       failure = verdict.failure;
-      if (!verdict.next) break;
+      // A submission that timed out may have created the task upstream: another channel would make a second one.
+      if (!verdict.next || mayHaveBeenAccepted(answer.failure)) break;
     }
   } catch (error) {
     // A fault of the gateway's own (a write that failed): the task ends now, refunded, not at its deadline.
