@@ -70,8 +70,10 @@ export function channelSecrets(channel: ChannelSecretSource): string[] {
 
 /** Text shaped like a credential whatever the channel, each with what is kept of it. */
 const KEY_SHAPED: readonly [RegExp, string][] = [
-  // A URL's user-info: scheme://user:password@
-  [/([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>]*:[^\s/?#@"'<>]*@/gi, `$1${REDACTED}@`],
+  // A URL's user-info: scheme://user:password@, found from its `://` (the scheme left as it is). No
+  // quantifier may run over a long stretch of the text and fail from each position in turn (the user
+  // name ends at its `:`, the password at the next `/`): a mebibyte of letters costs one pass.
+  [/(:\/\/)[^\s/?#@"'<>:]*:[^\s/?#@"'<>]*@/g, `$1${REDACTED}@`],
   // An authorization header's credentials.
   [/\b(Bearer|Basic|Token|Digest)(\s+)[A-Za-z0-9._~+/=-]{6,}/gi, `$1$2${REDACTED}`],
   // Vendors' keys: `sk-…` (OpenAI, Anthropic, this gateway's own 76-character keys), Stripe's `sk_live_…`,
@@ -79,10 +81,11 @@ const KEY_SHAPED: readonly [RegExp, string][] = [
   [/\b(?:sk|rk|pk)[-_][A-Za-z0-9_-]{8,}/g, REDACTED],
   [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
   [/\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, REDACTED],
-  [/\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*/g, REDACTED],
+  // Only at the start of a run of its letters: `-eyJ` inside a long run would otherwise rescan the run.
+  [/(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*/g, REDACTED],
   // A long token after a key-ish name: `api_key=…`, `"x-api-key": "…"`, `token: …`, `?key=…`.
   [
-    /((?:api[_-]?key|x-api-key|x-goog-api-key|access[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|secret|client[_-]?secret|password|passwd|authorization|signature|sig|key)["']?\s*[:=]\s*["']?)[A-Za-z0-9._~+/=%-]{12,}/gi,
+    /\b((?:api[_-]?key|x-api-key|x-goog-api-key|access[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|secret|client[_-]?secret|password|passwd|authorization|signature|sig|key)["']?\s{0,8}[:=]\s{0,8}["']?)[A-Za-z0-9._~+/=%-]{12,}/gi,
     `$1${REDACTED}`,
   ],
 ];

@@ -68,3 +68,24 @@ describe('scrubbing an upstream text of the channel credentials', () => {
     expect(scrubSecrets('xx ACTED] yy', ['ACTED]'])).toBe(WITHHELD);
   });
 });
+
+describe('scrubbing an upstream text costs one pass over it', () => {
+  // An error body is read up to a mebibyte (statusFailure): a pattern that rescans the rest of the text
+  // from each position would hold the event loop for minutes on texts like these (found on a mebibyte
+  // of `a`, which took the user-info pattern quadratic). Each must come back within the test's time.
+  const MiB = 1024 * 1024;
+  const long = (unit: string) => unit.repeat(Math.ceil(MiB / unit.length)).slice(0, MiB);
+  const channel = { api_key: 'sk-channel-secret-0123456789', base_url: 'https://u:p4ssw0rd@upstream.example/v1?k=querysecret', headers: { 'x-org': 'org-123456' } };
+  it.each([
+    ['letters', long('a')],
+    ['a scheme and colons', `x://${long('a:')}`],
+    ['runs that look like web tokens', long('a-eyJa')],
+    ['runs that look like keys', long('-sk-a')],
+    ['key names without values', long('key ')],
+    ['bearer words', long('Bearer ')],
+    ['schemes', long('a://')],
+  ])('%s', (_name, text) => {
+    expect(typeof scrubKeyShaped(text)).toBe('string');
+    expect(typeof scrubberOf(channel)(text)).toBe('string');
+  }, 20_000);
+});
