@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import { CHAT_PROTOCOLS, type ChannelConfig, type ChatProtocol } from '../config/schema';
+import type { ChannelConfig, ChatProtocol } from '../config/schema';
 import type { ProtocolAdapter } from '../upstream/contract';
 import { chatCompletions } from '../upstream/protocols/chat-completions';
 import { generateContent } from '../upstream/protocols/generate-content';
@@ -51,7 +51,7 @@ export function probeRequest(channel: ChannelConfig): ProbeRequest | null {
   if (TASK_PROTOCOLS.has(channel.protocol))
     return { method: 'GET', path: withChannelQuery(channel, `${TASKS_PATH}/${encodeURIComponent(`probe-${randomUUID()}`)}`), headers: bearer() };
   if (OPENAI_MEDIA_PROTOCOLS.has(channel.protocol)) return { method: 'GET', path: withChannelQuery(channel, '/v1/models'), headers: bearer() };
-  if (!(CHAT_PROTOCOLS as readonly string[]).includes(channel.protocol)) return null;
+  if (!Object.hasOwn(MINIMAL, channel.protocol)) return null;
   const minimal = MINIMAL[channel.protocol as ChatProtocol];
   const upstreamModel = Array.isArray(channel.models) ? channel.models[0] : Object.values(channel.models)[0];
   if (upstreamModel === undefined) return null;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../config/schema';
 import { decide, evolve, initialWalletState, type WalletCommand, type WalletState } from '../commands/wallet/decider';
 import type { Usage } from './contract';
-import { boundedCapture, CAPTURE_FACTOR, clampUsage, deliveredChars, feeToolsNamed, usageCeiling } from './capture';
+import { boundedCapture, CAPTURE_FACTOR, clampUsage, deliveredChars, feeToolsNamed, requestShape, usageCeiling } from './capture';
 import { builtinToolsHold, chargeOf, estimateUsage, holdAmount, pricingOf } from './pricing';
 import { MAX_REPORTED_TOKENS, MAX_REPORTED_TOOL_CALLS } from './usage';
 
@@ -67,7 +67,7 @@ function billed(m: ModelConfig, r: { messages: readonly unknown[]; maxTokens: nu
   const pricing = pricingOf(m);
   const estimate = estimateUsage(m, r.messages, r.maxTokens, r.choices);
   const hold = holdAmount(pricing, estimate, AT) + builtinToolsHold(pricing, feeToolsNamed(body));
-  const clamped = clampUsage(reported, usageCeiling(m, body, r.maxTokens, r.choices, estimate.outputTokens));
+  const clamped = clampUsage(reported, usageCeiling(m, requestShape(body), r.maxTokens, r.choices, estimate.outputTokens));
   const charge = chargeOf(pricing, clamped, AT);
   return { hold, clamped, charge, ...boundedCapture(charge.amount, hold) };
 }

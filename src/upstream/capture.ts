@@ -33,10 +33,10 @@ export interface UsageCeiling {
   readonly outputTokens: number;
 }
 
-/** The usage ceiling of a request: `heldOutput` is the output tokens its hold was computed on. */
-export function usageCeiling(model: ModelConfig, body: unknown, maxTokens: number | null, choices: number, heldOutput: number): UsageCeiling {
+/** The usage ceiling of a request on one model (`shape`: its `requestShape`, taken once per call whatever
+ * the number of models tried): `heldOutput` is the output tokens its hold was computed on. */
+export function usageCeiling(model: ModelConfig, shape: RequestShape, maxTokens: number | null, choices: number, heldOutput: number): UsageCeiling {
   const window = model.context_window ?? Number.POSITIVE_INFINITY;
-  const shape = requestShape(body);
   const fromSize = shape.providerTools ? Number.POSITIVE_INFINITY : shape.bytes + PROMPT_OVERHEAD_TOKENS + shape.mediaParts * MEDIA_PART_TOKENS;
   const promptTokens = Math.min(window, fromSize);
   return {
@@ -73,14 +73,14 @@ const MEDIA_TYPES = new Set(['image_url', 'input_image', 'image', 'input_audio',
 /** Gemini's media parts are keyed, not typed. */
 const MEDIA_KEYS = ['inlineData', 'fileData', 'inline_data', 'file_data'];
 
-interface RequestShape {
+export interface RequestShape {
   readonly bytes: number;
   readonly mediaParts: number;
   readonly providerTools: boolean;
 }
 
 /** The request's size in UTF-8 bytes of its JSON, its media parts, and whether it names a provider's own tool. */
-function requestShape(body: unknown): RequestShape {
+export function requestShape(body: unknown): RequestShape {
   const bytes = Buffer.byteLength(JSON.stringify(body ?? null), 'utf8');
   let mediaParts = 0;
   const walk = (value: unknown) => {
@@ -157,3 +157,9 @@ export const OUTPUT_CHARS_PER_TOKEN = 16;
 
 /** Output characters past which a stream is clearly beyond what the request asked for. */
 export const outputCharsLimit = (ceiling: UsageCeiling): number => ceiling.outputTokens * OUTPUT_CHARS_PER_TOKEN;
+
+/** The call-log note of a stream the gateway ended as a length stop. */
+export const OUTPUT_CUT = {
+  code: 'upstream_output_cut',
+  message: "the upstream's output went past the request's max tokens × choices: the gateway ended the stream as a length stop",
+};

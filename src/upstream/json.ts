@@ -6,3 +6,6 @@ export const tryJson = (text: string): unknown => {
     return null;
   }
 };
+
+/** A JSON object (not an array, not null): what every chat protocol's answer is. */
+export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);

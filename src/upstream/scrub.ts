@@ -128,3 +128,14 @@ export function scrubberOf(channel: ChannelSecretSource): Scrub {
   }
   return scrub;
 }
+
+/** An upstream's in-protocol error frame (Streaming error behavior, rule 2: forwarded unchanged, but for the
+ * channel's credentials): `event: error` (messages, responses), a failed response, or data that is an
+ * error object (chat-completions, generate-content). */
+const ERROR_DATA = /^\s*\{\s*"(?:error"|type"\s*:\s*"(?:error|response\.failed)")/;
+
+/** A stream's frame as it may leave the gateway: an error frame scrubbed, model output never (it is what was paid for). */
+export function scrubbedFrame<E extends { readonly event?: string | undefined; readonly data: string }>(event: E, scrub: Scrub): E {
+  const error = event.event === 'error' || event.event === 'response.failed' || ERROR_DATA.test(event.data);
+  return error ? { ...event, data: scrub(event.data) } : event;
+}

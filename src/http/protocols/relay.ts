@@ -11,13 +11,13 @@ import { releaseUnsettled } from '../hold-release';
 import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../../upstream/contract';
 import { builtinToolsHold, chargeOf, holdAmount, pricingOf, receiptOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import { checkUsage, isInvalidUsage, usageBounds, usageInvalidNote, type UsageBounds } from '../../upstream/usage';
-import { boundedCapture, clampUsage, deliveredChars, feeToolsNamed, outputCharsLimit, usageCeiling, type UsageCeiling } from '../../upstream/capture';
+import { boundedCapture, clampUsage, deliveredChars, feeToolsNamed, OUTPUT_CUT, outputCharsLimit, requestShape, usageCeiling, type UsageCeiling } from '../../upstream/capture';
 import type { Route, RouteSource, Router } from '../../upstream/routing';
 import { callerGroup } from '../../channels/groups';
-import { tryJson } from '../../upstream/json';
+import { isObject, tryJson } from '../../upstream/json';
 import { BodyTooLargeError, CHAT_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { readAhead } from '../../upstream/read-ahead';
-import { scrubberOf, scrubKeyShaped, type Scrub } from '../../upstream/scrub';
+import { scrubbedFrame, scrubberOf, scrubKeyShaped, type Scrub } from '../../upstream/scrub';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../../upstream/upstream-call';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { formatUsd } from '../../money/usd';
@@ -127,11 +127,12 @@ export async function relayChat(
   });
   // Translated: the client's request decoded once, and re-encoded for each route's channel.
   const decoded = staged.some((st) => st.routes.some(isTranslated)) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
+  const shape = requestShape(request.body);
   const stages: Stage[] = staged.map(({ model: m, routes }) => {
     const attempts = routes.map((route) => ({ route, translation: decoded && isTranslated(route) ? translationFor(decoded, adapter, route, m) : null }));
     const estimate = callEstimate(m, attempts.map((a) => a.translation?.asked ?? info));
     const pricing = pricingOf(m, deps.registry.config.discounts);
-    const ceiling = usageCeiling(m, request.body, info.maxTokens, info.choices, estimate.outputTokens);
+    const ceiling = usageCeiling(m, shape, info.maxTokens, info.choices, estimate.outputTokens);
     return { model: m, attempts, estimate, bounds: usageBounds(m, info), ceiling, pricing };
   });
   const holdId = request.id;
@@ -520,7 +521,7 @@ async function relayStream(
     onEvent(event) {
       if (cut) return;
       flushStray();
-      const forwarded = { event: event.event, data: isErrorFrame(event) ? scrub(event.data) : event.data };
+      const forwarded = scrubbedFrame({ event: event.event, data: event.data }, scrub);
       const before = observer.outputChars();
       const keep = observer.onEvent(forwarded);
       // The event that passes the bound is not relayed: an upstream cannot push one huge event through.
@@ -602,20 +603,6 @@ async function relayStream(
   }
   return reply;
 }
-
-/** An upstream's in-protocol error frame (Streaming error behavior, rule 2: forwarded unchanged, but for the
- * channel's credentials): `event: error` (messages, responses), a failed response, or data that is an
- * error object (chat-completions, generate-content). Model output is never scrubbed: it is what was paid for. */
-const ERROR_DATA = /^\s*\{\s*"(?:error"|type"\s*:\s*"(?:error|response\.failed)")/;
-const isErrorFrame = (event: { readonly event?: string | undefined; readonly data: string }): boolean => event.event === 'error' || event.event === 'response.failed' || ERROR_DATA.test(event.data);
-
-/** The row's note of a stream the gateway ended as a length stop. */
-const OUTPUT_CUT = {
-  code: 'upstream_output_cut',
-  message: "the upstream's output went past the request's max tokens × choices: the gateway ended the stream as a length stop",
-};
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The call-log message of the ways a stream can end early other than the upstream's. */
 const STREAM_ENDS: Readonly<Record<string, string>> = {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ChatRequestInfo, ProtocolAdapter, StreamObserver, Usage } from '../contract';
+import { isObject } from '../json';
 import { isInvalidUsage, readCounts, summed, validUsage, type UsageReport } from '../usage';
 
 /** OpenAI's own bound on `n`. */
@@ -40,7 +41,7 @@ export function readOpenAiUsage(raw: unknown): UsageReport {
 /** Valid usage or null (what the translators show a client). */
 export const openAiUsage = (raw: unknown): Usage | null => validUsage(readOpenAiUsage(raw));
 
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+export { isObject };
 
 /** Characters of a delivered text field (0 when it is not text). */
 export const textLength = (value: unknown): number => (typeof value === 'string' ? value.length : 0);
