@@ -131,16 +131,12 @@ export function nextState(state: ChannelState, outcome: AttemptOutcome, nowMs: n
   if (outcome.kind === 'success') {
     // A call that started before the disable says nothing of the key: only a probe brings the channel back.
     if (state.status === 'disabled' && !probe) return stay({ ...state, latencyMs: outcome.latencyMs, successes: state.successes + 1 });
+    // Healthy as a fresh channel, with what the admin view counts kept.
     const next: ChannelState = {
-      ...state,
-      status: 'healthy',
-      failuresInRow: 0,
-      runAccounts: [],
-      cooldowns: 0,
-      coolingUntil: null,
-      disabledBy: null,
-      refusals: 0,
-      probeAt: null,
+      ...FRESH_STATE,
+      lastError: state.lastError,
+      lastErrorAt: state.lastErrorAt,
+      failures: state.failures,
       latencyMs: outcome.latencyMs,
       successes: state.successes + 1,
     };

@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { arbitraryTextModel } from '../upstream/text-model.arbitrary';
 import type { ModelConfig } from '../config/schema';
 import { parseUsd } from '../money/usd';
 import { boundedCapture } from '../upstream/capture';
@@ -14,32 +15,7 @@ import { planRerate, type BilledCall } from './rerate';
 const AT = 1_700_000_000;
 const price = fc.integer({ min: 0, max: 100_000 }).map((cents) => (cents / 100).toFixed(2));
 
-const textModel = fc
-  .record({
-    input: price,
-    output: price,
-    cached: price,
-    fee: fc.option(price, { nil: undefined }),
-    cacheWrite: fc.option(fc.constantFrom('1.25', '2'), { nil: undefined }),
-    longContext: fc.option(fc.record({ threshold_tokens: fc.integer({ min: 1, max: 300_000 }), multiplier: fc.constant('2') }), { nil: undefined }),
-    discount: fc.option(fc.constantFrom('0.5', '0.8'), { nil: undefined }),
-  })
-  .map(
-    (m): ModelConfig =>
-      ({
-        id: 'm',
-        owned_by: 'test',
-        kind: 'text',
-        aliases: [],
-        callable: true,
-        endpoint_type: null,
-        capabilities: [],
-        price: { input: m.input, output: m.output, cached_input: m.cached, ...(m.fee ? { tool_call_fee: { web_search: m.fee } } : {}) },
-        ...(m.cacheWrite ? { cache_write_multiplier: m.cacheWrite } : {}),
-        ...(m.longContext ? { long_context: m.longContext } : {}),
-        ...(m.discount ? { discount: { multiplier: m.discount } } : {}),
-      }) as ModelConfig,
-  );
+const textModel = arbitraryTextModel(100_000);
 
 const tokens = fc.nat({ max: 2_000_000 });
 

@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { arbitraryTextModel } from './text-model.arbitrary';
 import type { ModelConfig } from '../config/schema';
 import { decide, evolve, initialWalletState, type WalletCommand, type WalletState } from '../commands/wallet/decider';
 import type { Usage } from './contract';
@@ -13,34 +14,8 @@ import { builtinToolsHold, chargeOf, estimateUsage, holdAmount, pricingOf } from
 import { MAX_REPORTED_TOKENS, MAX_REPORTED_TOOL_CALLS } from './usage';
 
 const AT = 1_700_000_000;
-const price = fc.integer({ min: 0, max: 200_000 }).map((cents) => (cents / 100).toFixed(2));
 
-const model = fc.record({
-  input: price,
-  output: price,
-  cached: fc.option(price, { nil: undefined }),
-  fee: fc.option(price, { nil: undefined }),
-  cacheWrite: fc.option(fc.constantFrom('1.25', '2'), { nil: undefined }),
-  longContext: fc.option(fc.record({ threshold_tokens: fc.integer({ min: 1, max: 300_000 }), multiplier: fc.constantFrom('2', '1.5') }), { nil: undefined }),
-  contextWindow: fc.option(fc.integer({ min: 1000, max: 2_000_000 }), { nil: undefined }),
-  defaultMax: fc.option(fc.integer({ min: 1, max: 100_000 }), { nil: undefined }),
-}).map(
-  (m): ModelConfig =>
-    ({
-      id: 'm',
-      owned_by: 'test',
-      kind: 'text',
-      aliases: [],
-      callable: true,
-      endpoint_type: null,
-      capabilities: [],
-      price: { input: m.input, output: m.output, ...(m.cached ? { cached_input: m.cached } : {}), ...(m.fee ? { tool_call_fee: { web_search: m.fee } } : {}) },
-      ...(m.cacheWrite ? { cache_write_multiplier: m.cacheWrite } : {}),
-      ...(m.longContext ? { long_context: m.longContext } : {}),
-      ...(m.contextWindow ? { context_window: m.contextWindow } : {}),
-      ...(m.defaultMax ? { default_max_tokens: m.defaultMax } : {}),
-    }) as ModelConfig,
-);
+const model = arbitraryTextModel(200_000);
 
 /** A chat-completions body: text, images, tools of the client's or the provider's. */
 const request = fc.record({
