@@ -77,3 +77,15 @@ export function fallsBack(failure: Failure, call: CallState): boolean {
       return false;
   }
 }
+
+/**
+ * Whether a failed attempt may still have been taken up by its upstream, so that sending the request
+ * to another channel could have it generated, and paid for, twice: a time-out, where the request was
+ * sent and no answer (or not all of it) came back. The spec's failover is "on upstream 5xx or
+ * connection failure", answers in which the upstream said it did not do the work; a paid generation
+ * (an image, speech, a task submission) that timed out ends with 504 instead, released. Chat keeps
+ * its own ladder and rule.
+ */
+export function mayHaveBeenAccepted(failure: Failure): boolean {
+  return failure.kind === 'timeout';
+}

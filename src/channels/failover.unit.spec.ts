@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Failure } from '../upstream/upstream-call';
-import { failover } from './failover';
+import { failover, mayHaveBeenAccepted } from './failover';
 
 const running = { expired: false, shuttingDown: false, aborted: false };
 const status = (s: number): Failure => ({ kind: 'status', status: s, body: '{}', headers: {} });
@@ -43,5 +43,13 @@ describe('failover: the one decision of every ladder', () => {
     );
     expect(failover({ kind: 'shutdown', message: 'bye' }, running)).toMatchObject({ next: false, outcome: null });
     expect(failover({ kind: 'unreachable', message: 'aborted' }, { expired: false, shuttingDown: false, aborted: true }).outcome).toBeNull();
+  });
+});
+
+describe('a paid generation is sent upstream once', () => {
+  it('is not resent after a time-out (the upstream may be generating it), and is after a refusal or a 5xx', () => {
+    expect(mayHaveBeenAccepted({ kind: 'timeout', message: 'the upstream did not answer in time' })).toBe(true);
+    expect(mayHaveBeenAccepted({ kind: 'unreachable', message: 'upstream connection failed (ECONNREFUSED)' })).toBe(false);
+    expect(mayHaveBeenAccepted({ kind: 'status', status: 503, body: '', headers: {} })).toBe(false);
   });
 });

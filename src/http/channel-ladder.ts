@@ -1,4 +1,5 @@
 import { attemptAnswered, attemptFailed } from '../channels/attempt';
+import { mayHaveBeenAccepted } from '../channels/failover';
 import { traceAttempt, type UpstreamAttempt } from '../tracing/spans';
 import type { HopResult } from '../upstream/hop';
 import { tryJson } from '../upstream/json';
@@ -61,18 +62,6 @@ export async function tryChannels<T>(ladder: ChannelLadder<T>): Promise<LadderOu
     if (!verdict.next || mayHaveBeenAccepted(result.failure)) break;
   }
   return { ok: false, failure };
-}
-
-/**
- * Whether a failed attempt may still have been taken up by its upstream, so that sending the request
- * to another channel could have it generated, and paid for, twice: a time-out, where the request was
- * sent and no answer (or not all of it) came back. The spec's failover is "on upstream 5xx or
- * connection failure", answers in which the upstream said it did not do the work; a paid generation
- * (an image, speech, a task submission) that timed out ends with 504 instead, released. Chat keeps
- * its own ladder and rule.
- */
-export function mayHaveBeenAccepted(failure: Failure): boolean {
-  return failure.kind === 'timeout';
 }
 
 /** An upstream's error answer as the client gets it (Errors, rule 5): unchanged when it speaks OpenAI's

@@ -16,7 +16,7 @@ import { CallSignal, type Failure } from '../../upstream/upstream-call';
 import type { TaskPoller } from '../../tasks/poller';
 import { attemptAnswered, attemptFailed } from '../../channels/attempt';
 import { failureSummary, type CallFacts } from '../billable-call';
-import { mayHaveBeenAccepted } from '../channel-ladder';
+import { mayHaveBeenAccepted } from '../../channels/failover';
 import { holdCall } from '../call-hold';
 import { GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
 import { releaseUnsettled } from '../hold-release';
