@@ -120,10 +120,19 @@ describe('the console in a browser', () => {
     const cost = formatUsd(expectedCost(completion.usage!.prompt_tokens, completion.usage!.prompt_tokens_details?.cached_tokens ?? 0, completion.usage!.completion_tokens));
 
     // The call is in the log, found by its request id, and its detail explains the charge.
-    await page.goto(`${h.baseUrl}/console/logs`);
-    await page.getByLabel('Request id (x-gateway-trace)').fill(requestId);
-    await page.getByRole('button', { name: 'Filter' }).click();
-    await expect(page.locator('#log tbody tr').count()).resolves.toBe(1);
+    // The call log is a projection, written after the answer (a chat call settles once it has answered):
+    // on a loaded machine its row may take a moment, so the page is filtered again until it shows.
+    await expect
+      .poll(
+        async () => {
+          await page.goto(`${h.baseUrl}/console/logs`);
+          await page.getByLabel('Request id (x-gateway-trace)').fill(requestId);
+          await page.getByRole('button', { name: 'Filter' }).click();
+          return page.locator('#log tbody tr').count();
+        },
+        { timeout: 15_000, interval: 250 },
+      )
+      .toBe(1);
     await screenshot(page, 'logs');
     await page.getByRole('link', { name: `Details of ${requestId}` }).click();
     await expect(page.locator('h1').textContent()).resolves.toBe(`Call ${requestId}`);
