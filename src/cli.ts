@@ -2,14 +2,14 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative as relativePath, resolve as resolvePath, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pageFromMarkdown } from './commands/knowledge/markdown';
-import { startSimulator } from './upstream/simulator';
+import { startSimulator } from './simulator';
 import pino from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { verifyLedger } from './projections/verify';
 import { allProjections } from './projections';
 import { ProjectionRunner, type RunnerOptions } from './projections/runner/runner';
 import { finalLine, progressLine } from './projections/runner/rebuild-progress';
-import { requestSerializers } from './http/app';
+import { requestSerializers } from './runtime/app';
 import { adminTokenOf, createGateway, openStorage, SettingError, settingsFromEnv, type Settings } from './runtime/gateway';
 
 /** How often `projections run` looks for new events when it has caught up. */

@@ -1,12 +1,12 @@
 /**
  * The upstream simulator as the benchmark runs it: the same server as
- * `src/upstream/simulator/main.ts`, except that its request recorder (`sim.requests`, kept for tests)
+ * `src/simulator/main.ts`, except that its request recorder (`sim.requests`, kept for tests)
  * is emptied every second, so hundreds of thousands of requests do not pile up in its heap and
  * slow the baseline down with garbage collection.
  *
  *   node --import tsx bench/chat-overhead/simulator.ts --port 8090
  */
-import { startSimulator } from '../../src/upstream/simulator/index';
+import { startSimulator } from '../../src/simulator/index';
 
 const i = process.argv.indexOf('--port');
 const port = i === -1 ? 0 : Number(process.argv[i + 1]);

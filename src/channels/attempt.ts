@@ -1,4 +1,4 @@
-import type { Route } from '../upstream/routing';
+import type { Route } from './routing';
 import type { Failure } from '../upstream/upstream-call';
 import { callOf } from './health';
 import { failover, type CallState, type Verdict } from './failover';

@@ -59,7 +59,7 @@ export function failover(failure: Failure, call: CallState, latencyMs = 0): Verd
 }
 
 /**
- * Whether a model's fallbacks are tried after its ladder ended on `failure` (src/channels/fallbacks.ts):
+ * Whether a model's fallbacks are tried after its ladder ended on `failure` (src/config/fallbacks.ts):
  * when the channels failed in a way another model may not (a failed or timed-out connection, a 5xx, a 429,
  * every channel's credentials refused), never on the caller's own 4xx, and not once the call's budget ran
  * out, the gateway is shutting down or the call was stopped.

@@ -10,7 +10,7 @@ import { TASKS_PATH } from '../upstream/protocols/tasks';
 import { scrubberOf } from '../upstream/scrub';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget } from '../upstream/upstream-call';
 import type { ChannelBoard } from './board';
-import { channelDispatcher, shapedHeaders, shapedPath, withChannelQuery } from './shaping';
+import { channelDispatcher, shapedHeaders, shapedPath, withChannelQuery } from '../upstream/shaping';
 import { failover } from './failover';
 import { PROBE, type ChannelState } from './health';
 

@@ -5,7 +5,7 @@ import { callOf } from '../channels/health';
 import type { ModelRegistry } from '../config/registry';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../config/schema';
 import { fetchClipTemplate, fetchClipTemplates, type ClipTemplate, type ClipTemplateList, type TemplateAnswer } from '../upstream/protocols/clip-templates';
-import { MAX_CHANNELS_PER_REQUEST } from '../upstream/routing';
+import { MAX_CHANNELS_PER_REQUEST } from '../channels/routing';
 import type { Failure } from '../upstream/upstream-call';
 import { TtlCache } from './ttl-cache';
 

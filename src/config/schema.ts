@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fallbackProblems } from '../channels/fallbacks';
+import { fallbackProblems } from './fallbacks';
 
 /** An exact decimal USD amount written as a string, e.g. "0.15". Floats are refused:
  * a price must survive the trip into integer units without rounding. */
@@ -194,7 +194,7 @@ export const ModelSchema = z
     fixed_grid: z.number().int().positive().optional(),
     video: VideoRulesSchema.optional(),
     /** Chat models: other models (canonical ids, same kind) tried in order when every channel of this one
-     * failed with a retryable error; theirs are tried in turn (src/channels/fallbacks.ts). */
+     * failed with a retryable error; theirs are tried in turn (src/config/fallbacks.ts). */
     fallbacks: z.array(z.string().min(1)).optional(),
   })
   .strict()

@@ -3,7 +3,7 @@ import { mayHaveBeenAccepted } from '../channels/failover';
 import { traceAttempt, type UpstreamAttempt } from '../tracing/spans';
 import type { HopResult } from '../upstream/hop';
 import { tryJson } from '../upstream/json';
-import type { Route } from '../upstream/routing';
+import type { Route } from '../channels/routing';
 import type { CallSignal, Failure } from '../upstream/upstream-call';
 import type { CallFacts } from './billable-call';
 import { upstreamErrorBody } from './errors';

@@ -1,8 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { databaseUnreachable } from '../storage/outage';
-
-/** The shape errors take on an endpoint: each client protocol has its own. */
-export type ErrorShape = 'chat' | 'messages' | 'generate';
+import type { ErrorShape } from '../upstream/contract';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

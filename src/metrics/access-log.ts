@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { CallRecord } from '../events/catalog';
-import { redactUrl } from '../http/intake/redact';
+import { redactUrl } from './redact';
 import { formatUsd } from '../money/usd';
 
 /** pino's numeric level of `info`. */

@@ -4,7 +4,7 @@ import { FAMILIES, isInFlight } from '../commands/task/families';
 import type { TaskService } from '../commands/task/service';
 import type { JobQueue } from '../jobs/port';
 import type { TaskQueries } from '../projections/tasks/queries';
-import { startChore } from '../runtime/chore';
+import { startChore } from '../jobs/chore';
 import { BackgroundRuns } from './background';
 import { DELIVERIES } from './families';
 import { POLLER_SETTINGS, TaskPoller, type PollerSettings } from './poller';

@@ -2,9 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
 import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT } from '@opentelemetry/semantic-conventions';
 import type { FastifyRequest } from 'fastify';
-import { sentError } from '../http/errors';
 import { formatUsd } from '../money/usd';
-import type { Route } from '../upstream/routing';
+import type { Route } from '../channels/routing';
 import type { Failure } from '../upstream/upstream-call';
 import type { Outcome, RequestTrace, SettlementFacts, UpstreamAttempt } from './request';
 import { traceparentOf, tracestateOf } from './traceparent';
@@ -56,13 +55,13 @@ export class CallTrace implements RequestTrace {
     return this.tracer.startSpan(name, { kind, ...(attributes ? { attributes } : {}) }, trace.setSpan(ROOT_CONTEXT, this.span));
   }
 
-  authentication<Done extends (error?: Error) => void>(request: FastifyRequest, done: Done): Done {
+  authentication<Done extends (error?: Error) => void>(request: FastifyRequest, done: Done, refusalOf: () => string | undefined): Done {
     const span = this.child('gateway.authenticate');
     return ((error?: Error) => {
       if (error) failed(span, error);
       else {
-        const refusal = sentError(request);
-        if (refusal) span.setAttributes({ 'gateway.outcome': 'refused', 'gateway.refusal': refusal.code });
+        const refusal = refusalOf();
+        if (refusal) span.setAttributes({ 'gateway.outcome': 'refused', 'gateway.refusal': refusal });
         else span.setAttribute('gateway.outcome', 'admitted');
         span.end();
       }

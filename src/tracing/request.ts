@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { CallRecord } from '../events/catalog';
-import type { Route } from '../upstream/routing';
+import type { Route } from '../channels/routing';
 import type { Failure } from '../upstream/upstream-call';
 
 /**
@@ -28,7 +28,7 @@ export interface SettlementFacts {
 /** The trace of one request: its span and the child spans of its call. */
 export interface RequestTrace {
   /** `gateway.authenticate`, ended by the returned `done`. */
-  authentication<Done extends (error?: Error) => void>(request: FastifyRequest, done: Done): Done;
+  authentication<Done extends (error?: Error) => void>(request: FastifyRequest, done: Done, refusal: () => string | undefined): Done;
   /** `gateway.reserve` of a hold decided early: ends at its commit. */
   hold<H extends { readonly decided: Promise<Outcome>; readonly committed: Promise<Outcome> }>(facts: { readonly amount: bigint; readonly holdId: string }, reserve: () => H): H;
   /** `gateway.reserve` of a hold awaited whole. */

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { Route } from '../upstream/routing';
+import type { Route } from '../channels/routing';
 import type { Outcome, SettlementFacts, UpstreamAttempt } from './request';
 
 export type { UpstreamAttempt };
@@ -9,9 +9,10 @@ export type { UpstreamAttempt };
  * request carries no trace: with tracing off, a property read per call site.
  */
 
-/** `gateway.authenticate`: returns the `done` to call instead of the hook's (the same one untraced). */
-export function traceAuthentication<Done extends (error?: Error) => void>(request: FastifyRequest, done: Done): Done {
-  return request.trace ? request.trace.authentication(request, done) : done;
+/** `gateway.authenticate`: returns the `done` to call instead of the hook's (the same one untraced).
+ * `refusal` reads, when the hook is done, the code of the error the request was refused with (if any). */
+export function traceAuthentication<Done extends (error?: Error) => void>(request: FastifyRequest, done: Done, refusal: () => string | undefined): Done {
+  return request.trace ? request.trace.authentication(request, done, refusal) : done;
 }
 
 /** `gateway.reserve` of a hold decided early (a chat call): ends at its commit. */

@@ -1,7 +1,9 @@
 import type { z } from 'zod';
 import type { ChatProtocol, FeeTool } from '../config/schema';
-import type { ErrorShape } from '../http/errors';
 import type { UsageReport } from './usage';
+
+/** The shape errors take on an endpoint: each client protocol has its own. */
+export type ErrorShape = 'chat' | 'messages' | 'generate';
 
 /** Token usage as billed, whatever the vendor called it. `promptTokens` includes the
  * cached and cache-write tokens; `outputTokens` includes the reasoning tokens. */

@@ -6,13 +6,13 @@
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pinnedOrder } from '../../src/agents/pin';
+import { pinnedOrder } from '../../src/http/agents/pin';
 import { escrowLeft, available } from '../../src/commands/wallet/decider';
 import type { GatewayConfig } from '../../src/config/schema';
 import { formatUsd, parseUsd } from '../../src/money/usd';
 import { approvedKeyId } from '../../src/commands/enterprise/service';
 import { verifyLedger } from '../../src/projections/verify';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { startSimulatedGateway, startTestGateway, type SimulatedGateway } from '../support/gateway';
 import { chatConfig } from '../chat/support';
 

@@ -6,7 +6,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
 /** An embedding model that looks callable: listed, callable, with a channel of the embeddings protocol. */

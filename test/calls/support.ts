@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
 import { CSV_COLUMNS } from '../../src/projections/call-log/queries';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { chatConfig } from '../chat/support';
 import { imagesConfig } from '../media/support';
 import type { SimulatedGateway } from '../support/gateway';

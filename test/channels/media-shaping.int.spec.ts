@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigSchema, type GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, mediaChannel, mediaModel, startTaskHarness } from '../media/task-support';
 

@@ -3,7 +3,7 @@ import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatConfig } from '../chat/support';
-import { promptTokens } from '../../src/upstream/simulator';
+import { promptTokens } from '../../src/simulator';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
 let h: SimulatedGateway;

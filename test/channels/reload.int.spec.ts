@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { simulatorChannel } from '../support/channels';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 

@@ -3,7 +3,7 @@ import { connect, type AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { simulatorChannel, textModel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 

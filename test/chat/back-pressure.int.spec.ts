@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { countTokens } from '../../src/upstream/simulator';
+import { countTokens } from '../../src/simulator';
 import { startChatHarness, type ChatHarness } from './support';
 
 // Issue 21, item 4: streams ignored back-pressure. A client that did not read made the gateway

@@ -5,7 +5,7 @@ import { available } from '../../src/commands/wallet/decider';
 import { createPostgresEventStore } from '../../src/events/store/postgres';
 import { KeyCipher } from '../../src/secrets/api-key';
 import { KeyVault } from '../../src/secrets/key-vault';
-import { promptTokens } from '../../src/upstream/simulator';
+import { promptTokens } from '../../src/simulator';
 import { parseUsd } from '../../src/money/usd';
 import { expectedCost, startChatHarness, type ChatHarness } from './support';
 

@@ -3,7 +3,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
-import { promptTokens, type Simulator } from '../../src/upstream/simulator';
+import { promptTokens, type Simulator } from '../../src/simulator';
 import { simulatorChannel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 import { chatConfig, expectedCost } from './support';

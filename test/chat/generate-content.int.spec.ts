@@ -1,7 +1,7 @@
 import { ApiError, GoogleGenAI, type Content } from '@google/genai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
-import { countTokens, promptTokens } from '../../src/upstream/simulator';
+import { countTokens, promptTokens } from '../../src/simulator';
 import { expectedCost, startChatHarness, type ChatHarness } from './support';
 
 let h: ChatHarness;

@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
-import { cachedTokensFor, countTokens, outputTokens, promptTokens } from '../../src/upstream/simulator';
+import { cachedTokensFor, countTokens, outputTokens, promptTokens } from '../../src/simulator';
 import { expectedCost, startChatHarness, type ChatHarness } from './support';
 
 let h: ChatHarness;

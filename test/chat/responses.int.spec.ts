@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { cachedTokensFor, countTokens, outputTokens, promptTokens, reasoningTokensFor, startSimulator } from '../../src/upstream/simulator';
+import { cachedTokensFor, countTokens, outputTokens, promptTokens, reasoningTokensFor, startSimulator } from '../../src/simulator';
 import { parseUsd } from '../../src/money/usd';
 import { startTestGateway } from '../support/gateway';
 import { chatConfig, expectedCost, startChatHarness, type ChatHarness } from './support';

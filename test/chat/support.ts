@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 
 export const PRICES = { input: '1.00', cached_input: '0.50', output: '2.00' } as const;

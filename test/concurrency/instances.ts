@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../../src/config/schema';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { startTestGateway, type TestGateway, type TestGatewayOptions } from '../support/gateway';
 import { testDatabase, type TestDatabase } from '../support/storage';
 

@@ -2,7 +2,7 @@ import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
 import { verifyLedger } from '../../src/projections/verify';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { imagesConfig, IMAGE_PRICE } from '../media/support';
 import { startCluster, type Cluster } from './instances';
 

@@ -10,7 +10,7 @@ import { decodeRecorded, walletStream, type WalletEvent } from '../../src/events
 import { createPostgresEventStore } from '../../src/events/store/postgres';
 import { formatUsd } from '../../src/money/usd';
 import { postgresSql, type Sql } from '../../src/storage/sql';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { chatConfig } from '../chat/support';
 import { ChildGateway } from '../support/child-gateway';
 import { startTestGateway, type TestGateway } from '../support/gateway';

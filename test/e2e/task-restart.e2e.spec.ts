@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { formatUsd, parseUsd } from '../../src/money/usd';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { ChildGateway } from '../support/child-gateway';
 import { mediaChannel, mediaModel } from '../media/task-support';
 

@@ -6,7 +6,7 @@ import { UnwritableEventError, decodeRecorded, walletStream, type CallRecord } f
 import { START } from '../../src/events/store/port';
 import { parseUsd } from '../../src/money/usd';
 import { verifyLedger } from '../../src/projections/verify';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { chatConfig } from '../chat/support';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { testDatabase, type TestDatabase } from '../support/storage';

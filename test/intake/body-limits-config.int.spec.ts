@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigSchema, type GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { simulatorChannel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 

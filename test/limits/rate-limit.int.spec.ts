@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { chatConfig, type ChatHarness } from '../chat/support';
-import { startSimulator } from '../../src/upstream/simulator';
+import { startSimulator } from '../../src/simulator';
 import { startTestGateway } from '../support/gateway';
 import { testDatabase } from '../support/storage';
 import { client, limiterOptions, rateHeaders, setLimits, startLimitsHarness, RATE_HEADERS } from './support';

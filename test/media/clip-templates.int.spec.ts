@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { NO_PROBE } from '../../src/probe/port';
-import { CLIP_TEMPLATES, type Simulator } from '../../src/upstream/simulator';
+import { CLIP_TEMPLATES, type Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
 

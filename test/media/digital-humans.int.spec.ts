@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig, ModelConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
 import { MediaProbe } from '../../src/probe/media-probe';
-import type { Scenario, Simulator } from '../../src/upstream/simulator';
+import type { Scenario, Simulator } from '../../src/simulator';
 import { startMediaServer, type MediaServer } from '../probe/media-server';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
-import { PNG_BASE64 } from '../../src/upstream/simulator';
+import { PNG_BASE64 } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { testDatabase } from '../support/storage';
 import { GRID_PRICE, IMAGE_PRICE, imagesConfig } from './support';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
-import { PNG_BASE64 } from '../../src/upstream/simulator';
+import { PNG_BASE64 } from '../../src/simulator';
 import { IMAGE_PRICE, startMediaHarness, type MediaHarness } from './support';
 
 let h: MediaHarness;

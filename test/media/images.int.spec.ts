@@ -1,7 +1,7 @@
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
-import { PNG_BASE64 } from '../../src/upstream/simulator';
+import { PNG_BASE64 } from '../../src/simulator';
 import { GRID_PRICE, IMAGE_PRICE, startMediaHarness, type MediaHarness } from './support';
 
 let h: MediaHarness;

@@ -3,7 +3,7 @@ import type { TaskState } from '../../src/commands/task/decider';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
 import { musicDelivery } from '../../src/tasks/families/music';
-import { DEFAULT_SONG_SECONDS, lyricsFor, type Simulator } from '../../src/upstream/simulator';
+import { DEFAULT_SONG_SECONDS, lyricsFor, type Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
 

@@ -5,7 +5,7 @@ import { parseUsd } from '../../src/money/usd';
 import { forbiddenAddressClass } from '../../src/probe/address';
 import { MediaProbe } from '../../src/probe/media-probe';
 import { NO_PROBE } from '../../src/probe/port';
-import { DEFAULT_CLIP_SECONDS, type Simulator } from '../../src/upstream/simulator';
+import { DEFAULT_CLIP_SECONDS, type Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { mp4WithSeconds, png, wav } from '../probe/make-media';
 import { startMediaServer, type MediaServer } from '../probe/media-server';

@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { mediaChannel, mediaModel } from './task-support';
 

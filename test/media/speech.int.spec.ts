@@ -6,7 +6,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
-import { AUDIO_CONTENT_TYPES, encodeAudio, speechSamples, type AudioFormat } from '../../src/upstream/simulator';
+import { AUDIO_CONTENT_TYPES, encodeAudio, speechSamples, type AudioFormat } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { ODD_PRICE, FAST_SPEECH, TTS_PRICE, channelOf, speechCalls, speechCharge, speechConfig } from './speech-support';
 import { api, ledgerEvents, logRows, startTaskHarness } from './task-support';

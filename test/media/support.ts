@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { startSimulatedGateway, type SimulatedGateway, type TestGatewayOptions } from '../support/gateway';
 
 export const IMAGE_PRICE = '0.04';

@@ -7,7 +7,7 @@ import { InProcessJobQueue } from '../../src/jobs';
 import { parseUsd } from '../../src/money/usd';
 import { verifyLedger } from '../../src/projections/verify';
 import { TaskWorkflows } from '../../src/tasks/workflows';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import type { SimulatedGateway, TestGateway } from '../support/gateway';
 import { startTestGateway } from '../support/gateway';
 import { testDatabase, type TestDatabase } from '../support/storage';

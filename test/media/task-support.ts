@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type { GatewayConfig, ModelConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { startSimulatedGateway, type SimulatedGateway, type TestGatewayOptions } from '../support/gateway';
 
 /** A media channel on the simulator under its own path prefix and key, serving `models` as `<model>-upstream`. */

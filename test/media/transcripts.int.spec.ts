@@ -5,7 +5,7 @@ import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
 import { failureAnswer } from '../../src/http/media/transcripts';
 import { transcriptDelivery } from '../../src/tasks/families/transcript';
-import { transcriptOf, type Simulator } from '../../src/upstream/simulator';
+import { transcriptOf, type Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
-import { videoTokens, type Simulator } from '../../src/upstream/simulator';
+import { videoTokens, type Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
 

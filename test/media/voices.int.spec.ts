@@ -6,7 +6,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
-import { encodeAudio, speechSamples } from '../../src/upstream/simulator';
+import { encodeAudio, speechSamples } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { FAST_SPEECH, TTS_PRICE, VOICE_PRICE, channelOf, cloneCalls, speechCalls, speechCharge, speechConfig } from './speech-support';
 import { api, ledgerEvents, logRows, startTaskHarness } from './task-support';

@@ -4,7 +4,7 @@ import type { GatewayConfig } from '../../src/config/schema';
 import { TASK_FAMILIES } from '../../src/events/catalog';
 import { InProcessJobQueue } from '../../src/jobs';
 import { GatewayMetrics } from '../../src/metrics/metrics';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { Scrape } from '../support/prometheus';
 import { api, mediaChannel, mediaModel, startTaskHarness } from '../media/task-support';

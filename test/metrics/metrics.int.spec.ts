@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { chatConfig } from '../chat/support';
 import { limiterOptions, setLimits } from '../limits/support';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';

@@ -6,7 +6,7 @@ import { sweepExpiredHolds } from '../../src/commands/hold-sweeper';
 import { walletStream } from '../../src/events/catalog';
 import { parseUsd } from '../../src/money/usd';
 import { verifyLedger } from '../../src/projections/verify';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { chatConfig } from '../chat/support';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { testDatabase, type TestDatabase } from '../support/storage';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { verifyLedger, type Difference } from '../../src/projections/verify';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { apply, createTask } from '../media/task-fixtures';
 import { api, mediaChannel, mediaModel, startTaskHarness } from '../media/task-support';

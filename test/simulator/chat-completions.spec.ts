@@ -1,6 +1,6 @@
 import { afterAll, beforeEach, beforeAll, describe, expect, it } from 'vitest';
 import type OpenAI from 'openai';
-import { countTokens, outputTokens, promptTokens, startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { countTokens, outputTokens, promptTokens, startSimulator, type Simulator } from '../../src/simulator';
 import { KEY, openai, post, sseData } from './support';
 
 let sim: Simulator;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CLIP_TEMPLATES, DEFAULT_CLIP_SECONDS, startSimulator, taskFamily, type Simulator } from '../../src/upstream/simulator';
+import { CLIP_TEMPLATES, DEFAULT_CLIP_SECONDS, startSimulator, taskFamily, type Simulator } from '../../src/simulator';
 
 let sim: Simulator;
 beforeAll(async () => {

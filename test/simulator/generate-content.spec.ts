@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FunctionCallingConfigMode, Type, type GoogleGenAI, type Content, type Tool } from '@google/genai';
-import { countTokens, promptTokens, startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { countTokens, promptTokens, startSimulator, type Simulator } from '../../src/simulator';
 import { genai, KEY, post } from './support';
 
 let sim: Simulator;

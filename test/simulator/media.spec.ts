@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import OpenAI, { toFile } from 'openai';
-import { imageTokens, promptTokens, startSimulator, videoTokens, type Simulator } from '../../src/upstream/simulator';
+import { imageTokens, promptTokens, startSimulator, videoTokens, type Simulator } from '../../src/simulator';
 import { KEY, openai, post, TASKS } from './support';
 
 let sim: Simulator;

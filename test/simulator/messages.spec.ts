@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
-import { countTokens, promptTokens, startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { countTokens, promptTokens, startSimulator, type Simulator } from '../../src/simulator';
 import { anthropic, KEY, post, sseEvents } from './support';
 
 let sim: Simulator;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type OpenAI from 'openai';
-import { countTokens, outputTokens, promptTokens, startSimulator, type Simulator } from '../../src/upstream/simulator';
-import { PNG_BASE64 } from '../../src/upstream/simulator/protocols/images';
+import { countTokens, outputTokens, promptTokens, startSimulator, type Simulator } from '../../src/simulator';
+import { PNG_BASE64 } from '../../src/simulator/protocols/images';
 import { openai, post, sseEvents } from './support';
 
 let sim: Simulator;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import { ApiError } from '@google/genai';
 import OpenAI, { APIError } from 'openai';
-import { refusedUrl, startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { refusedUrl, startSimulator, type Simulator } from '../../src/simulator';
 import { anthropic, genai, KEY, openai, post, sseData, sseEvents } from './support';
 
 let sim: Simulator;

@@ -12,7 +12,7 @@ import {
   speechSamples,
   startSimulator,
   type Simulator,
-} from '../../src/upstream/simulator';
+} from '../../src/simulator';
 import { openai, post } from './support';
 
 let sim: Simulator;

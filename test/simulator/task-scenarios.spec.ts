@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulator, videoTokens, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, videoTokens, type Simulator } from '../../src/simulator';
 import { finalTask, KEY, pollTask, pollUntilDone, post, submitTask, TASKS } from './support';
 
 let sim: Simulator;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_SONG_SECONDS, lyricsFor, startSimulator, transcriptOf, type Simulator } from '../../src/upstream/simulator';
+import { DEFAULT_SONG_SECONDS, lyricsFor, startSimulator, transcriptOf, type Simulator } from '../../src/simulator';
 import { finalTask, KEY, pollTask, post, submitTask, TASKS } from './support';
 
 let sim: Simulator;

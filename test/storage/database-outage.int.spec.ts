@@ -4,7 +4,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { chatConfig } from '../chat/support';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 import { postgresDatabase } from '../support/storage';

@@ -1,5 +1,5 @@
 import type { ChannelConfig, ChatProtocol } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 
 /** A channel on the simulator (under its own path prefix and key) serving `models` as
  * `<model>-upstream`; `extra` sets or overrides any field (tools, translation, priority, group). */

@@ -6,9 +6,9 @@ import pino from 'pino';
 import type { LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../src/config/load';
 import type { GatewayConfig } from '../../src/config/schema';
-import { requestSerializers } from '../../src/http/app';
+import { requestSerializers } from '../../src/runtime/app';
 import { createGateway, settingsFromEnv, type Gateway, type GatewayOverrides } from '../../src/runtime/gateway';
-import { startSimulator, type Simulator } from '../../src/upstream/simulator';
+import { startSimulator, type Simulator } from '../../src/simulator';
 import { testDatabase, type TestDatabase } from './storage';
 
 export interface TestGateway {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { formatUsd, parseUsd } from '../../src/money/usd';
 import { createGateway, SettingError, settingsFromEnv } from '../../src/runtime/gateway';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { chatConfig } from '../chat/support';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 import { OtlpReceiver, type ReceivedSpan } from './otlp-receiver';

@@ -9,9 +9,9 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChannelConfig, GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
-import type { Simulator } from '../../src/upstream/simulator';
-import { PNG_BASE64 } from '../../src/upstream/simulator/protocols/images';
-import { countTokens, promptTokens } from '../../src/upstream/simulator/tokens';
+import type { Simulator } from '../../src/simulator';
+import { PNG_BASE64 } from '../../src/simulator/protocols/images';
+import { countTokens, promptTokens } from '../../src/simulator/tokens';
 import { simulatorChannel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 

@@ -8,7 +8,7 @@ import { GoogleGenAI, type Content } from '@google/genai';
 import OpenAI from 'openai';
 import { expect } from 'vitest';
 import type { ChannelConfig, ChatProtocol, GatewayConfig } from '../../src/config/schema';
-import type { Simulator } from '../../src/upstream/simulator';
+import type { Simulator } from '../../src/simulator';
 import { simulatorChannel } from '../support/channels';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 

@@ -18,7 +18,7 @@ import {
   type OutputPart,
   type Usage,
 } from '../../src/upstream/translate';
-import { schemaTypeProblem } from '../../src/upstream/simulator/schema-check';
+import { schemaTypeProblem } from '../../src/simulator/schema-check';
 import { CAPABILITIES, geminiSchemaArb, intersect, jsonSchemaArb, requestArb, responseArb } from './arbitraries';
 import { PROTOCOLS } from './support';
 

@@ -4,7 +4,7 @@ import { ModelRegistry } from '../../src/config/registry';
 import { ConfigSchema, type ChatProtocol } from '../../src/config/schema';
 import { loadConfig } from '../../src/config/load';
 import { builtinToolRoutes, translatedRoutes } from '../../src/http/protocols/translated';
-import { Router } from '../../src/upstream/routing';
+import { Router } from '../../src/channels/routing';
 
 const channel = (id: string, protocol: string, priority: number, translation?: unknown) => ({
   id,

@@ -5,7 +5,7 @@ import { GatewayError, requestTooLarge as tooLarge, sendError } from '../errors'
 import { addRouteHook } from '../plugins/route-hooks';
 import { BODY_RULES, familyOf, type BodyFamily, type JsonRule } from './families';
 import { hasNulEscape, jsonBoundsProblem, StringLengthWatch } from './json-shape';
-import { redactUrl } from './redact';
+import { redactUrl } from '../../metrics/redact';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

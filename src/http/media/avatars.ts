@@ -10,7 +10,7 @@ import { CLIP_LIMITS } from '../../probe/rules';
 import { isInFlight } from '../../commands/task/decider';
 import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { Router } from '../../upstream/routing';
+import type { Router } from '../../channels/routing';
 import { beginCall, callableModel, replayRefusal } from '../billable-call';
 import { GatewayError, type ErrorCode } from '../errors';
 import type { RouteDoc } from '../openapi/route-doc';

@@ -1,4 +1,4 @@
-import { channelDispatcher, shapedHeaders, withChannelQuery } from '../../channels/shaping';
+import { channelDispatcher, shapedHeaders, withChannelQuery } from '../../upstream/shaping';
 import type { Dispatcher } from 'undici';
 import {
   imagesAuthHeaders,
@@ -9,7 +9,7 @@ import {
   type ImageRequest,
   type ImagesResult,
 } from '../../upstream/protocols/images';
-import type { Route } from '../../upstream/routing';
+import type { Route } from '../../channels/routing';
 import { IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { postHop, type HopResult } from '../../upstream/hop';
 import { scrubberOf } from '../../upstream/scrub';
@@ -137,7 +137,7 @@ function withExpiry(text: string, expiresAt: number | null): string {
 function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<HopResult<string>> {
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
   // Outside the hop: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
-  // Shaped by the channel's config (src/channels/shaping.ts): query, auth header, extra headers, proxy.
+  // Shaped by the channel's config (src/upstream/shaping.ts): query, auth header, extra headers, proxy.
   const target = upstreamTarget(route.channel.base_url, withChannelQuery(route.channel, imagesPath(image.endpoint)));
   const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...shapedHeaders(route.channel, imagesAuthHeaders(route.channel.api_key)) };
   traced?.propagate(headers);

@@ -6,7 +6,7 @@ import type { ModelConfig } from '../../config/schema';
 import { parseUsd } from '../../money/usd';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
 import type { ImageEndpoint, ImageRequest, UploadedImage } from '../../upstream/protocols/images';
-import type { Route, Router } from '../../upstream/routing';
+import type { Route, Router } from '../../channels/routing';
 import { callableModel, beginCall, replayRefusal, type CallFacts } from '../billable-call';
 import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../errors';
 import { callerGroup } from '../../channels/groups';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ModelRegistry } from '../../config/registry';
 import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { Router } from '../../upstream/routing';
+import type { Router } from '../../channels/routing';
 import { callableModel } from '../billable-call';
 import type { GatewayError } from '../errors';
 import { countQuery } from '../intake/numbers';

@@ -7,7 +7,7 @@ import type { BackgroundRuns } from '../../tasks/background';
 import type { UpstreamAttempt } from '../../tracing/spans';
 import type { HopResult } from '../../upstream/hop';
 import { requestSpeech, requestVoiceClone, speechUpstreamBody, voiceCloneBody, type ClonedVoice, type SpeechAudio, type SpeechVoice } from '../../upstream/protocols/speech';
-import type { Route, Router } from '../../upstream/routing';
+import type { Route, Router } from '../../channels/routing';
 import type { CallSignal } from '../../upstream/upstream-call';
 import type { TaskSubmitDeps } from './task-submit';
 

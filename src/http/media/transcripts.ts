@@ -6,12 +6,12 @@ import { isFinished, type TaskError, type TaskState } from '../../commands/task/
 import type { Outcome } from '../../commands/task/families';
 import { taskCall } from '../../commands/task/money';
 import type { ModelRegistry } from '../../config/registry';
-import { trackCall } from '../../lifecycle/http';
+import { trackCall } from '../plugins/lifecycle';
 import { countCall } from '../../metrics/http';
 import type { BackgroundRuns } from '../../tasks/background';
 import { cancelTask } from '../../upstream/protocols/tasks';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { Route, Router } from '../../upstream/routing';
+import type { Route, Router } from '../../channels/routing';
 import { CallSignal } from '../../upstream/upstream-call';
 import { callableModel } from '../billable-call';
 import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';

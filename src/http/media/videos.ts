@@ -4,7 +4,7 @@ import type { ModelRegistry } from '../../config/registry';
 import { countQuery } from '../intake/numbers';
 import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { Router } from '../../upstream/routing';
+import type { Router } from '../../channels/routing';
 import { beginCall, callableModel, replayRefusal } from '../billable-call';
 import type { GatewayError } from '../errors';
 import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_KEY_LENGTH } from '../../idempotency/key';
-import type { ErrorShape } from '../errors';
+import type { ErrorShape } from '../../upstream/contract';
 import { BODY_RULES, familyOf } from '../intake/families';
 import { REPLAYED_HEADER } from '../plugins/idempotency';
 import { ERROR_SCHEMAS, SHAPE_SCHEMA, type ErrorSchemaName } from './error-shapes';

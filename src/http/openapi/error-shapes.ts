@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ERROR_CODES, type ErrorShape } from '../errors';
+import type { ErrorShape } from '../../upstream/contract';
+import { ERROR_CODES } from '../errors';
 
 /**
  * The error bodies the gateway answers with, as schemas for the OpenAPI document: one per client

@@ -5,7 +5,7 @@ import { usability, type KeyState } from '../../commands/key/decider';
 import type { WalletState } from '../../commands/wallet/decider';
 import { hashApiKey, isWellFormedApiKey } from '../../secrets/api-key';
 import type { Sql } from '../../storage/sql';
-import { GatewayError, sendError } from '../errors';
+import { GatewayError, sendError, sentError } from '../errors';
 import { traceAuthentication } from '../../tracing/spans';
 import { RecentMap } from './recent-map';
 
@@ -161,7 +161,7 @@ export const authPlugin = fp<AuthOptions>(
       const config = (request.routeOptions.config ?? {}) as AuthConfig;
       if (config.auth !== 'key') return hookDone();
       // The hook's own `done` unless the request is traced (its span ends with the hook).
-      const done = traceAuthentication(request, hookDone);
+      const done = traceAuthentication(request, hookDone, () => sentError(request)?.code);
       const raw = presentedKey(request, config.headerKeyOnly === true);
       if (raw === undefined || !isWellFormedApiKey(raw)) {
         sendError(request, reply, new GatewayError('invalid_api_key', AUTH_MESSAGES.missing));

@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify';
 import { callerGroup } from '../../channels/groups';
-import { channelDispatcher, shapedHeaders, shapedPath } from '../../channels/shaping';
+import { channelDispatcher, shapedHeaders, shapedPath } from '../../upstream/shaping';
 import type { ProtocolAdapter } from '../../upstream/contract';
 import { ERROR_BODY_BYTES, textWithin } from '../../upstream/bounded-body';
 import { tryJson } from '../../upstream/json';
 import { estimateUsage } from '../../upstream/pricing';
-import type { Route } from '../../upstream/routing';
+import type { Route } from '../../channels/routing';
 import { upstreamAgent, upstreamTarget } from '../../upstream/upstream-call';
 import { callableModel } from '../billable-call';
 import { GatewayError } from '../errors';

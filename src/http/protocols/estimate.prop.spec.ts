@@ -27,7 +27,7 @@ import { chatCompletions } from '../../upstream/protocols/chat-completions';
 import { generateContent } from '../../upstream/protocols/generate-content';
 import { messages } from '../../upstream/protocols/messages';
 import { responses } from '../../upstream/protocols/responses';
-import { promptTokens } from '../../upstream/simulator';
+import { promptTokens } from '../../simulator';
 import { callEstimate } from './estimate';
 import { decodeCall, translationFor } from './translated';
 

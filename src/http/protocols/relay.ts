@@ -12,7 +12,7 @@ import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../..
 import { builtinToolsHold, chargeOf, holdAmount, pricingOf, receiptOf, tokensFromChars, type TokenPricing } from '../../upstream/pricing';
 import { checkUsage, isInvalidUsage, usageBounds, usageInvalidNote, type UsageBounds } from '../../upstream/usage';
 import { boundedCapture, clampUsage, deliveredChars, feeToolsNamed, OUTPUT_CUT, outputCharsLimit, requestShape, usageCeiling, type UsageCeiling } from '../../upstream/capture';
-import type { Route, RouteSource, Router } from '../../upstream/routing';
+import type { Route, RouteSource, Router } from '../../channels/routing';
 import { callerGroup } from '../../channels/groups';
 import { isObject, tryJson } from '../../upstream/json';
 import { BodyTooLargeError, CHAT_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
@@ -27,12 +27,12 @@ import { streamUsage } from './stream-usage';
 import { writeShutdownFrame } from './shutdown-frame';
 import { attemptAnswered, attemptFailed } from '../../channels/attempt';
 import { fallsBack } from '../../channels/failover';
-import { fallbackChain } from '../../channels/fallbacks';
-import { channelDispatcher, shapedHeaders, shapedPath } from '../../channels/shaping';
-import { trackCall } from '../../lifecycle/http';
+import { fallbackChain } from '../../config/fallbacks';
+import { channelDispatcher, shapedHeaders, shapedPath } from '../../upstream/shaping';
+import { trackCall } from '../plugins/lifecycle';
 import { builtinToolRoutes, decodeCall, isTranslated, translatedRoutes, translationFor, type Translation } from './translated';
 import { traceAttempt, traceHold, traceSettlement, type UpstreamAttempt } from '../../tracing/spans';
-import { pinnedOrder } from '../../agents/pin';
+import { pinnedOrder } from '../agents/pin';
 
 export interface RelayDeps {
   readonly ledger: Ledger;
@@ -85,7 +85,7 @@ export async function relayChat(
   adapter: ProtocolAdapter,
   request: FastifyRequest,
   reply: FastifyReply,
-  /** `pin`: a session to pin to one channel (agent calls' `session_id` header, src/agents/pin.ts). */
+  /** `pin`: a session to pin to one channel (agent calls' `session_id` header, src/http/agents/pin.ts). */
   params: { model?: string; stream?: boolean; pin?: string | undefined } = {},
 ): Promise<unknown> {
   const caller = request.caller!;
@@ -115,7 +115,7 @@ export async function relayChat(
   // Only the channels of the caller's group (its key's, else its account's; none bound: every channel).
   const group = callerGroup(caller);
   const router = deps.router.scoped(group);
-  // The model, then its fallbacks (src/channels/fallbacks.ts) the key may use, each with the channels it
+  // The model, then its fallbacks (src/config/fallbacks.ts) the key may use, each with the channels it
   // would try, taken now: a reload during the call changes none of them.
   const chain = fallbackChain(model, (id) => deps.registry.resolve(id)).filter((m, i) => i === 0 || usableFallback(deps, caller.key.settings.allowed_models, m));
   const found = chain.map((m) => routesFor(router, group, adapter, m, info));
@@ -396,7 +396,7 @@ async function send(
   traced: UpstreamAttempt | null,
 ): Promise<{ response: Dispatcher.ResponseData } | { failure: Failure }> {
   const { path, body } = adapter.upstream(request.body, info, route.upstreamModel);
-  // Shaped by the channel's config (src/channels/shaping.ts): path, query, auth header, extra headers.
+  // Shaped by the channel's config (src/upstream/shaping.ts): path, query, auth header, extra headers.
   const headers: Record<string, string> = { 'content-type': 'application/json', ...shapedHeaders(route.channel, adapter.authHeaders(route.channel.api_key)) };
   for (const entry of adapter.forwardedHeaders) {
     const [from, to] = typeof entry === 'string' ? [entry, entry] : entry;

@@ -6,10 +6,10 @@ import { messages } from '../../upstream/protocols/messages';
 import { countPromptTokens } from './count-tokens';
 import { responses } from '../../upstream/protocols/responses';
 import { GatewayError } from '../errors';
-import { redactUrl } from '../intake/redact';
+import { redactUrl } from '../../metrics/redact';
 import type { RouteDoc } from '../openapi/route-doc';
 import { relayChat, type RelayDeps } from './relay';
-import { prepareAgentCall, type AgentCallDeps } from '../../agents/agent-call';
+import { prepareAgentCall, type AgentCallDeps } from '../agents/agent-call';
 import { usability } from '../../commands/key/decider';
 import { AUTH_MESSAGES } from '../plugins/auth';
 
@@ -71,7 +71,7 @@ export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
       ],
     };
     // `callLog`: a refusal before the relay (402, 429, an unreadable body) still gets its row.
-    // The one route an agent key reaches: its body is rewritten for its agent first (src/agents).
+    // The one route an agent key reaches: its body is rewritten for its agent first (src/http/agents).
     app.post(
       '/v1/chat/completions',
       { config: { auth: 'key', shape: 'chat', agentKeys: true, callLog: { endpoint: chatCompletions.protocol }, openapi: openapi.chat } },

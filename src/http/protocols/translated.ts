@@ -12,7 +12,7 @@ import { chatCompletions } from '../../upstream/protocols/chat-completions';
 import { generateContent } from '../../upstream/protocols/generate-content';
 import { messages } from '../../upstream/protocols/messages';
 import { responses } from '../../upstream/protocols/responses';
-import { MAX_CHANNELS_PER_REQUEST, type Route, type RouteSource } from '../../upstream/routing';
+import { MAX_CHANNELS_PER_REQUEST, type Route, type RouteSource } from '../../channels/routing';
 import { carriesBuiltinTool, streamBridge, TRANSLATORS, type AnswerContext, type CanonicalRequest, type StreamBridge } from '../../upstream/translate';
 
 const NATIVE: Readonly<Record<ChatProtocol, ProtocolAdapter>> = {

@@ -3,7 +3,7 @@
  * the fixed parts"): `GET {base}/api/v3/clip-templates?scene=…` → `{templates: [{id, title, cover_url,
  * has_title, has_persona}]}`; `GET …/clip-templates/{id}` → the template with its canvas and layers.
  */
-import { channelDispatcher, shapedHeaders, withChannelQuery } from '../../channels/shaping';
+import { channelDispatcher, shapedHeaders, withChannelQuery } from '../shaping';
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { ChannelConfig } from '../../config/schema';
@@ -34,7 +34,7 @@ export type ClipTemplate = z.output<typeof ClipTemplate>;
 export type TemplateAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: Failure };
 
 async function getJson<T>(channel: ChannelConfig, path: string, schema: z.ZodType<T>, options: { timeoutMs: number; dispatcher?: Dispatcher }): Promise<TemplateAnswer<T>> {
-  // Shaped by the channel's config (src/channels/shaping.ts): query, auth header, extra headers, proxy.
+  // Shaped by the channel's config (src/upstream/shaping.ts): query, auth header, extra headers, proxy.
   const target = upstreamTarget(channel.base_url, withChannelQuery(channel, path));
   const signal = new CallSignal(options.timeoutMs);
   try {

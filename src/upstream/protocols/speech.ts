@@ -4,7 +4,7 @@
  * with the audio bytes, and voice clones `POST {base}/v1/audio/voices` `{name, audio_url}` → `{id, name}`.
  * Bearer authentication, as OpenAI's.
  */
-import { channelDispatcher, shapedHeaders, withChannelQuery } from '../../channels/shaping';
+import { channelDispatcher, shapedHeaders, withChannelQuery } from '../shaping';
 import type { Dispatcher } from 'undici';
 import type { ChannelConfig } from '../../config/schema';
 import { BodyTooLargeError, bytesWithin, SPEECH_ANSWER_BYTES, textWithin } from '../bounded-body';
@@ -51,7 +51,7 @@ const header = (headers: Dispatcher.ResponseData['headers'], name: string): stri
 
 function hopOf(channel: ChannelConfig, path: string, body: string, options: HopOptions) {
   return {
-    // Shaped by the channel's config (src/channels/shaping.ts): query, auth header, extra headers, proxy.
+    // Shaped by the channel's config (src/upstream/shaping.ts): query, auth header, extra headers, proxy.
     target: upstreamTarget(channel.base_url, withChannelQuery(channel, path)),
     headers: { 'content-type': 'application/json', ...shapedHeaders(channel, { authorization: `Bearer ${channel.api_key}` }), ...options.headers },
     body,

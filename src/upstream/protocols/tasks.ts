@@ -4,7 +4,7 @@
  * `{model, …the request's own fields}` → `{id}`; `GET …/tasks/{id}` → the task; `DELETE …/tasks/{id}`
  * cancels it. One adapter for video, music, transcripts (and avatars): only `content` differs.
  */
-import { channelDispatcher, shapedHeaders, withChannelQuery } from '../../channels/shaping';
+import { channelDispatcher, shapedHeaders, withChannelQuery } from '../shaping';
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { ChannelConfig } from '../../config/schema';
@@ -38,7 +38,7 @@ export type UpstreamTask = z.output<typeof UpstreamTask>;
 
 export type TaskAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: Failure };
 
-// Shaped by the channel's config (src/channels/shaping.ts): query, auth header, extra headers, proxy.
+// Shaped by the channel's config (src/upstream/shaping.ts): query, auth header, extra headers, proxy.
 const authHeaders = (channel: ChannelConfig): Record<string, string> => shapedHeaders(channel, { authorization: `Bearer ${channel.api_key}` });
 
 async function call(

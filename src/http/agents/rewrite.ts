@@ -1,4 +1,4 @@
-import type { AgentSettings } from '../events/catalog';
+import type { AgentSettings } from '../../events/catalog';
 
 /** A knowledge page chosen for injection. */
 export interface InjectedPage {
@@ -8,7 +8,7 @@ export interface InjectedPage {
   readonly body: string;
 }
 
-/** What the rewrite needs to know, read at the edge (src/agents/agent-call.ts). */
+/** What the rewrite needs to know, read at the edge (src/http/agents/agent-call.ts). */
 export interface RewriteFacts {
   readonly agent: AgentSettings;
   /** The model the call goes to (canonical id), already resolved through the fallbacks. */

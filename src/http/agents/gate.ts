@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { GatewayError, sendError } from '../http/errors';
+import { GatewayError, sendError } from '../errors';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { GatewayError } from '../http/errors';
-import { sendByPath } from '../http/intake/plugin';
-import { SHUTDOWN_MESSAGE, type CallSignal } from '../upstream/upstream-call';
-import type { Drain } from './drain';
-import type { Readiness } from './readiness';
+import { GatewayError } from '../errors';
+import { sendByPath } from '../intake/plugin';
+import { SHUTDOWN_MESSAGE, type CallSignal } from '../../upstream/upstream-call';
+import type { Drain } from '../../lifecycle/drain';
+import type { Readiness } from '../../lifecycle/readiness';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,5 +1,5 @@
 /**
- * Runs the simulator on its own: `npx tsx src/upstream/simulator/main.ts [--port 8090] [--host 127.0.0.1]`
+ * Runs the simulator on its own: `npx tsx src/simulator/main.ts [--port 8090] [--host 127.0.0.1]`
  * (defaults: PORT from SIMULATOR_URL, else 8090).
  */
 import { startSimulator } from './server';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fallsBack } from './failover';
+import { fallsBack } from '../channels/failover';
 import { fallbackChain } from './fallbacks';
 
 const models = new Map(

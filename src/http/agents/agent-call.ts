@@ -1,13 +1,13 @@
 import type { FastifyRequest } from 'fastify';
-import { allowsModel } from '../commands/enterprise/enterprise';
-import type { Enterprises } from '../commands/enterprise/service';
-import type { ModelRegistry } from '../config/registry';
-import { GatewayError } from '../http/errors';
-import type { KnowledgeQueries } from '../projections/knowledge/queries';
-import type { Router } from '../upstream/routing';
+import { allowsModel } from '../../commands/enterprise/enterprise';
+import type { Enterprises } from '../../commands/enterprise/service';
+import type { ModelRegistry } from '../../config/registry';
+import { GatewayError } from '../errors';
+import type { KnowledgeQueries } from '../../projections/knowledge/queries';
+import type { Router } from '../../channels/routing';
 import { sessionOf } from './pin';
 import { INJECTED_PAGES, latestUserText, rewriteAgentBody, type InjectedPage } from './rewrite';
-import { callerGroup } from '../channels/groups';
+import { callerGroup } from '../../channels/groups';
 
 export interface AgentCallDeps {
   readonly enterprises: Enterprises;

@@ -1,8 +1,8 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { CallSignal } from '../upstream/upstream-call';
-import { Drain } from './drain';
-import { drainPlugin, trackCall } from './http';
+import { CallSignal } from '../../upstream/upstream-call';
+import { Drain } from '../../lifecycle/drain';
+import { drainPlugin, trackCall } from './lifecycle';
 
 async function app(drain: Drain) {
   const app = Fastify();

@@ -1,5 +1,5 @@
-import { ChannelBoard } from '../channels/board';
-import { inGroup } from '../channels/groups';
+import { ChannelBoard } from './board';
+import { inGroup } from './groups';
 import type { ChannelConfig, ChatProtocol, GatewayConfig } from '../config/schema';
 
 export interface Route {
