@@ -6,7 +6,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { settlements, startHarness, type Harness } from './e2e-support';
+import { settlements, startHarness, type Harness } from './sdk-support';
 
 let h: Harness;
 let key: string;

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatProtocol } from '../../src/config/schema';
-import { CONVERSATION, FINISH, MODEL_OF, settlements, startHarness, type Harness } from './e2e-support';
+import { CONVERSATION, FINISH, MODEL_OF, settlements, startHarness, type Harness } from './sdk-support';
 import { PROTOCOLS } from './support';
 
 export function clientSuite(client: ChatProtocol): void {

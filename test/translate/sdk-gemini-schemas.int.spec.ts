@@ -6,7 +6,7 @@
  */
 import { GoogleGenAI, Type, type Schema } from '@google/genai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MODEL_OF, startHarness, type Harness } from './e2e-support';
+import { MODEL_OF, startHarness, type Harness } from './sdk-support';
 
 let h: Harness;
 beforeAll(async () => {

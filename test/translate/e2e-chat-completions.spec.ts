@@ -1,3 +1,0 @@
-import { clientSuite } from './e2e-suite';
-
-clientSuite('chat-completions');

@@ -1,0 +1,3 @@
+import { clientSuite } from './sdk-suite';
+
+clientSuite('messages');
