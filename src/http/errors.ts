@@ -50,9 +50,9 @@ export const ERROR_CODES = {
   // kept-alive connection, or a call that outlasted SHUTDOWN_GRACE_S); retried elsewhere. The messages
   // type is the one its SDK retries.
   gateway_shutting_down: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
-  // Not in the spec's table (docs/operations.md, "Database and Redis outages"): the database cannot be
-  // reached (a restart, a crash, a failover, a network cut); retried after Retry-After. The messages
-  // type is the one its SDK retries.
+  // Not in the spec's table (docs/operations.md, "Database and Redis outages"): the database, or an
+  // EventStoreDB event store, cannot be reached (a restart, a crash, a failover, a network cut); retried
+  // after Retry-After. The messages type is the one its SDK retries.
   service_unavailable: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
   // Not in the spec's table (docs/media.md, "Images, asynchronous mode"): the final answer of an async
   // image task the gateway was running when it stopped (failed, refunded; submit it again).
@@ -168,8 +168,8 @@ export function storageUnavailable(requestId: string): GatewayError {
 }
 
 /** What a request that threw is answered with, when the thrown value is not a refusal of its own: a
- * database outage is 503 `service_unavailable` with Retry-After (the client retries), anything else
- * 500 `internal_error`. */
+ * database or event store outage (src/storage/outage.ts) is 503 `service_unavailable` with Retry-After
+ * (the client retries), anything else 500 `internal_error`. */
 export function failureOf(error: unknown, requestId: string): GatewayError {
   if (error instanceof GatewayError) return error;
   if (databaseUnreachable(error)) return storageUnavailable(requestId);

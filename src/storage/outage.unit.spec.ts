@@ -1,6 +1,8 @@
 import { createServer } from 'node:net';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { EventStoreUnreachableError } from '../events/store/port';
+import { failureOf } from '../http/errors';
 import { databaseUnreachable } from './outage';
 
 /** A server-side error as `pg` hands it over: the SQLSTATE in `code`. */
@@ -46,6 +48,16 @@ describe('databaseUnreachable', () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED ::1:5432'), { code: 'ECONNREFUSED' });
     expect(databaseUnreachable(new AggregateError([refused, refused]))).toBe(true);
     expect(databaseUnreachable(new Error('append failed', { cause: serverError('57P01') }))).toBe(true);
+  });
+
+  it("is true for the event store port's EventStoreUnreachableError (an EventStoreDB that cannot be reached), also as a cause", () => {
+    const away = new EventStoreUnreachableError('eventstoredb', Object.assign(new Error('14 UNAVAILABLE: No connection established'), { code: 14 }));
+    expect(databaseUnreachable(away)).toBe(true);
+    expect(databaseUnreachable(new Error('settlement failed', { cause: away }))).toBe(true);
+    const failure = failureOf(away, 'req_1');
+    expect(failure.code).toBe('service_unavailable');
+    expect(failure.status).toBe(503);
+    expect(failure.headers).toEqual({ 'retry-after': '5' });
   });
 
   it('is false for a statement the server refused and for the gateway\'s own failures', () => {

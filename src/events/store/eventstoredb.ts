@@ -3,7 +3,8 @@
  *
  * ONE-FILE RULE: every name that comes from the client library (the client class, its
  * constants such as NO_STREAM / ANY / START / END, its error classes, `jsonEvent`,
- * `excludeSystemEvents`, its types) is used in this file and nowhere else in the tree.
+ * `excludeSystemEvents`, its types) is used in this file and nowhere else in the tree, but for
+ * this file's unit spec (eventstoredb.unit.spec.ts), which drives it with the client's errors.
  * Moving to `@kurrent/kurrentdb-client` (the renamed, maintained client with the same API
  * shape; the client class is called `KurrentDBClient` there) is a change to this file only:
  * nothing outside it may import from `@eventstore/db-client`.
@@ -27,6 +28,12 @@
  *   our append is still accepted by the server but reported as `duplicate: false`.
  * - AppendResult.position is the `$all` position of the last appended event, read back
  *   after the append (the server's own append position is only used as a fallback).
+ * - A server that cannot be reached: what the client says of it (`isUnreachable`: unavailable,
+ *   deadline exceeded, timed out, not leader, cancelled by the server, a raw gRPC status of
+ *   those, a cluster discovery that found no node) leaves every method of the port as the
+ *   port's EventStoreUnreachableError, its cause the client's error. `follow` first retries
+ *   the transient ones as it always has; only what escapes its retries is translated.
+ *   Everything else (the port's own errors, a refused request) goes out as it is.
  */
 import {
   ANY,
@@ -39,7 +46,9 @@ import {
   START as CLIENT_START,
   StreamNotFoundError,
   WrongExpectedVersionError,
+  convertToCommandError,
   excludeSystemEvents,
+  isCommandError,
   jsonEvent,
   type AllStreamResolvedEvent,
   type AppendExpectedRevision,
@@ -52,8 +61,10 @@ import { encodeJson } from './json';
 import {
   ConcurrencyError,
   DuplicateEventConflictError,
+  EventStoreUnreachableError,
   START,
   comparePositions,
+  storeWith,
   type AppendResult,
   type EventStore,
   type ExpectedRevision,
@@ -120,6 +131,48 @@ function isTransient(error: unknown): boolean {
     type === ErrorType.NOT_LEADER ||
     type === ErrorType.CANCELLED
   );
+}
+
+/**
+ * The client's own error for `error`: most calls convert the server's gRPC status into the client's
+ * error classes, but not all (appendToStream's check of the server's features hands a refused
+ * connection over as the raw status 14 UNAVAILABLE).
+ */
+function asClientError(error: unknown): unknown {
+  if (!(error instanceof Error) || isCommandError(error)) return error;
+  try {
+    return convertToCommandError(error);
+  } catch {
+    return error; // not a gRPC status after all (the conversion reads fields only a status has)
+  }
+}
+
+/** What the client throws when no node of the cluster answered its gossip (esdb+discover://). */
+const DISCOVERY_FAILED = /^Failed to discover after \d+ attempts\.$/;
+
+/**
+ * Failures that say the server cannot be reached now, rather than that it refused the request: the
+ * transient ones (a refused or cut connection is UNAVAILABLE; a follower that cannot take a write
+ * is NOT_LEADER; a call that ran out of time, DEADLINE_EXCEEDED or TIMEOUT), also as a raw gRPC
+ * status, and a cluster discovery that found no node.
+ */
+function isUnreachable(error: unknown): boolean {
+  if (isTransient(asClientError(error))) return true;
+  return error instanceof Error && DISCOVERY_FAILED.test(error.message);
+}
+
+/** The port's error for a server that cannot be reached; any other error as it is. */
+function translated(error: unknown): unknown {
+  return isUnreachable(error) ? new EventStoreUnreachableError('eventstoredb', error) : error;
+}
+
+/** One call of the port, the client's "cannot reach the server" translated on its way out. */
+async function reaching<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw translated(error);
+  }
 }
 
 function toClientExpected(streamId: string, expected: ExpectedRevision): AppendExpectedRevision {
@@ -306,7 +359,7 @@ export function createEventStoreDbStore(connectionString: string): EventStore {
     return { commit: reported.commit, prepare: reported.prepare };
   }
 
-  return {
+  const store: EventStore = {
     engine: 'eventstoredb',
 
     async append(streamId, events, expected) {
@@ -410,9 +463,9 @@ export function createEventStoreDbStore(connectionString: string): EventStore {
           if (++failures > FOLLOW_MAX_RETRIES) throw new Error('EventStoreDB ended the $all subscription repeatedly');
         } catch (error) {
           if (signal?.aborted || closed) return;
-          if (!isTransient(error)) throw error;
+          if (!isTransient(error)) throw translated(error);
           if (Date.now() - openedAt > FOLLOW_HEALTHY_MS) failures = 0;
-          if (++failures > FOLLOW_MAX_RETRIES) throw error;
+          if (++failures > FOLLOW_MAX_RETRIES) throw translated(error);
         } finally {
           signal?.removeEventListener('abort', stop);
           void subscription.unsubscribe().catch(noop);
@@ -427,4 +480,12 @@ export function createEventStoreDbStore(connectionString: string): EventStore {
       await client.dispose();
     },
   };
+
+  // On the way out only: inside, findExisting and positionOf read the client's own errors.
+  return storeWith(store, {
+    append: (...args) => reaching(() => store.append(...args)),
+    readStream: (...args) => reaching(() => store.readStream(...args)),
+    readAll: (...args) => reaching(() => store.readAll(...args)),
+    headPosition: () => reaching(() => store.headPosition()),
+  });
 }

@@ -73,6 +73,27 @@ export class DuplicateEventConflictError extends Error {
   }
 }
 
+/**
+ * The engine could not be reached, after whatever retries its adapter makes: a server that is down,
+ * restarting, failing over or cut off, a cluster with no leader to take the write, a call that ran out
+ * of time. Nothing says the request itself was wrong, and a retry a few seconds later may succeed.
+ * An adapter whose client has errors of its own throws this one for them (the client's error is the
+ * `cause`), so that nothing outside src/events needs to know the client: src/storage/outage.ts counts
+ * it as an outage, answered 503 `service_unavailable` with Retry-After. An engine on the gateway's SQL
+ * connection (the events table) needs none: outage.ts reads those errors itself.
+ */
+export class EventStoreUnreachableError extends Error {
+  /** What outage.ts reads (it does not import this module at run time). */
+  readonly code = 'event_store_unreachable' as const;
+  constructor(
+    readonly engine: EventStore['engine'],
+    cause: unknown,
+  ) {
+    super(`the event store (${engine}) cannot be reached: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'EventStoreUnreachableError';
+  }
+}
+
 export interface ReadStreamOptions {
   readonly direction?: 'forwards' | 'backwards';
   /** First revision to read (inclusive). Forwards default 0, backwards default the end. */
