@@ -162,7 +162,7 @@ export const OUTAGE_RETRY_AFTER_S = 5;
 export function storageUnavailable(requestId: string): GatewayError {
   return new GatewayError(
     'service_unavailable',
-    `The gateway's database cannot be reached right now; retry in a few seconds (request id ${requestId}).`,
+    `The gateway's storage cannot be reached right now; retry in a few seconds (request id ${requestId}).`,
     { 'retry-after': String(OUTAGE_RETRY_AFTER_S) },
   );
 }

@@ -170,7 +170,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const refusal = clientErrorOf(error, request);
     if (refusal) return sendError(request, reply, refusal);
     const failure = failureOf(error, request.id);
-    if (failure.code === 'service_unavailable') request.log.warn({ err: error }, 'request failed: the database cannot be reached');
+    if (failure.code === 'service_unavailable') request.log.warn({ err: error }, 'request failed: its storage (database, event store or Redis) cannot be reached');
     else request.log.error({ err: error }, 'request failed');
     return sendError(request, reply, failure);
   });
