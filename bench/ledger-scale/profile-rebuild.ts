@@ -3,7 +3,8 @@
 import { parseArgs } from 'node:util';
 import { allProjections } from '../../src/projections';
 import { ProjectionRunner } from '../../src/projections/runner/runner';
-import { openStorage, settingsFromEnv } from '../../src/runtime/gateway';
+import { settingsFromEnv } from '../../src/runtime/settings';
+import { openStorage } from '../../src/runtime/storage';
 import { storeWith } from '../../src/events/store/port';
 
 const { values } = parseArgs({ options: { batch: { type: 'string' } } });

@@ -14,7 +14,8 @@ import { Ledger } from '../../src/commands/ledger';
 import { walletStream } from '../../src/events/catalog/wallet';
 import { schemaVersion } from '../../src/events/catalog';
 import type { NewEvent } from '../../src/events/store/port';
-import { openStorage, settingsFromEnv } from '../../src/runtime/gateway';
+import { settingsFromEnv } from '../../src/runtime/settings';
+import { openStorage } from '../../src/runtime/storage';
 import { KeyCipher } from '../../src/secrets/api-key';
 import { KeyVault } from '../../src/secrets/key-vault';
 

@@ -4,7 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative as relativePath, resolve as resolvePath, sep } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { pageFromMarkdown } from '../commands/knowledge/markdown';
-import { adminTokenOf, type Settings } from '../runtime/gateway';
+import { adminTokenOf, type Settings } from '../runtime/settings';
 import { UsageError } from './usage';
 import { wholeNumber } from './flags';
 

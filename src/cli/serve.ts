@@ -3,7 +3,8 @@
 import pino from 'pino';
 import { startSimulator } from '../simulator';
 import { requestSerializers } from '../runtime/app';
-import { adminTokenOf, createGateway, type Settings } from '../runtime/gateway';
+import { createGateway } from '../runtime/gateway';
+import { adminTokenOf, type Settings } from '../runtime/settings';
 
 const DEFAULT_SIMULATOR_URL = 'http://127.0.0.1:8090';
 

@@ -1,21 +1,16 @@
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { sweepExpiredHolds } from '../commands/hold-sweeper';
 import { IdempotencyStore } from '../idempotency/store';
-import { startChore } from '../jobs/chore';
+import { startGatewayChores } from './chores';
 import { recentKeys, WarmStart, type WarmStartOutcome } from './warm-start';
 import { CHANNEL_FOLLOW_MS, ChannelFollower } from '../channels/follow';
 import { KnowledgeService } from '../commands/knowledge/service';
-import { Ledger, type CallCommit } from '../commands/ledger';
+import { Ledger } from '../commands/ledger';
 import { Enterprises } from '../commands/enterprise/service';
 import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
 import type { ChannelConfig, GatewayConfig } from '../config/schema';
-import { checkedStore } from '../events/store/checked';
-import { createPostgresEventStore, migrateEvents } from '../events/store/postgres';
-import type { EventStore } from '../events/store/port';
 import { buildApp, type AppDeps } from './app';
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from '../limits';
 import { objectStoreFromEnv } from '../objects/store';
@@ -23,7 +18,7 @@ import { HostedOutputs, hostedStoreOf } from '../objects/hosted';
 import { TaskService } from '../commands/task/service';
 import { createJobQueue } from '../jobs';
 import { TaskQueries } from '../projections/tasks/queries';
-import { POLLER_SETTINGS, type PollerSettings } from '../tasks/poller';
+import type { PollerSettings } from '../tasks/poller';
 import { ConfiguredProbe } from '../probe/from-config';
 import type { UrlProbe } from '../probe/port';
 import { TaskWorkflows, type TaskWorkflowLog } from '../tasks/workflows';
@@ -35,226 +30,26 @@ import { GatewayMetrics } from '../metrics/metrics';
 import { metricsRoute, metricsTokenOf } from '../metrics/route';
 import { ProjectionRunner, type Parking } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
-import { corsOriginsOf, trustProxyOf, type CorsOrigins, type TrustProxy } from '../http/edge';
-import { SNAPSHOT_SCHEMA, sqlSnapshotStore } from '../commands/snapshot/store';
-import { KEY_VAULT_SCHEMA, KeyVault } from '../secrets/key-vault';
+import { sqlSnapshotStore } from '../commands/snapshot/store';
+import { KeyVault } from '../secrets/key-vault';
 import { ConsoleSessions } from '../console/sessions';
-import { acquireDataDirLock } from '../storage/data-dir-lock';
-import { openPglite, postgresSql, type Sql } from '../storage/sql';
-import { tracingSettingsOf } from '../tracing/settings';
+import type { Sql } from '../storage/sql';
+import { redactedEndpoint, tracingSettingsOf } from '../tracing/settings';
 import { gatewayChecks } from '../lifecycle/checks';
 import { Drain } from '../lifecycle/drain';
 import { ChannelBoard } from '../channels/board';
 import { healthPolicyOf, probeIntervalMsOf } from '../channels/health';
 import { auditChannelChanges, restoreDisabled } from '../channels/audit';
 import type { ReloadOutcome } from '../channels/admin';
-import { readConfig } from '../config/reload';
-import { ConfigApplied, GATEWAY_CONFIG_STREAM } from '../events/catalog';
 import { ChannelProbes, probeChannel } from '../channels/probe';
 import { readyzRoute } from '../http/plugins/lifecycle';
 import { Readiness, type ReadinessOptions } from '../lifecycle/readiness';
 import { closeHttp, flushLedger } from '../lifecycle/shutdown';
 
-export interface Settings {
-  readonly port: number;
-  readonly host: string;
-  readonly dataDir: string;
-  readonly databaseUrl: string | undefined;
-  readonly redisUrl: string | undefined;
-  readonly eventStoreUrl: string | undefined;
-  readonly configPath: string | undefined;
-  readonly adminToken: string | undefined;
-  readonly keyEncryptionSecret: string | undefined;
-  readonly logLevel: string;
-  readonly publicBaseUrl: string | undefined;
-  /** TRUST_PROXY (src/http/edge.ts). */
-  readonly trustProxy: TrustProxy;
-  /** CORS_ORIGINS (src/http/edge.ts); null: off. */
-  readonly corsOrigins: CorsOrigins;
-  /** How call metering commits (LEDGER_CALL_COMMIT): see CallCommit; undefined: the event store's default. */
-  readonly callCommit: CallCommit | undefined;
-  /** SHUTDOWN_GRACE_S: how long calls in flight may go on after SIGTERM/SIGINT (default 30). */
-  readonly shutdownGraceS: number;
-  /** READY_MAX_PROJECTION_LAG_S: the most a projection may be behind the log for `/readyz` to
-   * answer 200 (default 60); null (`off`): not checked. */
-  readonly readyMaxProjectionLagS: number | null;
-  /** WARM_START_KEYS / WARM_START_BUDGET_S (src/runtime/warm-start.ts). */
-  readonly warmStart: { readonly keys: number; readonly budgetMs: number };
-  /** TASK_POLL_INTERVAL_MS: how often an upstream media task is asked about (default 5000). */
-  readonly taskPollIntervalMs: number;
-  /** PROJECTIONS: `in-process` (default), this process applies the log to the read models; `external`,
-   * a `gateway projections run` worker does, and this process only follows its checkpoints (Postgres only). */
-  readonly projections: 'in-process' | 'external';
-  /** The environment the settings came from (object store settings are read from it). */
-  readonly env: NodeJS.ProcessEnv;
-}
+import { configReload } from './config-reload';
+import { openStorage, type Storage } from './storage';
+import { adminTokenOf, persistentSecret, SettingError, type Settings } from './settings';
 
-/** Thrown for a setting the gateway cannot start with; the message names it and what it takes. */
-export class SettingError extends Error {}
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-/** An empty variable is an unset one, for every setting. */
-const blank = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
-
-/** PORT: unset or empty means 8080; anything else must be a TCP port (`Number("")` is 0, which
- * made the gateway listen on a random port). */
-function portOf(value: string | undefined): number {
-  if (value === undefined) return 8080;
-  const port = /^\d{1,5}$/.test(value) ? Number(value) : NaN;
-  if (!(port >= 1 && port <= 65_535)) throw new SettingError(`PORT must be a port number from 1 to 65535, not "${value}"`);
-  return port;
-}
-
-function logLevelOf(value: string | undefined): string {
-  if (value === undefined) return 'info';
-  if (!LOG_LEVELS.includes(value)) throw new SettingError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, not "${value}"`);
-  return value;
-}
-
-export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
-  return {
-    port: portOf(blank(env.PORT)),
-    host: blank(env.HOST) ?? '127.0.0.1',
-    dataDir: resolve(blank(env.DATA_DIR) ?? './data'),
-    databaseUrl: blank(env.DATABASE_URL),
-    redisUrl: blank(env.REDIS_URL),
-    eventStoreUrl: blank(env.EVENTSTORE_URL),
-    configPath: blank(env.GATEWAY_CONFIG),
-    adminToken: blank(env.ADMIN_TOKEN),
-    keyEncryptionSecret: blank(env.KEY_ENCRYPTION_SECRET),
-    logLevel: logLevelOf(blank(env.LOG_LEVEL)),
-    publicBaseUrl: blank(env.PUBLIC_BASE_URL),
-    trustProxy: setting(() => trustProxyOf(blank(env.TRUST_PROXY))),
-    corsOrigins: setting(() => corsOriginsOf(blank(env.CORS_ORIGINS))),
-    callCommit: callCommitOf(blank(env.LEDGER_CALL_COMMIT)),
-    shutdownGraceS: secondsOf('SHUTDOWN_GRACE_S', blank(env.SHUTDOWN_GRACE_S), 30),
-    readyMaxProjectionLagS: projectionLagOf(blank(env.READY_MAX_PROJECTION_LAG_S)),
-    warmStart: {
-      keys: countOf('WARM_START_KEYS', blank(env.WARM_START_KEYS), 100),
-      budgetMs: secondsOf('WARM_START_BUDGET_S', blank(env.WARM_START_BUDGET_S), 15) * 1000,
-    },
-    taskPollIntervalMs: pollIntervalOf(blank(env.TASK_POLL_INTERVAL_MS)),
-    projections: projectionsOf(blank(env.PROJECTIONS), blank(env.DATABASE_URL)),
-    env,
-  };
-}
-
-/** A setting's own parser's refusal, as the start's refusal of that setting. */
-function setting<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    throw new SettingError((error as Error).message);
-  }
-}
-
-function projectionsOf(value: string | undefined, databaseUrl: string | undefined): Settings['projections'] {
-  if (value === undefined || value === 'in-process') return 'in-process';
-  if (value !== 'external') throw new SettingError(`PROJECTIONS must be "in-process" or "external", not "${value}"`);
-  // The embedded database is this process's alone (DATA_DIR is locked): no worker could open it.
-  if (databaseUrl === undefined) throw new SettingError('PROJECTIONS=external needs DATABASE_URL: the embedded database cannot be shared with a projection worker');
-  return value;
-}
-
-/** LEDGER_CALL_COMMIT; unset, the ledger picks by event store (defaultCallCommit). */
-function callCommitOf(value: string | undefined): CallCommit | undefined {
-  if (value === undefined) return undefined;
-  if (value === 'sync' || value === 'async') return value;
-  throw new SettingError(`LEDGER_CALL_COMMIT must be "sync" or "async", not "${value}"`);
-}
-
-/** A duration in seconds (decimals allowed), 0 or more. */
-function secondsOf(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
-  if (!Number.isFinite(seconds)) throw new SettingError(`${name} must be a number of seconds (0 or more), not "${value}"`);
-  return seconds;
-}
-
-function countOf(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) > 100_000) throw new SettingError(`${name} must be a whole number from 0 to 100000, not "${value}"`);
-  return Number(value);
-}
-
-function projectionLagOf(value: string | undefined): number | null {
-  if (value?.toLowerCase() === 'off') return null;
-  if (value !== undefined && !/^\d+(\.\d+)?$/.test(value))
-    throw new SettingError(`READY_MAX_PROJECTION_LAG_S must be a number of seconds or "off", not "${value}"`);
-  return secondsOf('READY_MAX_PROJECTION_LAG_S', value, 60);
-}
-
-/** Whole milliseconds, at least 10 (the poller never waits less between two polls of a task). */
-function pollIntervalOf(value: string | undefined): number {
-  if (value === undefined) return POLLER_SETTINGS.pollEveryMs;
-  const ms = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!(ms >= 10 && ms <= 3_600_000)) throw new SettingError(`TASK_POLL_INTERVAL_MS must be a whole number of milliseconds from 10 to 3600000, not "${value}"`);
-  return ms;
-}
-
-/** A secret from the environment, else the one generated into DATA_DIR on first start. */
-function persistentSecret(dataDir: string, file: string, fromEnv: string | undefined, make: () => string) {
-  if (fromEnv) return { value: fromEnv, generated: false };
-  const path = join(dataDir, file);
-  if (existsSync(path)) return { value: readFileSync(path, 'utf8').trim(), generated: false };
-  mkdirSync(dataDir, { recursive: true });
-  const value = make();
-  writeFileSync(path, `${value}\n`, { mode: 0o600 });
-  return { value, generated: true };
-}
-
-export function adminTokenOf(settings: Settings) {
-  return persistentSecret(settings.dataDir, 'admin-token', settings.adminToken, () => `adm_${randomBytes(24).toString('hex')}`);
-}
-
-/** An endpoint as it may be logged: without credentials in its user-info. */
-function redactedEndpoint(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.username === '' && parsed.password === '') return url;
-  parsed.username = '';
-  parsed.password = '';
-  return parsed.href;
-}
-
-export interface Storage {
-  readonly sql: Sql;
-  readonly store: EventStore;
-  close(): Promise<void>;
-}
-
-/** Projections and the key vault in Postgres (DATABASE_URL) or PGlite under DATA_DIR;
- * events in EventStoreDB when EVENTSTORE_URL is set, else in the same database. */
-export async function openStorage(settings: Settings, sqlOverride?: Sql): Promise<Storage> {
-  let release = () => {};
-  let sql: Sql;
-  if (sqlOverride) sql = sqlOverride;
-  else if (settings.databaseUrl) sql = postgresSql(settings.databaseUrl);
-  else {
-    mkdirSync(settings.dataDir, { recursive: true });
-    release = acquireDataDirLock(settings.dataDir);
-    sql = await openPglite(join(settings.dataDir, 'pglite'));
-  }
-  // The EventStoreDB client (gRPC) is loaded only when EVENTSTORE_URL is set.
-  const engine = settings.eventStoreUrl
-    ? (await import('../events/store/eventstoredb')).createEventStoreDbStore(settings.eventStoreUrl)
-    : createPostgresEventStore(sql);
-  // Every engine: an event that could not be read back is refused before it is written.
-  const store = checkedStore(engine);
-  if (!settings.eventStoreUrl) await migrateEvents(sql);
-  await sql.exec(KEY_VAULT_SCHEMA);
-  // Every engine: snapshots are kept in the gateway's database (EventStoreDB has none of its own).
-  await sql.exec(SNAPSHOT_SCHEMA);
-  return {
-    sql,
-    store,
-    async close() {
-      await store.close();
-      if (!sqlOverride) await sql.close();
-      release();
-    },
-  };
-}
 
 export interface Gateway {
   readonly app: FastifyInstance;
@@ -454,33 +249,19 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const channelFollower = new ChannelFollower(channelBoard, storage.sql, channelAudit);
   await channelFollower.poll();
   const probes = new ChannelProbes(channelBoard, () => registry.config.channels, (error) => app.log.warn({ err: error }, 'a channel probe failed to run'));
-  // Live configuration: the file read and validated whole, then applied in one turn of the event loop
-  // (models, prices and channels together); a call in flight keeps the model, price and routes it took.
   // The media URL probe follows the config file too (a test's own probe stays as given).
   const mediaProbe = new ConfiguredProbe(config.media_probe);
-  let reloads: Promise<unknown> = Promise.resolve();
-  const reload = (trigger: 'sighup' | 'admin'): Promise<ReloadOutcome> => {
-    const run = reloads.then(async (): Promise<ReloadOutcome> => {
-      const read = await readConfig(settings.configPath, settings.env);
-      if (!read.ok) return read;
-      registry.replace(read.config);
-      mediaProbe.apply(read.config.media_probe);
-      channelBoard.setPolicy(healthPolicyOf(read.config.channel_health));
-      probes.start(probeIntervalMsOf(read.config.channel_health));
-      const event = {
-        id: randomUUID(),
-        type: ConfigApplied.type,
-        data: { digest: read.digest, trigger, path: read.path.slice(0, 4096), channels: read.config.channels.length, models: read.config.models.length, at: clock() },
-        metadata: trigger === 'admin' ? { actor: 'admin' } : {},
-      };
-      const appended = await store.append(GATEWAY_CONFIG_STREAM, [event], 'any');
-      await runner.waitFor(appended.position);
-      app.log.info({ digest: read.digest, path: read.path, trigger }, 'configuration reloaded');
-      return { ok: true, digest: read.digest, path: read.path, channels: read.config.channels.length, models: read.config.models.length };
-    });
-    reloads = run.catch(() => {});
-    return run;
-  };
+  const reload = configReload({
+    settings,
+    registry,
+    mediaProbe,
+    board: channelBoard,
+    probes,
+    store,
+    runner,
+    clock,
+    log: () => app.log,
+  });
   const channelHealth = { board: channelBoard, channels: () => registry.config.channels, idle: () => channelAudit.idle(), probe: (channel: ChannelConfig) => probeChannel(channelBoard, channel), reload };
   const app = await buildApp({
     consoleSessions,
@@ -557,13 +338,15 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     return outcome;
   });
   probes.start(probeIntervalMsOf(config.channel_health));
-  const stopSweeper = startChore(() => sweepExpiredHolds(storage.sql, ledger, clock()), 30_000, (error) => app.log.error({ err: error }, 'hold sweeper failed'));
-  const stopIdempotencyPurge = startChore(() => idempotency.purge(), 10 * 60_000, (error) => app.log.error({ err: error }, 'idempotency key purge failed'));
-  const stopConsolePurge = startChore(() => consoleSessions.purge(), 60 * 60_000, (error) => app.log.error({ err: error }, 'console session purge failed'));
-  const stopChannelFollower = startChore(() => channelFollower.poll(), overrides.channelFollowMs ?? CHANNEL_FOLLOW_MS, (error) =>
-    app.log.warn({ err: error }, 'channel states of other instances could not be read'),
-  );
-  const stopMediaSweeper = startChore(() => hosted.sweep(clock()), 10 * 60_000, (error) => app.log.error({ err: error }, 'hosted media sweeper failed'));
+  const stopChores = startGatewayChores({
+    sweepHolds: () => sweepExpiredHolds(storage.sql, ledger, clock()),
+    purgeIdempotencyKeys: () => idempotency.purge(),
+    purgeConsoleSessions: () => consoleSessions.purge(),
+    followChannels: () => channelFollower.poll(),
+    followChannelsEveryMs: overrides.channelFollowMs ?? CHANNEL_FOLLOW_MS,
+    sweepHostedMedia: () => hosted.sweep(clock()),
+    log: app.log,
+  });
   // The shutdown under way, and what ends its grace early (close() called again: a second signal).
   let closing: Promise<void> | null = null;
   let hurry = () => {};
@@ -592,11 +375,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         return closing;
       }
       closing = (async () => {
-        stopSweeper();
-        stopIdempotencyPurge();
-        stopConsolePurge();
-        stopMediaSweeper();
-        stopChannelFollower();
+        stopChores();
         await closeHttp(app, drain, { graceMs: settings.shutdownGraceS * 1000, hurry: hurried, log: app.log });
         // The gateway's own task runs get the same grace; past it they are failed and refunded.
         await workflows.close(settings.shutdownGraceS * 1000);

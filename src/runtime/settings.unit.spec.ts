@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SettingError, settingsFromEnv } from './gateway';
+import { SettingError, settingsFromEnv } from './settings';
 
 describe('settingsFromEnv', () => {
   it('takes an empty variable as an unset one: PORT 8080, not a random port; DATA_DIR ./data, not the working directory', () => {

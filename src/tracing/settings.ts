@@ -157,3 +157,12 @@ function samplerOf(name: string | undefined, arg: string | undefined): TracingSe
   if (!(ratio >= 0 && ratio <= 1)) throw new Invalid(`OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1, not "${arg}"`);
   return { name: sampler, ratio };
 }
+
+/** An endpoint as it may be logged: without credentials in its user-info. */
+export function redactedEndpoint(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.username === '' && parsed.password === '') return url;
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.href;
+}

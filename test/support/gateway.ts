@@ -7,7 +7,8 @@ import type { LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../src/config/load';
 import type { GatewayConfig } from '../../src/config/schema';
 import { requestSerializers } from '../../src/runtime/app';
-import { createGateway, settingsFromEnv, type Gateway, type GatewayOverrides } from '../../src/runtime/gateway';
+import { createGateway, type Gateway, type GatewayOverrides } from '../../src/runtime/gateway';
+import { settingsFromEnv } from '../../src/runtime/settings';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { testDatabase, type TestDatabase } from './storage';
 
