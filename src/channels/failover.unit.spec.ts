@@ -23,6 +23,34 @@ describe('failover: the one decision of every ladder', () => {
     }
   });
 
+  it("Gemini's 400 for a bad or revoked key (API_KEY_INVALID) is the channel key too, not the caller's 400", () => {
+    const google = (error: Record<string, unknown>) => ({ kind: 'status', status: 400, body: JSON.stringify({ error }), headers: {} }) as const;
+    const info = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com', metadata: { service: 'generativelanguage.googleapis.com' } };
+    const refusals: Failure[] = [
+      // What Gemini sends: the ErrorInfo reason and Google's message.
+      google({ code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT', details: [info] }),
+      // Either one is enough.
+      google({ code: 400, message: 'Request refused.', status: 'INVALID_ARGUMENT', details: [info] }),
+      google({ code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT' }),
+      // Gemini's OpenAI-compatible endpoint: the same object in a one-element array.
+      { kind: 'status', status: 400, body: JSON.stringify([{ error: { code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT', details: [info] } }]), headers: {} },
+    ];
+    for (const failure of refusals) {
+      const verdict = failover(failure, running);
+      expect(verdict).toMatchObject({ next: true, outcome: { kind: 'credentials' }, failure: { kind: 'no_channel' } });
+    }
+    // Other 400s stay the caller's, whatever they quote: a prompt echoed, another status, another reason, not JSON.
+    const callers: Failure[] = [
+      google({ code: 400, message: 'Request contains an invalid argument.', status: 'INVALID_ARGUMENT' }),
+      google({ code: 400, message: 'Invalid value at contents[0] ("API key not valid")', status: 'INVALID_ARGUMENT' }),
+      google({ code: 400, message: 'API key not valid', status: 'FAILED_PRECONDITION' }),
+      google({ code: 400, message: 'Bad input.', status: 'INVALID_ARGUMENT', details: [{ ...info, reason: 'API_KEY_SERVICE_BLOCKED' }] }),
+      { kind: 'status', status: 400, body: 'API key not valid', headers: {} },
+      { kind: 'status', status: 422, body: JSON.stringify({ error: { message: 'API key not valid.', details: [info] } }), headers: {} },
+    ];
+    for (const failure of callers) expect(failover(failure, running)).toMatchObject({ next: false, outcome: { kind: 'success' }, failure });
+  });
+
   it('other 4xx are the caller\'s: the ladder ends with them passed through; a 429 counts against the channel', () => {
     fc.assert(
       fc.property(fc.integer({ min: 400, max: 499 }).filter((s) => s !== 401 && s !== 403), (s) => {
