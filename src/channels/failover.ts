@@ -5,7 +5,8 @@ import { isCredentialRefusal } from './credential-refusal';
 export type AttemptOutcome =
   /** The channel answered; it may still have refused the request (a 400 is the caller's, not the channel's). */
   | { readonly kind: 'success'; readonly latencyMs: number }
-  /** A failure of the channel: a 5xx, a refused or broken connection, a time-out, a 429 (its quota). */
+  /** A failure of the channel: a 5xx, a refused or broken connection, a time-out, a 429 (its quota), a 2xx it
+   * could not read. */
   | { readonly kind: 'failure'; readonly message: string; readonly latencyMs: number }
   /** The upstream refused the channel's own credentials (401/403, Gemini's 400 API_KEY_INVALID): a probe decides. */
   | { readonly kind: 'credentials'; readonly message: string };
@@ -67,6 +68,7 @@ export function fallsBack(failure: Failure, call: CallState): boolean {
     case 'status':
       return failure.status >= 500 || failure.status === 429;
     case 'unreachable':
+    case 'unreadable':
     case 'timeout':
     case 'no_channel':
       return true;
@@ -78,11 +80,16 @@ export function fallsBack(failure: Failure, call: CallState): boolean {
 /**
  * Whether a failed attempt may still have been taken up by its upstream, so that sending the request
  * to another channel could have it generated, and paid for, twice: a time-out, where the request was
- * sent and no answer (or not all of it) came back. The spec's failover is "on upstream 5xx or
- * connection failure", answers in which the upstream said it did not do the work; a paid generation
- * (an image, speech, a task submission) that timed out ends with 504 instead, released. Chat keeps
- * its own ladder and rule.
+ * sent and no answer (or not all of it) came back, and a 2xx answer the gateway could not read (not the
+ * JSON expected, no task or voice id, over its bound), where the upstream said it accepted the work. The
+ * spec's failover is "on upstream 5xx or connection failure", answers in which the upstream said it did
+ * not do the work; a paid generation (an image, speech, a voice clone, a task submission) that timed out
+ * ends with 504 instead, one answered unreadably with 502, its hold released either way.
+ *
+ * Chat keeps its own ladder and rule, and resends both: a completion has no effect outside its answer,
+ * so an unreadable or late one is simply no answer; the client is billed once, on the answer it gets (the
+ * operator may pay the first upstream too, as after any 5xx).
  */
 export function mayHaveBeenAccepted(failure: Failure): boolean {
-  return failure.kind === 'timeout';
+  return failure.kind === 'timeout' || failure.kind === 'unreadable';
 }

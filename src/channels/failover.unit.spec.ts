@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Failure } from '../upstream/upstream-call';
-import { failover, mayHaveBeenAccepted } from './failover';
+import { fallsBack, failover, mayHaveBeenAccepted } from './failover';
 
 const running = { expired: false, shuttingDown: false, aborted: false };
 const status = (s: number): Failure => ({ kind: 'status', status: s, body: '{}', headers: {} });
@@ -79,5 +79,15 @@ describe('a paid generation is sent upstream once', () => {
     expect(mayHaveBeenAccepted({ kind: 'timeout', message: 'the upstream did not answer in time' })).toBe(true);
     expect(mayHaveBeenAccepted({ kind: 'unreachable', message: 'upstream connection failed (ECONNREFUSED)' })).toBe(false);
     expect(mayHaveBeenAccepted({ kind: 'status', status: 503, body: '', headers: {} })).toBe(false);
+  });
+
+  it('is not resent after a 2xx it could not read (the upstream accepted it); chat, which does not ask, still fails over', () => {
+    const garbled: Failure = { kind: 'unreadable', message: 'the upstream answered 2xx but its answer could not be read (no task id)' };
+    expect(mayHaveBeenAccepted(garbled)).toBe(true);
+    // The failover rule itself: the next channel (what chat does), and one failure of the channel, as today.
+    const verdict = failover(garbled, running, 7);
+    expect(verdict).toEqual({ next: true, outcome: { kind: 'failure', message: garbled.message, latencyMs: 7 }, failure: garbled });
+    // Chat's fallback models are tried after it, as after a failed connection.
+    expect(fallsBack(garbled, running)).toBe(true);
   });
 });
