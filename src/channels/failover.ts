@@ -1,12 +1,14 @@
 import type { Failure } from '../upstream/upstream-call';
+import { isCredentialRefusal } from './credential-refusal';
 
 /** What one failed attempt says about its channel (src/channels/health.ts turns it into state). */
 export type AttemptOutcome =
   /** The channel answered; it may still have refused the request (a 400 is the caller's, not the channel's). */
   | { readonly kind: 'success'; readonly latencyMs: number }
-  /** A failure of the channel: a 5xx, a refused or broken connection, a time-out, a 429 (its quota). */
+  /** A failure of the channel: a 5xx, a refused or broken connection, a time-out, a 429 (its quota), a 2xx it
+   * could not read. */
   | { readonly kind: 'failure'; readonly message: string; readonly latencyMs: number }
-  /** The upstream refused the channel's own credentials (401/403): the channel is disabled. */
+  /** The upstream refused the channel's own credentials (401/403, Gemini's 400 API_KEY_INVALID): a probe decides. */
   | { readonly kind: 'credentials'; readonly message: string };
 
 /** The call an attempt belonged to, as far as the decision needs it. */
@@ -31,16 +33,12 @@ export interface Verdict {
 /** The answer when every channel tried refused the channels' own credentials: not the client's key. */
 export const NO_CHANNEL_LEFT = 'no channel of this model could serve the request: the upstream refused the gateway\'s credentials for every channel tried';
 
-/** Upstream statuses that refuse the caller's credentials: the caller upstream is the channel (its key),
- * never the client, whose key stays at the gateway. */
-export const isCredentialRefusal = (status: number): boolean => status === 401 || status === 403;
-
 /**
  * The one failover rule of every ladder (chat relay, synchronous media, task submission, clip templates):
- * a 5xx, a failed connection or a time-out tries the next channel, as does an upstream 401/403 (the
- * channel's key, not the client's); any other 4xx is the caller's and ends the ladder with the upstream's
- * answer passed through (a 429 among them, though it counts against the channel); the call's own budget and
- * the gateway's shutdown end it too.
+ * a 5xx, a failed connection or a time-out tries the next channel, as does an upstream refusal of the
+ * credentials (a 401/403, Gemini's 400 API_KEY_INVALID: the channel's key, not the client's); any other
+ * 4xx is the caller's and ends the ladder with the upstream's answer passed through (a 429 among them,
+ * though it counts against the channel); the call's own budget and the gateway's shutdown end it too.
  */
 export function failover(failure: Failure, call: CallState, latencyMs = 0): Verdict {
   const ended = call.expired || call.shuttingDown;
@@ -48,8 +46,8 @@ export function failover(failure: Failure, call: CallState, latencyMs = 0): Verd
   // The client left or the hold was refused: the abort is ours, not the channel's.
   if (call.aborted && !call.expired) return { next: !ended, outcome: null, failure };
   if (failure.kind === 'status') {
-    if (isCredentialRefusal(failure.status))
-      return { next: !ended, outcome: { kind: 'credentials', message: `upstream answered ${failure.status} to the channel's credentials` }, failure: { kind: 'no_channel', message: NO_CHANNEL_LEFT } };
+    if (isCredentialRefusal(failure))
+      return { next: !ended, outcome: { kind: 'credentials', message: `upstream answered ${failure.status} to the channel's credentials${failure.status === 400 ? ' (API key not valid)' : ''}` }, failure: { kind: 'no_channel', message: NO_CHANNEL_LEFT } };
     if (failure.status === 429) return { next: false, outcome: { kind: 'failure', message: 'upstream answered 429 (rate or quota limit)', latencyMs }, failure };
     if (failure.status < 500) return { next: false, outcome: { kind: 'success', latencyMs }, failure };
     return { next: !ended, outcome: { kind: 'failure', message: `upstream answered ${failure.status}`, latencyMs }, failure };
@@ -70,6 +68,7 @@ export function fallsBack(failure: Failure, call: CallState): boolean {
     case 'status':
       return failure.status >= 500 || failure.status === 429;
     case 'unreachable':
+    case 'unreadable':
     case 'timeout':
     case 'no_channel':
       return true;
@@ -81,11 +80,16 @@ export function fallsBack(failure: Failure, call: CallState): boolean {
 /**
  * Whether a failed attempt may still have been taken up by its upstream, so that sending the request
  * to another channel could have it generated, and paid for, twice: a time-out, where the request was
- * sent and no answer (or not all of it) came back. The spec's failover is "on upstream 5xx or
- * connection failure", answers in which the upstream said it did not do the work; a paid generation
- * (an image, speech, a task submission) that timed out ends with 504 instead, released. Chat keeps
- * its own ladder and rule.
+ * sent and no answer (or not all of it) came back, and a 2xx answer the gateway could not read (not the
+ * JSON expected, no task or voice id, over its bound), where the upstream said it accepted the work. The
+ * spec's failover is "on upstream 5xx or connection failure", answers in which the upstream said it did
+ * not do the work; a paid generation (an image, speech, a voice clone, a task submission) that timed out
+ * ends with 504 instead, one answered unreadably with 502, its hold released either way.
+ *
+ * Chat keeps its own ladder and rule, and resends both: a completion has no effect outside its answer,
+ * so an unreadable or late one is simply no answer; the client is billed once, on the answer it gets (the
+ * operator may pay the first upstream too, as after any 5xx).
  */
 export function mayHaveBeenAccepted(failure: Failure): boolean {
-  return failure.kind === 'timeout';
+  return failure.kind === 'timeout' || failure.kind === 'unreadable';
 }

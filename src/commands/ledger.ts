@@ -344,6 +344,11 @@ export class Ledger {
     return outcome(handled, (state) => ({ state }));
   }
 
+  /** Whether a refusal of the account would get its row now (`recordRejected` within the budget). */
+  recordsRejected(accountId: string): boolean {
+    return this.refusals.wouldRecord(accountId, performance.now());
+  }
+
   /** A call refused before it could hold money still gets its call-log row (cost 0), within the
    * account's budget of recorded refusals (`recorded: false` past it). */
   async recordRejected(accountId: string, call: CallRecord, deferrable = false): Promise<Result<{ recorded: boolean }>> {

@@ -38,6 +38,13 @@ export class RefusalBudget {
     this.maxAccounts = options.maxAccounts ?? 10_000;
   }
 
+  /** Whether a refusal of the account would be recorded now; nothing is taken. Work done only for a
+   * refusal's row (reading the model its body names) is skipped when the row would not be written. */
+  wouldRecord(accountId: string, nowMs: number): boolean {
+    const bucket = this.buckets.get(accountId);
+    return !bucket || bucket.tokens + ((nowMs - bucket.at) * this.perMinute) / 60_000 >= 1;
+  }
+
   /** `nowMs`: a monotonic clock in milliseconds. */
   take(accountId: string, nowMs: number): BudgetAnswer {
     let bucket = this.buckets.get(accountId);

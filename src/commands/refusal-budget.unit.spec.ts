@@ -16,6 +16,16 @@ describe('refusal budget', () => {
     expect(budget.take('b', 0).record).toBe(true);
   });
 
+  it('says whether a refusal would be recorded without taking from the budget', () => {
+    const budget = new RefusalBudget({ perMinute: 60 });
+    expect(budget.wouldRecord('a', 0)).toBe(true);
+    for (let i = 0; i < 60; i++) expect([budget.wouldRecord('a', 0), budget.take('a', 0).record]).toEqual([true, true]);
+    expect(budget.wouldRecord('a', 0)).toBe(false);
+    expect(budget.wouldRecord('a', 999)).toBe(false);
+    expect(budget.wouldRecord('a', 1000)).toBe(true);
+    expect(budget.take('a', 1000).record).toBe(true);
+  });
+
   it('refills evenly over the minute, and reports what was left unrecorded since the last report', () => {
     const budget = new RefusalBudget({ perMinute: 60 });
     for (let i = 0; i < 60; i++) expect(budget.take('a', 0).record).toBe(true);

@@ -95,7 +95,8 @@ export function refuseHold(error: DomainError, reject: (code: ErrorCode, message
  * call the gateway ended at its shutdown 503. */
 export function failureSummary(failure: Failure, errorMessage: (body: unknown) => string | null): { status: number; code: string; message: string } {
   if (failure.kind === 'timeout') return { status: 504, code: 'upstream_timeout', message: failure.message };
-  if (failure.kind === 'unreachable') return { status: 502, code: 'upstream_unreachable', message: failure.message };
+  // An answer the gateway could not read is a bad gateway too (rule 6), with its own message.
+  if (failure.kind === 'unreachable' || failure.kind === 'unreadable') return { status: 502, code: 'upstream_unreachable', message: failure.message };
   if (failure.kind === 'shutdown') return { status: 503, code: 'gateway_shutting_down', message: failure.message };
   if (failure.kind === 'no_channel') return { status: 503, code: 'no_channel_available', message: failure.message };
   const message = errorMessage(tryJson(failure.body)) ?? (failure.body.slice(0, 2000) || `upstream answered ${failure.status}`);

@@ -32,8 +32,8 @@ export type LadderOutcome<T> =
 /**
  * Failover as src/channels/failover.ts decides it (a 5xx, a failed connection or a refusal of the
  * channel's credentials tries the next channel, at most three as the router gives them; another 4xx,
- * the call's own budget and the shutdown end the ladder), but never after a time-out
- * (`mayHaveBeenAccepted`: the upstream may be generating what it was sent); each attempt's outcome
+ * the call's own budget and the shutdown end the ladder), but never after a time-out or a 2xx it could
+ * not read (`mayHaveBeenAccepted`: the upstream may be generating what it was sent); each attempt's outcome
  * told to its channel's health. Whatever the attempt throws (a fault of the gateway's own) is thrown.
  */
 export async function tryChannels<T>(ladder: ChannelLadder<T>): Promise<LadderOutcome<T>> {

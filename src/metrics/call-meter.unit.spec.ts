@@ -42,6 +42,7 @@ describe('attemptResult', () => {
     expect(attemptResult(null)).toBe('ok');
     expect(attemptResult({ kind: 'timeout', message: '' })).toBe('timeout');
     expect(attemptResult({ kind: 'unreachable', message: '' })).toBe('unreachable');
+    expect(attemptResult({ kind: 'unreadable', message: '' })).toBe('unreadable');
     expect(attemptResult({ kind: 'status', status: 429, body: '', headers: {} })).toBe('rate_limited');
     expect(attemptResult({ kind: 'status', status: 404, body: '', headers: {} })).toBe('client_error');
     expect(attemptResult({ kind: 'status', status: 503, body: '', headers: {} })).toBe('server_error');

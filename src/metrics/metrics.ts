@@ -7,7 +7,7 @@ import { processRegistry } from './process';
 import { sampled } from './sampled';
 
 /** How one upstream attempt ended: `ok` (an answer began), or why it failed. */
-export type AttemptResult = 'ok' | 'timeout' | 'unreachable' | 'rate_limited' | 'client_error' | 'server_error' | 'shutdown';
+export type AttemptResult = 'ok' | 'timeout' | 'unreachable' | 'unreadable' | 'rate_limited' | 'client_error' | 'server_error' | 'shutdown';
 
 
 

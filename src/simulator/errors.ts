@@ -141,6 +141,29 @@ export function vendorError(protocol: Protocol, status: number, message?: string
   }
 }
 
+/**
+ * Gemini's answer to an API key it does not accept (a wrong or revoked one): not a 401 but a 400
+ * INVALID_ARGUMENT, told apart from other 400s by its `google.rpc.ErrorInfo` reason `API_KEY_INVALID`.
+ */
+export function googleKeyInvalid(): ErrorResponse {
+  const message = 'API key not valid. Please pass a valid API key.';
+  return {
+    status: 400,
+    headers: {},
+    body: {
+      error: {
+        code: 400,
+        message,
+        status: 'INVALID_ARGUMENT',
+        details: [
+          { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com', metadata: { service: 'generativelanguage.googleapis.com' } },
+          { '@type': 'type.googleapis.com/google.rpc.LocalizedMessage', locale: 'en-US', message },
+        ],
+      },
+    },
+  };
+}
+
 /** The in-stream error frame payloads (what `error_frame_after:<n>` sends). */
 export const STREAM_ERRORS = {
   openai: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', param: null, code: null },

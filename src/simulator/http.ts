@@ -108,13 +108,18 @@ export function destroy(ctx: Ctx): void {
   ctx.req.socket.destroy();
 }
 
+/** What a 200 answer's body is under `garbage_body`. */
+export const GARBAGE_BODY = '<html><body>simulated: this 200 answer is not JSON</body></html>';
+
 /**
  * A JSON answer. With `cut_stream_after` on a 200, the headers (with the full content-length) and the
- * first half of the body are sent and the socket is destroyed.
+ * first half of the body are sent and the socket is destroyed; with `garbage_body` a 200's body is
+ * GARBAGE_BODY, whatever the work done for it.
  */
 export function sendJson(ctx: Ctx, status: number, body: unknown, headers: Record<string, string> = {}, contentType = 'application/json'): void {
   if (gone(ctx)) return;
-  const text = JSON.stringify(body);
+  // `garbage_body`: the success as a broken proxy or a vendor's bug sends it, still labelled JSON.
+  const text = status === 200 && ctx.scenario.garbageBody ? GARBAGE_BODY : JSON.stringify(body);
   const bytes = Buffer.from(text, 'utf8');
   ctx.res.writeHead(status, {
     'content-type': contentType,

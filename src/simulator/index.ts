@@ -23,7 +23,8 @@ export {
   type ReasoningEffort,
 } from './tokens';
 export { deepStrings, markersIn, stripMarkers, validateScenario, ScenarioError, MARKER_RE } from './scenarios';
-export { STREAM_ERRORS, vendorError } from './errors';
+export { googleKeyInvalid, STREAM_ERRORS, vendorError } from './errors';
+export { GARBAGE_BODY } from './http';
 export { imageTokens, isGrid4, PNG_BASE64 } from './protocols/images';
 export { videoTokens, VIDEO_FPS } from './protocols/videos';
 export { CLIP_FPS, CLIP_TEMPLATES, DEFAULT_CLIP_SECONDS, type SimClipTemplate } from './protocols/clip';

@@ -5,7 +5,7 @@ export const MARKER_RE = /\[\[sim:([^\]]*)\]\]/g;
 
 export class ScenarioError extends Error {}
 
-const FLAGS = new Set(['ok', 'reset_connection', 'no_usage', 'hang', 'task_failed', 'task_expired', 'task_cancelled', 'task_progress']);
+const FLAGS = new Set(['ok', 'reset_connection', 'garbage_body', 'no_usage', 'hang', 'task_failed', 'task_expired', 'task_cancelled', 'task_progress']);
 const WITH_NUMBER = new Set([
   'slow_first_byte',
   'slow_stream',
@@ -90,6 +90,9 @@ export function toScenarioSet(names: readonly string[]): ScenarioSet {
         break;
       case 'hang':
         set.hang = true;
+        break;
+      case 'garbage_body':
+        set.garbageBody = true;
         break;
       case 'no_usage':
         set.noUsage = true;

@@ -2,7 +2,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { asRecord } from './conversation';
-import { vendorError } from './errors';
+import { googleKeyInvalid, vendorError } from './errors';
 import { sendFile } from './files';
 import { pad, parseMultipart, readBody, sendJson, sleep, type Ctx, type SimState } from './http';
 import { chatMarkerText, handleChat } from './protocols/chat-completions';
@@ -219,7 +219,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return fail(401, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).");
     }
     if (apiKey.includes('invalid') || revoked.has(apiKey)) {
-      if (p === 'generate-content') return fail(400, 'API key not valid. Please pass a valid API key.');
+      if (p === 'generate-content') {
+        const e = googleKeyInvalid();
+        return sendJson(ctx, e.status, e.body, e.headers, 'application/json; charset=UTF-8');
+      }
       return fail(401);
     }
     if (scenario.status !== undefined) return fail(scenario.status);

@@ -35,6 +35,8 @@ export type Scenario =
   | `slow_stream:${number}`
   /** send n frames, then destroy the socket (no terminator); non-streaming: half the body, then destroy */
   | `cut_stream_after:${number}`
+  /** a non-streamed success (status 200) whose body is not JSON: the work was done (a task is created), its answer unreadable */
+  | 'garbage_body'
   /** send n frames, then the protocol's in-stream error frame, then end (streams only) */
   | `error_frame_after:${number}`
   /** no usage anywhere in the answer (no usage chunk, no usage fields) */
@@ -67,6 +69,7 @@ export interface ScenarioSet {
   firstByteMs?: number;
   streamDelayMs?: number;
   cutAfter?: number;
+  garbageBody?: boolean;
   errorFrameAfter?: number;
   noUsage?: boolean;
   replyTokens?: number;

@@ -27,6 +27,10 @@ export function upstreamTarget(baseUrl: string, path: string): { origin: string;
 export type Failure =
   | { kind: 'status'; status: number; body: string; headers: Record<string, string> }
   | { kind: 'unreachable'; message: string }
+  /** The upstream answered 2xx but the gateway cannot read the answer (not the JSON expected, an id missing,
+   * over its size bound): unlike a failed connection, the upstream may have accepted, and charged, the work
+   * (src/channels/failover.ts, `mayHaveBeenAccepted`). */
+  | { kind: 'unreadable'; message: string }
   | { kind: 'timeout'; message: string }
   /** The gateway ended the call: it is shutting down and the call outlasted SHUTDOWN_GRACE_S. */
   | { kind: 'shutdown'; message: string }
@@ -102,6 +106,12 @@ export function classify(error: unknown, deadline: CallSignal): Failure {
   const code = e.code ?? e.cause?.code ?? '';
   // An error's own text may name what it connected through (a proxy URL with its user-info).
   return { kind: 'unreachable', message: CONNECTION_ERRORS.has(code) ? `upstream connection failed (${code})` : `upstream connection failed: ${scrubKeyShaped(e.message ?? code)}` };
+}
+
+/** A 2xx answer the gateway cannot use (`why`), as the client (502) and the call log are told: the paid
+ * generations' ladders stop at it (src/channels/failover.ts, `mayHaveBeenAccepted`). */
+export function unreadable(why: string): Failure {
+  return { kind: 'unreadable', message: `the upstream answered 2xx but its answer could not be read (${why}); it may have accepted the work, so the request was not sent to another channel` };
 }
 
 /** The failure of an upstream answer with an error status: its body's first MiB (the message is

@@ -1,3 +1,6 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI } from '@google/genai';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Ledger } from '../../src/commands/ledger';
 import { parseUsd } from '../../src/money/usd';
@@ -47,11 +50,11 @@ describe('refusals of a known key have their call-log row', () => {
     // A limited route that is not a call (the model list) has no row.
     expect((await a.models()).status).toBe(429);
     const rows = await callLog(h, accountId, key);
-    // Refused before the body is read: the model is known only where the path names it.
+    // Refused before the body is parsed: the row names the model of the path, or of the body as it was read for the row.
     expect(summary(rows)).toEqual(
       summary([
         { status: 'success', error_code: null, model: 'chat-model' },
-        ...['', '', '', 'gem-model', ''].map((model) => ({ status: 'rejected', error_code: 'rate_limit_exceeded', model })),
+        ...['chat-model', 'msg-model', 'resp-model', 'gem-model', 'img-model'].map((model) => ({ status: 'rejected', error_code: 'rate_limit_exceeded', model })),
       ]),
     );
     for (const row of rows) expect(row.key_prefix).toMatch(/^sk-/);
@@ -68,7 +71,7 @@ describe('refusals of a known key have their call-log row', () => {
     await expect.poll(() => h.sim.requests.length).toBe(1);
     expect((await a.chat()).status).toBe(429);
     expect((await slow).status).toBe(200);
-    expect(summary(await callLog(h, accountId, key))).toEqual(['rejected rate_limit_exceeded ', 'success - img-model']);
+    expect(summary(await callLog(h, accountId, key))).toEqual(['rejected rate_limit_exceeded chat-model', 'success - img-model']);
   });
 
   it('402 at authentication (balance at 0), 400 for an unreadable body, 404 for an unknown method', async () => {
@@ -87,7 +90,7 @@ describe('refusals of a known key have their call-log row', () => {
     const quota = rows.filter((r) => r.error_code === 'quota_exceeded');
     expect(quota.length).toBeGreaterThanOrEqual(3);
     expect(summary(rows.filter((r) => r.error_code !== 'quota_exceeded'))).toEqual(['rejected invalid_request ', 'rejected not_found gem-model']);
-    expect(quota.map((r) => r.model)).toContain('gem-model');
+    expect(new Set(quota.map((r) => r.model))).toEqual(new Set(['chat-model', 'gem-model', 'img-model']));
   });
 
   it('400 and 409 of Idempotency-Key: a malformed key, another body under a key, a key in flight', async () => {
@@ -124,6 +127,59 @@ describe('refusals of a known key have their call-log row', () => {
     await h.t.gateway.runner.catchUpToHead();
     const rows = await h.t.db.sql.query('SELECT 1 FROM call_log WHERE account_id = $1', [accountId]);
     expect(rows).toHaveLength(0);
+  });
+});
+
+// Issue 31, item 7d: a call refused at authentication (402) or by the rate limits (429) is refused before its
+// body is read; its row still names the model the client asked for, read from the body for the row alone.
+describe('a 402 or 429 row names the model asked for (official SDKs)', () => {
+  const sdks = (key: string) => ({
+    openai: new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/v1`, maxRetries: 0 }),
+    anthropic: new Anthropic({ apiKey: key, baseURL: h.baseUrl, maxRetries: 0 }),
+    gemini: new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.baseUrl } }),
+  });
+  const statusOf = (call: Promise<unknown>) => call.then(() => 200, (e: unknown) => (e as { status?: number }).status);
+  const rejected = async (accountId: string, key: string, code: string) =>
+    (await callLog(h, accountId, key)).filter((r) => r.status === 'rejected' && r.error_code === code).map((r) => r.model).sort();
+
+  it('429: chat, responses and images (openai), messages (anthropic), generate-content (genai)', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    await setLimits(h.t, accountId, 1, null);
+    const { openai, anthropic, gemini } = sdks(key);
+    expect((await openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'first' }] })).choices).toHaveLength(1);
+    const refused = await Promise.all([
+      statusOf(openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'hello' }] })),
+      statusOf(openai.responses.create({ model: 'resp-model', input: 'hello' })),
+      statusOf(openai.images.generate({ model: 'img-model', prompt: 'a boat' })),
+      statusOf(anthropic.messages.create({ model: 'msg-model', max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] })),
+      statusOf(gemini.models.generateContent({ model: 'gem-model', contents: 'hello' })),
+    ]);
+    expect(refused).toEqual([429, 429, 429, 429, 429]);
+    expect(await rejected(accountId, key, 'rate_limit_exceeded')).toEqual(['chat-model', 'gem-model', 'img-model', 'msg-model', 'resp-model']);
+  });
+
+  it('429: the model after a large prompt (the order the Python SDKs send), and none for a body that names none', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    await setLimits(h.t, accountId, 1, null);
+    const a = api(key);
+    expect((await a.chat()).status).toBe(200);
+    const messages = [{ role: 'user', content: 'long '.repeat(400_000) }];
+    expect((await a.send('/v1/chat/completions', `{"messages": ${JSON.stringify(messages)}, "model": "chat-model"}`)).status).toBe(429);
+    expect((await a.send('/v1/chat/completions', { messages })).status).toBe(429);
+    expect(await rejected(accountId, key, 'rate_limit_exceeded')).toEqual(['', 'chat-model']);
+  });
+
+  it('402: chat (openai) and messages (anthropic) refused for the balance', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    const ledger = h.t.gateway.ledger;
+    expect((await ledger.reserve(accountId, { holdId: `drain-${accountId}`, amount: parseUsd('40.44'), keyId: null, purpose: 'test', ttlSeconds: 60 })).ok).toBe(true);
+    expect((await ledger.settle(accountId, `drain-${accountId}`, parseUsd('40.44'))).ok).toBe(true);
+    const { openai, anthropic } = sdks(key);
+    const chat = () => openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'hello' }] });
+    await expect.poll(() => statusOf(chat()), { timeout: 5000 }).toBe(402);
+    expect(await statusOf(anthropic.messages.create({ model: 'msg-model', max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] }))).toBe(402);
+    const models = await rejected(accountId, key, 'quota_exceeded');
+    expect(new Set(models)).toEqual(new Set(['chat-model', 'msg-model']));
   });
 });
 

@@ -1,3 +1,4 @@
+import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
@@ -18,7 +19,7 @@ function config(dead: string) {
       ...images,
       models: [
         ...images.models,
-        ...['talk-model', 'dead-model', 'key-model'].map((id) => textModel(id)),
+        ...['talk-model', 'dead-model', 'key-model', 'gem-key-model'].map((id) => textModel(id)),
         mediaModel({ id: 'vid-model', kind: 'video', price: { per_second: '0.10' } }),
         mediaModel({ id: 'tts-model', kind: 'speech', price: { per_1k_characters: '0.01' } } as Parameters<typeof mediaModel>[0]),
       ],
@@ -28,6 +29,8 @@ function config(dead: string) {
         simulatorChannel(sim, 'dead-a', 'chat-completions', ['dead-model'], { base_url: dead }),
         simulatorChannel(sim, 'key-a', 'chat-completions', ['key-model']),
         simulatorChannel(sim, 'key-b', 'chat-completions', ['key-model'], { priority: 1 }),
+        simulatorChannel(sim, 'gem-a', 'generate-content', ['gem-key-model']),
+        simulatorChannel(sim, 'gem-b', 'generate-content', ['gem-key-model'], { priority: 1 }),
         mediaChannel(sim, 'vid-a', 'videos', ['vid-model']),
         mediaChannel(sim, 'tts-a', 'speech', ['tts-model']),
       ],
@@ -110,6 +113,42 @@ describe("one account's requests never switch a channel off for another", () => 
     // Retried on its backoff (0.3 s, 0.6 s, …): no operator needed.
     await until(() => state('key-a').status === 'healthy', 4000);
     expect(h.sim.requests.at(-1)).toMatchObject({ path: '/key-a/v1/chat/completions' });
+  });
+
+  it("Gemini's 400 API_KEY_INVALID is the channel's key: another channel answers, the probe disables it, never the tenant's 400", async () => {
+    h.sim.revokeKey('key-gem-a');
+    const ai = new GoogleGenAI({ apiKey: alice.apiKey, httpOptions: { baseUrl: h.baseUrl } });
+    // gem-a answers 400 INVALID_ARGUMENT "API key not valid" (what Gemini sends for a revoked key); gem-b serves the call.
+    const answer = await ai.models.generateContent({ model: 'gem-key-model', contents: 'mine' });
+    expect(answer.text).toBe('Echo: mine');
+    expect(h.sim.requests.filter((r) => r.path.startsWith('/gem-a/') && r.apiKey === 'key-gem-a').length).toBeGreaterThanOrEqual(1);
+    // The neutral probe (a minimal generateContent with the channel's key) is refused the same way: disabled.
+    await until(() => state('gem-a').status === 'disabled');
+    expect(state('gem-a')).toMatchObject({ disabledBy: 'credentials', lastError: expect.stringMatching(/400/) });
+    expect(state('gem-b').status).toBe('healthy');
+    h.sim.revokeKey('key-gem-a', false);
+    await until(() => state('gem-a').status === 'healthy', 4000);
+  });
+
+  it('a Gemini key refused on every channel is no_channel_available to the client, never the upstream 400', async () => {
+    h.sim.revokeKey('key-gem-a');
+    h.sim.revokeKey('key-gem-b');
+    try {
+      const response = await fetch(`${h.baseUrl}/v1beta/models/gem-key-model:generateContent`, {
+        method: 'POST',
+        headers: { 'x-goog-api-key': alice.apiKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
+      });
+      expect(response.status).toBe(503);
+      const error = ((await response.json()) as { error: { status: string; message: string } }).error;
+      expect(error.status).toBe('UNAVAILABLE');
+      expect(error.message).not.toMatch(/API key not valid/);
+      await until(() => state('gem-a').status === 'disabled' && state('gem-b').status === 'disabled');
+    } finally {
+      h.sim.revokeKey('key-gem-a', false);
+      h.sim.revokeKey('key-gem-b', false);
+    }
+    await until(() => state('gem-a').status === 'healthy' && state('gem-b').status === 'healthy', 4000);
   });
 
   it('media channels are probed: a task channel with a GET of an unknown task, speech with the model list', async () => {

@@ -4,6 +4,7 @@
  * used to try the next channel, which then generated, and the operator paid for, the same call again.
  * Failover stays for what says the work was not done: a 5xx or a failed connection.
  */
+import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import type { Simulator } from '../../src/simulator';
@@ -88,5 +89,46 @@ describe('a generation that timed out upstream is sent to no other channel', () 
     const failedOver = await http.post('/v1/videos/generations', key, { model: 'vid-flat', content: [{ type: 'text', text: 'again' }] });
     expect(failedOver.status).toBe(200);
     expect(channelsTried('/api/v3/contents/generations/tasks')).toEqual(['vid-a', 'vid-b']);
+  });
+});
+
+/**
+ * Issue 31, item 9 (residual): a 2xx the gateway cannot read (not JSON, no task id) is an acceptance it
+ * cannot use. It used to try the next channel too, which made (and had the operator pay for) the same
+ * generation again; now the client gets 502 in its protocol's shape, the hold is released, and the
+ * channel counts one failure, as for a failed connection.
+ */
+describe('a generation answered 2xx but unreadably is sent to no other channel', () => {
+  it('a synchronous image call (openai SDK): 502 upstream_unreachable, img-b never called, refunded, one failure of img-a', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    const before = await settled(accountId);
+    const failuresBefore = h.t.gateway.channels.state('img-a').failures;
+    h.sim.enqueueFor({ pathPrefix: '/img-a' }, 'garbage_body');
+    const openai = new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/v1`, maxRetries: 0 });
+    const error = (await openai.images.generate({ model: 'img-model', prompt: 'garbled' }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error.status).toBe(502);
+    expect(error.error).toMatchObject({ code: 'upstream_unreachable', type: 'api_error', message: expect.stringMatching(/could not be read.*not sent to another channel/) });
+    expect(channelsTried('/v1/images/generations')).toEqual(['img-a']);
+    expect(await settled(accountId)).toMatchObject({ balance: before.balance, held: 0n });
+    const rows = await logRows(h, accountId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: 'error', error_code: 'upstream_unreachable', attempts_count: 1, cost_usd: '0.00' });
+    // The channel's health counts it as an upstream failure, as before.
+    expect(h.t.gateway.channels.state('img-a')).toMatchObject({ failures: failuresBefore + 1, lastError: expect.stringMatching(/could not be read/) });
+  });
+
+  it('a video submission answered 200 without a readable task id: 502, vid-b never called, refunded, no task visible', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    const before = await settled(accountId);
+    h.sim.enqueueFor({ pathPrefix: '/vid-a' }, 'garbage_body');
+    const response = await http.post('/v1/videos/generations', key, { model: 'vid-flat', content: [{ type: 'text', text: 'garbled' }] });
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_unreachable');
+    expect(channelsTried('/api/v3/contents/generations/tasks')).toEqual(['vid-a']);
+    expect(await settled(accountId)).toMatchObject({ balance: before.balance, held: 0n });
+    expect(((await (await http.get('/v1/videos/generations', key)).json()) as { data: unknown[] }).data).toHaveLength(0);
+    const [row] = await logRows(h, accountId);
+    expect(row).toMatchObject({ status: 'error', error_code: 'upstream_unreachable', attempts_count: 1, cost_usd: '0.00' });
   });
 });

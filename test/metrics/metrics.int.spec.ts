@@ -100,8 +100,8 @@ describe('GET /metrics after a scripted workload', () => {
 
     // Calls by endpoint, catalogue model, outcome and code: the client's own model text is `unknown`.
     expect(m.value('gateway_calls_total', { ...chat, outcome: 'success', code: 'none' })).toBe(5);
-    // A 429 of the account's limits comes before the body is read: its call names no model.
-    expect(m.value('gateway_calls_total', { endpoint: 'chat-completions', model: 'unknown', outcome: 'rejected', code: 'rate_limit_exceeded' })).toBe(1);
+    // A 429 of the account's limits comes before the body is parsed: its model is read from the body for its row.
+    expect(m.value('gateway_calls_total', { ...chat, outcome: 'rejected', code: 'rate_limit_exceeded' })).toBe(1);
     expect(m.value('gateway_calls_total', { endpoint: 'chat-completions', model: 'unknown', outcome: 'rejected', code: 'model_not_found' })).toBe(1);
     expect(m.value('gateway_calls_total', { endpoint: 'images.generations', model: 'img-model', outcome: 'success', code: 'none' })).toBe(1);
     expect(m.text).not.toContain('my-own-model-text');
@@ -151,9 +151,9 @@ describe('GET /metrics after a scripted workload', () => {
     expect(http('POST', '/admin/v1/accounts/:id/keys', '201')).toBe(2);
     expect(m.value('gateway_http_request_duration_seconds_count', { method: 'POST', route: '/v1/chat/completions' })).toBe(7);
 
-    // Latency histograms: every chat-model call has a duration; the five answered a first byte,
-    // an upstream time and an overhead; total = upstream + overhead for each.
-    expect(m.value('gateway_call_duration_seconds_count', chat)).toBe(5);
+    // Latency histograms: every chat-model call has a duration (the refused one too); the five answered a
+    // first byte, an upstream time and an overhead; total = upstream + overhead for each.
+    expect(m.value('gateway_call_duration_seconds_count', chat)).toBe(6);
     expect(m.value('gateway_call_first_byte_seconds_count', chat)).toBe(5);
     expect(m.value('gateway_call_upstream_seconds_count', chat)).toBe(5);
     expect(m.value('gateway_call_overhead_seconds_count', chat)).toBe(5);
@@ -161,7 +161,7 @@ describe('GET /metrics after a scripted workload', () => {
     // The slow call alone waited 2.5 s for its upstream (timers may fire a little early).
     expect(sum('gateway_call_upstream_seconds')).toBeGreaterThanOrEqual(2.4);
     expect(sum('gateway_call_duration_seconds')).toBeGreaterThanOrEqual(sum('gateway_call_upstream_seconds') + sum('gateway_call_overhead_seconds') - 1e-6);
-    expect(m.value('gateway_call_duration_seconds_bucket', { ...chat, le: '+Inf' })).toBe(5);
+    expect(m.value('gateway_call_duration_seconds_bucket', { ...chat, le: '+Inf' })).toBe(6);
 
     // Event store appends: every command of the log went through a timed append.
     const [events] = await h.t.db.sql.query<{ commands: number }>(`SELECT count(DISTINCT metadata->>'command_id')::int AS commands FROM events`);

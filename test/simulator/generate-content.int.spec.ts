@@ -120,4 +120,18 @@ describe('generate content (@google/genai)', () => {
     expect(arr.map((x) => x.candidates[0]!.content.parts[0]!.text).join('')).toBe('Echo: a b');
     expect(sim.requests[0]!.apiKey).toBe(KEY);
   });
+
+  it('refuses a revoked key as Gemini does: 400 INVALID_ARGUMENT with the ErrorInfo reason API_KEY_INVALID', async () => {
+    sim.revokeKey(KEY);
+    const r = await post(`${sim.url}/v1beta/models/gemini-2.0-flash:generateContent`, { contents: [{ role: 'user', parts: [{ text: 'a' }] }] }, { 'x-goog-api-key': KEY });
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.text)).toEqual({
+      error: {
+        code: 400,
+        message: 'API key not valid. Please pass a valid API key.',
+        status: 'INVALID_ARGUMENT',
+        details: expect.arrayContaining([expect.objectContaining({ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' })]),
+      },
+    });
+  });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import { ApiError } from '@google/genai';
 import OpenAI, { APIError } from 'openai';
-import { refusedUrl, startSimulator, type Simulator } from '../../src/simulator';
+import { GARBAGE_BODY, refusedUrl, startSimulator, type Simulator } from '../../src/simulator';
 import { anthropic, genai, KEY, openai, post, sseData, sseEvents } from './support';
 
 let sim: Simulator;
@@ -168,6 +168,15 @@ describe('broken streams', () => {
     expect(raw.status).toBe(200);
     expect(raw.error).toBeDefined();
     expect(() => JSON.parse(raw.text)).toThrow();
+  });
+
+  it('garbage_body: a 200 whose whole body is not JSON; a task submit still creates its task', async () => {
+    const raw = await post(`${sim.url}/v1/images/generations`, { model: 'img', prompt: 'x [[sim:garbage_body]]' });
+    expect([raw.status, raw.error, raw.text]).toEqual([200, undefined, GARBAGE_BODY]);
+    const submit = await post(`${sim.url}/api/v3/contents/generations/tasks`, { model: 'v', content: [{ type: 'text', text: 'x [[sim:garbage_body]]' }] });
+    expect([submit.status, submit.text]).toEqual([200, GARBAGE_BODY]);
+    const poll = await fetch(`${sim.url}/api/v3/contents/generations/tasks/cgt-sim000002`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(poll.status).toBe(200);
   });
 
   it('error_frame_after: each SDK surfaces the in-protocol error frame', async () => {

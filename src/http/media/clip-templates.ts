@@ -79,6 +79,7 @@ function answer<T>(reply: FastifyReply, lookup: TemplateLookup<T>, notFound: () 
 function failed(reply: FastifyReply, failure: Failure) {
   switch (failure.kind) {
     case 'unreachable':
+    case 'unreadable':
       throw new GatewayError('upstream_unreachable', failure.message);
     case 'timeout':
       throw new GatewayError('upstream_timeout', failure.message);

@@ -13,8 +13,8 @@ import type { Route } from '../../channels/routing';
 import { IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { postHop, type HopResult } from '../../upstream/hop';
 import { scrubberOf } from '../../upstream/scrub';
-import { tryJson } from '../../upstream/json';
-import { upstreamTarget, type CallSignal, type Failure } from '../../upstream/upstream-call';
+import { isObject, tryJson } from '../../upstream/json';
+import { unreadable, upstreamTarget, type CallSignal, type Failure } from '../../upstream/upstream-call';
 import type { UpstreamAttempt } from '../../tracing/spans';
 import { passedThrough, tryChannels } from '../channel-ladder';
 import { failureSummary, type CallFacts } from '../billable-call';
@@ -50,8 +50,9 @@ export type LadderOutcome =
 /**
  * The channel ladder of one image call, the same in both modes: up to three channels in route
  * order, each hop within `hopMs` and all of them within `call` (the ladder's budget, which the
- * caller also ends on a disconnect or a shutdown). A 5xx, a failed connection or a time-out tries
- * the next channel; a 4xx is the caller's problem (another channel would say the same) and ends it.
+ * caller also ends on a disconnect or a shutdown). A 5xx or a failed connection tries the next channel;
+ * a 4xx is the caller's problem (another channel would say the same) and ends it, as do a time-out and
+ * a 2xx the gateway cannot read (the upstream may have made, and charged, the images: `mayHaveBeenAccepted`).
  * `facts` counts the attempts and names the channel tried last, for the call-log row.
  */
 export async function runImageLadder(
@@ -65,7 +66,7 @@ export async function runImageLadder(
 ): Promise<LadderOutcome> {
   const outcome = await tryChannels({ facts, routes, call, attempt: (route, traced) => send(deps, route, image, call, traced), stopped: abandoned, observed });
   if (abandoned()) return { kind: 'abandoned' };
-  if (outcome.ok) return { kind: 'answered', text: outcome.value, result: imagesResult(tryJson(outcome.value)), traced: outcome.traced };
+  if (outcome.ok) return { kind: 'answered', text: outcome.value.text, result: outcome.value.result, traced: outcome.traced };
   return { kind: 'failed', failure: outcome.failure ?? { kind: 'unreachable', message: 'no channel could be reached' } };
 }
 
@@ -134,7 +135,13 @@ function withExpiry(text: string, expiresAt: number | null): string {
   return JSON.stringify(out);
 }
 
-function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<HopResult<string>> {
+/** An answer as the ladder delivers it: the upstream's text and what it holds. */
+interface Answered {
+  readonly text: string;
+  readonly result: ImagesResult;
+}
+
+async function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSignal, traced: UpstreamAttempt | null): Promise<HopResult<Answered>> {
   const { body, contentType } = imagesUpstreamBody(image, route.upstreamModel);
   // Outside the hop: a fault of the gateway's own is a 500 with its hold released, not an upstream failure.
   // Shaped by the channel's config (src/upstream/shaping.ts): query, auth header, extra headers, proxy.
@@ -142,7 +149,13 @@ function send(deps: LadderDeps, route: Route, image: ImageRequest, call: CallSig
   const headers: Record<string, string> = { ...(contentType ? { 'content-type': contentType } : {}), ...shapedHeaders(route.channel, imagesAuthHeaders(route.channel.api_key)) };
   traced?.propagate(headers);
   const dispatcher = channelDispatcher(route.channel) ?? deps.dispatcher;
-  return postHop({ target, headers, body, timeoutMs: deps.timings.hopMs, call, dispatcher, scrub: scrubberOf(route.channel), onStatus: (status) => traced?.answered(status) }, (response) =>
+  const hop = await postHop({ target, headers, body, timeoutMs: deps.timings.hopMs, call, dispatcher, scrub: scrubberOf(route.channel), onStatus: (status) => traced?.answered(status) }, (response) =>
     textWithin(response.body, IMAGE_ANSWER_BYTES),
   );
+  if (!hop.ok) return hop;
+  const json = tryJson(hop.value);
+  // A 2xx says the upstream made the images: one that is not an images answer is no answer to pass on,
+  // and not one to ask of another channel either (it would make, and the operator pay for, them twice).
+  if (!isObject(json) || !Array.isArray(json.data)) return { ok: false, failure: unreadable('not a JSON object with a `data` array') };
+  return { ok: true, value: { text: hop.value, result: imagesResult(json) } };
 }

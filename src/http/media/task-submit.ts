@@ -84,8 +84,8 @@ export interface SubmitOptions {
 
 /**
  * Reserves a task's worst case, creates the task, and submits it to up to three channels (5xx or a failed
- * connection tries the next; a time-out ends it, as the upstream may have created the task; a 4xx is the
- * caller's and is passed through). An accepted
+ * connection tries the next; a time-out or a 2xx without a task id ends it, as the upstream may have
+ * created the task; a 4xx is the caller's and is passed through). An accepted
  * task is followed by the poller from now on (unless `options.follow` is false); a refused one is never
  * visible, its hold released with its call-log row. A refusal of the hold (402 and the like) is a
  * rejected call with no task at all.
@@ -136,7 +136,8 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
       traced?.failed(answer.failure);
       const verdict = attemptFailed(route, answer.failure, call, startedAt, account);
       failure = verdict.failure;
-      // A submission that timed out may have created the task upstream: another channel would make a second one.
+      // A submission that timed out, or was answered without a readable task id, may have created the task
+      // upstream: another channel would make a second one.
       if (!verdict.next || mayHaveBeenAccepted(answer.failure)) break;
     }
   } catch (error) {

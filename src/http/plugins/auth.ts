@@ -142,7 +142,8 @@ export const authPlugin = fp<AuthOptions>(
       if (walletRefused === 'inactive') return fail(AUTH_MESSAGES.inactive);
       if (walletRefused === 'quota') {
         // A known key refused for its balance: the caller is known, so the refusal gets its
-        // call-log row on billable routes (plugins/refused-calls.ts); it is not "used" (last-used).
+        // call-log row on billable routes (plugins/refused-calls.ts, which reads the model from the
+        // body this hook leaves unread); it is not "used" (last-used).
         request.caller = { keyId: found.keyId, accountId: found.accountId, key, wallet };
         return sendError(request, reply, new GatewayError('quota_exceeded', QUOTA_MESSAGE));
       }

@@ -82,6 +82,7 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
       }
       if (!admission.admitted) {
         onRefused?.(admission.exceeded);
+        // Refused before the body is read; plugins/refused-calls.ts reads its model for the row.
         return sendError(request, reply, refusal(admission));
       }
 

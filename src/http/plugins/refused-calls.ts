@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { Ledger } from '../../commands/ledger';
 import { callRecord } from '../billable-call';
 import { sentError } from '../errors';
+import { readRequestedModel } from '../intake/requested-model';
 import { addRouteHook } from './route-hooks';
 
 /** A billable route's calls have call-log rows: under which endpoint, and where its model is named. */
@@ -30,9 +31,31 @@ export interface RefusedCallsOptions {
   readonly now: () => number;
 }
 
+/** The most a refusal's answer waits for the model in its body: past it the row names none. */
+export const REFUSED_BODY_WAIT_MS = 5_000;
+
 function bodyModel(body: unknown): string {
   const model = body !== null && typeof body === 'object' ? (body as { model?: unknown }).model : undefined;
   return typeof model === 'string' ? model : '';
+}
+
+const isJson = (request: FastifyRequest): boolean => /^\s*application\/json\b/i.test(request.headers['content-type'] ?? '');
+
+/**
+ * The byte limit within which a refusal's body is read for its model, or null when it is not read: the
+ * body was parsed or read already, it is not plain JSON (a multipart image edit, a compressed body), or it
+ * says it is larger than the route takes. The limit is the route's own JSON limit (intake/families.ts):
+ * no more than the call would have read had it been admitted.
+ */
+function unreadJsonLimit(request: FastifyRequest): number | null {
+  const raw = request.raw;
+  if (request.body !== undefined || raw.readableDidRead || raw.readableEnded || !isJson(request)) return null;
+  const encoding = raw.headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') return null;
+  const rule = request.routeOptions.config.body;
+  const limit = rule?.json?.limit ?? rule?.limit ?? 0;
+  const declared = Number(raw.headers['content-length'] ?? 0);
+  return limit > 0 && !(declared > limit) ? limit : null;
 }
 
 /**
@@ -43,6 +66,16 @@ function bodyModel(body: unknown): string {
  * still recorded). A 401 has no row: a missing or unknown key has no account to record in, and a key
  * refused as unusable (revoked, expired, its account inactive) is refused as an unknown key is.
  * The row is queued before the answer leaves and shares the wallet's next append (not awaited).
+ *
+ * The row names the model the client asked for (finance and the account holder need it): the path's
+ * (generate-content) or the parsed body's. A 402 or 429 is decided in an onRequest hook (auth.ts,
+ * rate-limit.ts), before the body is read, and stays there: no hold, no limiter slot and no parse for a
+ * refused call. Its JSON body is then read here, only for its row: streamed through a scan that keeps
+ * nothing but the top-level `model` (intake/requested-model.ts), never parsed, never buffered; within the
+ * route's own JSON limit (what an admitted call reads), within REFUSED_BODY_WAIT_MS, only when the row
+ * will be written (the account's refusal budget, so a client hammering its 429 makes the gateway read at
+ * most that many bodies a minute), and never before authentication (the caller is a known key by then).
+ * The answer waits for it, as a parsed call waits for its body; a body too slow names no model.
  */
 export const refusedCallsPlugin = fp<RefusedCallsOptions>(
   async (app: FastifyInstance, { ledger, now }) => {
@@ -54,12 +87,21 @@ export const refusedCallsPlugin = fp<RefusedCallsOptions>(
       addRouteHook(route, 'onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void) => {
         // A 401 after authentication (the account deactivated before its hold) is refused like any
         // 401, which has no row: only a key that can be used is a caller whose calls are recorded.
-        if (reply.statusCode >= 400 && reply.statusCode !== 401 && !request.callRecorded && request.caller) record(request, reply, callLog);
-        done(null, payload);
+        if (reply.statusCode < 400 || reply.statusCode === 401 || request.callRecorded || !request.caller) return done(null, payload);
+        const named = callLog.model?.(request) ?? bodyModel(request.body);
+        const limit = named === '' ? unreadJsonLimit(request) : null;
+        if (limit === null || !ledger.recordsRejected(request.caller.accountId)) {
+          record(request, reply, callLog, named);
+          return done(null, payload);
+        }
+        readRequestedModel(request.raw, limit, REFUSED_BODY_WAIT_MS).then((model) => {
+          record(request, reply, callLog, model ?? '');
+          done(null, payload);
+        });
       });
     });
 
-    function record(request: FastifyRequest, reply: FastifyReply, route: CallLogRoute) {
+    function record(request: FastifyRequest, reply: FastifyReply, route: CallLogRoute, model: string) {
       const caller = request.caller!;
       const error = sentError(request);
       const status = reply.statusCode;
@@ -68,7 +110,7 @@ export const refusedCallsPlugin = fp<RefusedCallsOptions>(
         endpoint: route.endpoint,
         startedAt: performance.now() - reply.elapsedTime,
         submittedAt: now(),
-        model: route.model?.(request) ?? bodyModel(request.body),
+        model,
         attempts: 0,
         channelId: null,
       };

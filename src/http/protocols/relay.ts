@@ -281,8 +281,9 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
       if ('response' in outcome && !info.stream) {
         try {
           text = await textWithin(outcome.response.body, CHAT_ANSWER_BYTES);
-          // An answer the gateway cannot read is no answer: not passed on, not billed, the next channel tried.
-          if (!isObject(tryJson(text))) failed = { kind: 'unreachable', message: 'the upstream answered 200 with a body that is not a JSON object' };
+          // An answer the gateway cannot read is no answer: not passed on, not billed, the next channel tried
+          // (chat resends what a paid generation does not: src/channels/failover.ts, mayHaveBeenAccepted).
+          if (!isObject(tryJson(text))) failed = { kind: 'unreadable', message: 'the upstream answered 200 with a body that is not a JSON object' };
         } catch (error) {
           failed = brokenBody(error, signal);
         }
@@ -349,7 +350,7 @@ async function relayRoutes(deps: RelayDeps, adapter: ProtocolAdapter, request: F
 
 /** A body that failed after its 200 status, as the failure of its attempt. */
 function brokenBody(error: unknown, signal: CallSignal): Failure {
-  if (error instanceof BodyTooLargeError) return { kind: 'unreachable', message: error.message };
+  if (error instanceof BodyTooLargeError) return { kind: 'unreadable', message: error.message };
   const failure = classify(error, signal);
   return failure.kind === 'timeout' || failure.kind === 'shutdown' ? failure : { kind: 'unreachable', message: 'the upstream connection broke off during the response' };
 }

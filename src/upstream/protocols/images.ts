@@ -55,7 +55,7 @@ export interface ImagesResult {
   readonly outputTokens: number;
 }
 
-/** What a 2xx images answer delivered. An answer without a `data` array delivered nothing. */
+/** What a 2xx images answer delivered (the ladder refuses one without a `data` array as unreadable). */
 export function imagesResult(body: unknown): ImagesResult {
   const b = (body ?? {}) as { data?: unknown; created?: unknown; expires_at?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown } };
   const data = Array.isArray(b.data) ? (b.data as Array<Record<string, unknown>>) : [];

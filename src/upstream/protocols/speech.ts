@@ -11,7 +11,7 @@ import { BodyTooLargeError, bytesWithin, SPEECH_ANSWER_BYTES, textWithin } from 
 import { postHop, type HopResult } from '../hop';
 import { tryJson } from '../json';
 import { scrubberOf } from '../scrub';
-import { upstreamTarget, type CallSignal } from '../upstream-call';
+import { unreadable, upstreamTarget, type CallSignal } from '../upstream-call';
 import { openAiErrorMessage } from './chat-completions';
 
 export const SPEECH_PATH = '/v1/audio/speech';
@@ -92,15 +92,15 @@ export function voiceCloneBody(fields: Readonly<Record<string, unknown>>): strin
   return JSON.stringify(fields);
 }
 
-/** One clone request to one channel. A 2xx without a voice id is no clone: a bad gateway, as a failed
- * connection is (the next channel may do better, and nothing is billed). */
+/** One clone request to one channel. A 2xx without a voice id is no clone the client can use: a bad
+ * gateway, nothing billed, and not sent to another channel (the upstream may have made, and charged, it). */
 export async function requestVoiceClone(channel: ChannelConfig, body: string, options: HopOptions): Promise<HopResult<ClonedVoice>> {
   const result = await postHop(hopOf(channel, VOICES_PATH, body, options), async (response) => {
     const answer = tryJson(await textWithin(response.body, VOICE_ANSWER_BYTES)) as { id?: unknown; name?: unknown } | null;
     return typeof answer?.id === 'string' && answer.id !== '' ? { id: answer.id, name: typeof answer.name === 'string' ? answer.name : null } : null;
   });
   if (!result.ok) return result;
-  if (result.value === null) return { ok: false, failure: { kind: 'unreachable', message: 'the upstream answered the clone without a voice id' } };
+  if (result.value === null) return { ok: false, failure: unreadable('a 2xx to the clone without a voice id') };
   return { ok: true, value: result.value };
 }
 

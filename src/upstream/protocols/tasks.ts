@@ -11,7 +11,7 @@ import type { ChannelConfig } from '../../config/schema';
 import { BodyTooLargeError, textWithin } from '../bounded-body';
 import { tryJson } from '../json';
 import { scrubberOf } from '../scrub';
-import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget, type Failure } from '../upstream-call';
+import { CallSignal, classify, statusFailure, unreadable, upstreamAgent, upstreamTarget, type Failure } from '../upstream-call';
 
 export const TASKS_PATH = '/api/v3/contents/generations/tasks';
 
@@ -67,7 +67,7 @@ async function call(
     const text = await textWithin(response.body, TASK_ANSWER_BYTES);
     return { ok: true, value: text === '' ? {} : tryJson(text) };
   } catch (error) {
-    if (error instanceof BodyTooLargeError) return { ok: false, failure: { kind: 'unreachable', message: error.message } };
+    if (error instanceof BodyTooLargeError) return { ok: false, failure: unreadable(error.message) };
     return { ok: false, failure: classify(error, signal) };
   } finally {
     signal.clear();
@@ -85,7 +85,8 @@ export async function submitTask(
   const answer = await call(options.dispatcher ?? upstreamAgent, channel, 'POST', TASKS_PATH, options.timeoutMs, body, options.signal);
   if (!answer.ok) return answer;
   const id = (answer.value as { id?: unknown } | null)?.id;
-  if (typeof id !== 'string' || id === '') return { ok: false, failure: { kind: 'unreachable', message: 'the upstream accepted the task but gave no task id' } };
+  // A 2xx is an acceptance: without its id the task cannot be followed, and another channel would start a second one.
+  if (typeof id !== 'string' || id === '') return { ok: false, failure: unreadable('a 2xx to the submission without a task id') };
   return { ok: true, value: { id } };
 }
 
