@@ -500,6 +500,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     enterprises,
     objects,
     hosted,
+    uploadsDir: join(settings.dataDir, 'uploads'),
     tasks,
     taskQueries,
     workflows,
