@@ -55,14 +55,14 @@ export function fingerprintBody(method: string, path: string, body: unknown): st
   return digest(method, path, 'json', canonicalJson(body));
 }
 
-/** One uploaded file of a multipart body. */
-export interface FilePart {
+/** One uploaded file of a multipart body: its contents, or their SHA-256 (hex) taken as they arrived
+ * (a route that keeps uploads on disk never has them whole); both fingerprint alike. */
+export type FilePart = {
   /** The form field (`image`, `image[]`). */
   readonly name: string;
   readonly filename?: string | undefined;
   readonly contentType?: string | undefined;
-  readonly data: Uint8Array;
-}
+} & ({ readonly data: Uint8Array } | { readonly sha256: string });
 
 /** A multipart body taken apart by the route: its text fields (as the JSON values the
  * route made of them) and its files, in the order received. */
@@ -82,7 +82,7 @@ export function fingerprintParts(method: string, path: string, parts: BodyParts)
     name: file.name,
     filename: file.filename ?? null,
     content_type: file.contentType ?? null,
-    sha256: createHash('sha256').update(file.data).digest('hex'),
+    sha256: 'sha256' in file ? file.sha256 : createHash('sha256').update(file.data).digest('hex'),
   }));
   return digest(method, path, 'parts', canonicalJson({ fields: parts.fields ?? null, files }));
 }

@@ -77,6 +77,8 @@ export interface AppDeps {
   readonly objects: ObjectStore;
   /** Media outputs the gateway hosts; their download route is served with the local store. */
   readonly hosted: HostedOutputs;
+  /** Where the files of multipart image edits wait on disk while their call runs (DATA_DIR/uploads). */
+  readonly uploadsDir: string;
   /** Media tasks: their commands, their views, and what moves them outside requests. */
   readonly tasks: TaskService;
   readonly taskQueries: TaskQueries;
@@ -229,6 +231,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       queries: deps.taskQueries,
       background: deps.workflows.background,
       hosted: deps.hosted,
+      uploadsDir: deps.uploadsDir,
       viewsAt: (position: Position | null) => deps.runner.waitFor(position),
       probe: deps.probe ?? NO_PROBE,
     }),

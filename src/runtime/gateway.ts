@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { sweepExpiredHolds } from '../commands/hold-sweeper';
 import { IdempotencyStore } from '../idempotency/store';
@@ -281,6 +282,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     enterprises,
     objects,
     hosted,
+    uploadsDir: join(settings.dataDir, 'uploads'),
     tasks,
     taskQueries,
     workflows,

@@ -15,6 +15,8 @@ import { testDatabase, type TestDatabase } from './storage';
 export interface TestGateway {
   readonly gateway: Gateway;
   readonly db: TestDatabase;
+  /** The gateway's DATA_DIR (a fresh temporary directory, removed by close()). */
+  readonly dataDir: string;
   /** Every log line the gateway wrote. */
   readonly logs: string[];
   admin(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<LightMyRequestResponse>;
@@ -115,6 +117,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   return {
     gateway,
     db,
+    dataDir,
     logs,
     admin,
     async accountWithKey(keyFields = {}) {

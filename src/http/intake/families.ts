@@ -18,15 +18,16 @@ export interface BodyRule {
   /** Refuse a NUL character anywhere in a JSON body: what the body holds is stored in text
    * columns, which cannot hold one. Chat bodies keep theirs: they go to the upstream as sent. */
   readonly refuseNul?: boolean;
-  /** A JSON body's own bounds, where they are tighter than the family's limit (which then is for
-   * multipart bodies only). */
+  /** A JSON body's own bounds: one string's, and the whole body's where it is tighter than the family's
+   * limit (which then is for multipart bodies only). */
   readonly json?: JsonRule;
 }
 
 /** What a JSON body of a family may hold, checked as it arrives. */
 export interface JsonRule {
-  /** Bytes of the whole JSON body. */
-  readonly limit: number;
+  /** Bytes of the whole JSON body, when tighter than the family's limit (absent: the family's, as the
+   * config's `body_limits` may set it). */
+  readonly limit?: number;
   /** Bytes of any one string (a key or a value, as sent): refused at the byte that passes it. */
   readonly stringLimit: number;
   /** Where a client goes with more (said in the 413's message). */
@@ -34,6 +35,15 @@ export interface JsonRule {
 }
 
 const MiB = 1024 * 1024;
+
+/**
+ * 4 MB: one string of a media body. The largest a media request needs is a video's reference image as a
+ * data URI, which the video schema takes up to 2,000,000 characters (audio and video references go by URL
+ * only); twice that leaves room for a client that escapes the base64's slashes (`\/`), so such a URI still
+ * reaches validation and its own 400. Every other string is far shorter (a speech input: 4,096
+ * characters; lyrics: 5,000; a digital human's text: 10,000).
+ */
+export const MEDIA_JSON_STRING_LIMIT = 4 * MiB;
 
 export const BODY_RULES: Readonly<Record<BodyFamily, BodyRule>> = {
   // Messages, tools and a few inline images; larger media go by URL.
@@ -46,8 +56,9 @@ export const BODY_RULES: Readonly<Record<BodyFamily, BodyRule>> = {
     json: { limit: IMAGE_JSON_LIMITS.body, stringLimit: IMAGE_JSON_LIMITS.string, instead: 'send larger images as multipart files (up to 95 MB)' },
   },
   // Media task submissions (video, music, speech, voices, transcripts): JSON whose media go by URL,
-  // except a few reference images a video may carry inline as data URIs.
-  media: { limit: 32 * MiB, deadlineMs: 120_000 },
+  // except a few reference images a video may carry inline as data URIs. The body is parsed whole, so
+  // one string is bounded by the largest a media request needs (MEDIA_JSON_STRING_LIMIT).
+  media: { limit: 32 * MiB, deadlineMs: 120_000, json: { stringLimit: MEDIA_JSON_STRING_LIMIT, instead: 'send larger media by URL' } },
   // JSON-RPC tool calls with a handful of ids or a search text.
   mcp: { limit: 1 * MiB, deadlineMs: 30_000, refuseNul: true },
   // The largest admin JSON is a knowledge page (a body of up to 2,000,000 characters).

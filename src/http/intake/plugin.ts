@@ -66,9 +66,10 @@ const isMultipart = (raw: IncomingMessage): boolean => /^\s*multipart\//i.test(r
 const MiB = 1024 * 1024;
 const sizeText = (bytes: number) => (bytes % MiB === 0 ? `${bytes / MiB} MB` : `${bytes} bytes`);
 
-/** A JSON body over its family's own bounds: the whole body, or one string in it. */
+/** A JSON body over its family's own bounds: the whole body (where the family has its own JSON limit),
+ * or one string in it. */
 function jsonTooLarge(rule: JsonRule, what: 'body' | 'string'): GatewayError {
-  const over = what === 'body' ? `the JSON body is over this endpoint's limit of ${sizeText(rule.limit)}` : `a string in the JSON body (a data URI) is over this endpoint's limit of ${sizeText(rule.stringLimit)} for one value`;
+  const over = what === 'body' ? `the JSON body is over this endpoint's limit of ${sizeText(rule.limit ?? 0)}` : `a string in the JSON body (a data URI) is over this endpoint's limit of ${sizeText(rule.stringLimit)} for one value`;
   return new GatewayError('request_too_large', `${over}; ${rule.instead}`);
 }
 
@@ -152,7 +153,8 @@ export const intakePlugin = fp<IntakeOptions>(
       const limit = body?.limit ?? 0;
       if (limit === 0 ? declaresBody(request.raw) : declaredLength(request.raw) > limit) return done(tooLarge(limit));
       // Anything but multipart is read by the JSON reader (or refused as an unknown type): its own bound.
-      if (body?.json && !isMultipart(request.raw) && declaredLength(request.raw) > body.json.limit) return done(jsonTooLarge(body.json, 'body'));
+      const jsonLimit = body?.json?.limit;
+      if (jsonLimit !== undefined && !isMultipart(request.raw) && declaredLength(request.raw) > jsonLimit) return done(jsonTooLarge(body!.json!, 'body'));
       const nul = nulParameter(request);
       if (nul !== null) return done(new GatewayError('invalid_request', `${nul} must not contain NUL (U+0000) characters`));
       done();
@@ -198,7 +200,7 @@ export function notFound(request: FastifyRequest): GatewayError {
 }
 
 /** The body as text: refused past `limit` bytes (not one more is kept) or after `deadlineMs`; with a
- * JSON rule, at its limit instead and as soon as one string passes its string limit. */
+ * JSON rule, at its own limit instead (where it has one) and as soon as one string passes its string limit. */
 function readBody(payload: IncomingMessage, limit: number, deadlineMs: number, json: JsonRule | null = null): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -208,7 +210,7 @@ function readBody(payload: IncomingMessage, limit: number, deadlineMs: number, j
     const timer = deadlineMs > 0 ? setTimeout(() => finish(new GatewayError('request_timeout', `the request body did not arrive within ${deadlineMs / 1000} s`)), deadlineMs) : undefined;
     const onData = (chunk: Buffer) => {
       received += chunk.length;
-      if (received > max) return finish(json ? jsonTooLarge(json, 'body') : tooLarge(limit));
+      if (received > max) return finish(json?.limit !== undefined ? jsonTooLarge(json, 'body') : tooLarge(limit));
       if (strings?.feed(chunk)) return finish(jsonTooLarge(json!, 'string'));
       chunks.push(chunk);
     };

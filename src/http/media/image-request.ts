@@ -1,15 +1,16 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Ledger } from '../../commands/ledger';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import { parseUsd } from '../../money/usd';
 import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { ImageEndpoint, ImageRequest, UploadedImage } from '../../upstream/protocols/images';
+import type { ImageEndpoint, ImageRequest } from '../../upstream/protocols/images';
 import type { Route, Router } from '../../channels/routing';
 import { callableModel, beginCall, replayRefusal, type CallFacts } from '../billable-call';
 import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../errors';
 import { callerGroup } from '../../channels/groups';
+import { SpooledUploads, type SpooledFile } from './image-uploads';
 
 // What both modes of an image call share before any money moves: the body (JSON or multipart),
 // its validation, the model, the channels and the price.
@@ -38,22 +39,40 @@ export const ImageBody = z.looseObject({
 });
 export type ImageBody = z.output<typeof ImageBody>;
 
-/** Files of a multipart request, parsed before the idempotency hook fingerprints the request. */
-const uploads = new WeakMap<FastifyRequest, UploadedImage[]>();
+/** Files of a multipart request, taken before the idempotency hook fingerprints the request. */
+const uploads = new WeakMap<FastifyRequest, { readonly spool: SpooledUploads; readonly files: SpooledFile[] }>();
 
-/** The route's `preValidation`: a multipart body read into fields and files (JSON is fastify's). */
-export async function takeMultipart(request: FastifyRequest): Promise<void> {
-  if (!request.isMultipart()) return;
-  const { fields, files } = await readMultipart(request);
-  request.body = fields;
-  uploads.set(request, files);
-  request.idempotencyFingerprintParts = { fields, files: files.map((f) => ({ name: f.field, filename: f.filename, contentType: f.mimetype, data: f.data })) };
+/**
+ * The route's `preValidation`: a multipart body read into fields and files (JSON is fastify's). Each file
+ * goes to disk under `uploadsDir` as it arrives (image-uploads.ts), held by the request until its
+ * answer is over, then deleted unless a call still holds it.
+ */
+export function takeMultipart(uploadsDir: string) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (!request.isMultipart()) return;
+    const spool = new SpooledUploads(uploadsDir, request.log);
+    const letGo = spool.hold()!;
+    // Whatever comes next (a refusal, an answer, a client gone mid-upload), the connection's end lets go.
+    if (reply.raw.destroyed) letGo();
+    else reply.raw.once('close', letGo);
+    let taken: { fields: Record<string, unknown>; files: SpooledFile[] };
+    try {
+      taken = await readMultipart(request, spool);
+    } catch (error) {
+      letGo();
+      throw error;
+    }
+    const { fields, files } = taken;
+    request.body = fields;
+    uploads.set(request, { spool, files });
+    request.idempotencyFingerprintParts = { fields, files: files.map((f) => ({ name: f.field, filename: f.filename, contentType: f.mimetype, sha256: f.sha256 })) };
+  };
 }
 
 /** Multipart text fields as JSON values: `n` a number, `async` a boolean, `x[]` and repeated names arrays. */
-async function readMultipart(request: FastifyRequest): Promise<{ fields: Record<string, unknown>; files: UploadedImage[] }> {
+async function readMultipart(request: FastifyRequest, spool: SpooledUploads): Promise<{ fields: Record<string, unknown>; files: SpooledFile[] }> {
   try {
-    return await readParts(request);
+    return await readParts(request, spool);
   } catch (error) {
     if (error instanceof GatewayError) throw error;
     // The parser's refusals: a part over its limits, or a body that is not multipart at all.
@@ -64,10 +83,10 @@ async function readMultipart(request: FastifyRequest): Promise<{ fields: Record<
   }
 }
 
-async function readParts(request: FastifyRequest): Promise<{ fields: Record<string, unknown>; files: UploadedImage[] }> {
+async function readParts(request: FastifyRequest, spool: SpooledUploads): Promise<{ fields: Record<string, unknown>; files: SpooledFile[] }> {
   const fields: Record<string, unknown> = {};
-  const files: UploadedImage[] = [];
-  // The limit is on the whole body, counted as it arrives: no more than the limit is ever kept.
+  const files: SpooledFile[] = [];
+  // The limit is on the whole body, counted as it arrives: the chunk that passes it is refused, not written.
   let size = 0;
   const count = (bytes: number) => {
     size += bytes;
@@ -75,12 +94,9 @@ async function readParts(request: FastifyRequest): Promise<{ fields: Record<stri
   };
   for await (const part of request.parts()) {
     if (part.type === 'file') {
-      const chunks: Buffer[] = [];
-      for await (const chunk of part.file as AsyncIterable<Buffer>) {
-        count(chunk.length);
-        chunks.push(chunk);
-      }
-      files.push({ field: part.fieldname, filename: part.filename, mimetype: part.mimetype, data: Buffer.concat(chunks) });
+      files.push(await spool.take(part, count));
+      // The parser stops a file at its own limit without an error (the count above refuses first).
+      if (part.file.truncated) throw tooLarge(IMAGE_BODY_LIMIT);
       continue;
     }
     // The parser keeps no more of a field than its limit and says so: the value is not what was sent.
@@ -102,7 +118,7 @@ async function readParts(request: FastifyRequest): Promise<{ fields: Record<stri
 
 /** The request as the upstream gets it, or what makes it a 400. */
 export function parseImageRequest(endpoint: ImageEndpoint, request: FastifyRequest): { body: ImageBody; image: ImageRequest } | { invalid: string } {
-  const files = uploads.get(request) ?? [];
+  const files = uploads.get(request)?.files ?? [];
   const parsed = ImageBody.safeParse(request.body ?? {});
   if (!parsed.success) return { invalid: zodMessage(parsed.error) };
   const body = parsed.data;
@@ -147,7 +163,15 @@ export interface ImageCall {
   readonly routes: readonly Route[];
   readonly unitPrice: bigint;
   readonly units: number;
+  /** Lets go of the call's own hold on the request's uploaded files (multipart), taken with the call:
+   * once the route's handler is done. */
+  readonly releaseFiles: () => void;
+  /** Another hold on those files, for a run that outlives the handler (an async task): call what it
+   * returns when the run is over. */
+  readonly holdFiles: () => () => void;
 }
+
+const noHold = () => {};
 
 /** Validation, the model, its channels: a refusal is a rejected call-log row and a thrown 4xx/503. */
 export function takeImageCall(deps: ImageIntakeDeps, endpoint: ImageEndpoint, request: FastifyRequest): ImageCall {
@@ -163,7 +187,13 @@ export function takeImageCall(deps: ImageIntakeDeps, endpoint: ImageEndpoint, re
   const routes: Route[] = model.kind === 'image' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'images') : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for image ${endpoint}.`);
   const { unitPrice, units } = imageReservation(model, body.n ?? 1);
-  return { endpoint, facts, reject, body, image, model, routes, unitPrice, units };
+  // The files outlive the request's answer while a ladder may still send them: the call holds them from
+  // here. Gone already: the client left before the call began, and there is nothing to send.
+  const spool = uploads.get(request)?.spool;
+  const releaseFiles = spool ? spool.hold() : noHold;
+  if (!releaseFiles) return reject('invalid_request', 'the connection closed before the call began; its uploaded files are gone');
+  const holdFiles = () => spool?.hold() ?? noHold;
+  return { endpoint, facts, reject, body, image, model, routes, unitPrice, units, releaseFiles, holdFiles };
 }
 
 /**

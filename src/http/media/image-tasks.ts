@@ -58,7 +58,15 @@ export async function submitImageTask(deps: ImageTaskDeps, call: ImageCall, repl
     lifetimeS: IMAGE_TASK_LIFETIME_S,
     reject: call.reject,
   });
-  deps.background.start(state.taskId, (signal) => runImageTask(deps, call, state, signal));
+  // The run reads the uploaded files after this request is over: its own hold on them.
+  const releaseFiles = call.holdFiles();
+  deps.background.start(state.taskId, async (signal) => {
+    try {
+      await runImageTask(deps, call, state, signal);
+    } finally {
+      releaseFiles();
+    }
+  });
   return reply.code(200).send(submittedBody(state));
 }
 

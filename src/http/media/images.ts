@@ -18,10 +18,13 @@ import { traceSettlement } from '../../tracing/spans';
 import { IMAGE_TIMINGS, imageAnswer, runImageLadder, type ImageTimings } from './image-ladder';
 import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS, ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
 import { imageTaskRoutes, submitImageTask, type ImageTaskDeps } from './image-tasks';
+import { sweepStaleUploads } from './image-uploads';
 
 export { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS, IMAGE_TIMINGS, type ImageTimings };
 
 export interface ImagesDeps extends ImageIntakeDeps, Omit<ImageTaskDeps, 'timings' | 'dispatcher'> {
+  /** Where multipart files wait on disk while their call runs (DATA_DIR/uploads): image-uploads.ts. */
+  readonly uploadsDir: string;
   readonly timings?: Partial<ImageTimings>;
   readonly dispatcher?: Dispatcher;
   /** The URL policy on reference links (src/probe/url-policy.ts). */
@@ -66,6 +69,8 @@ export function imageRoutes(deps: ImagesDeps) {
     // A text field is what a JSON string is (a prompt, a data-URI reference; the parser JSON-parses a part
     // sent as application/json): bounded as one, 8 MB. Image bytes go as file parts, up to 95 MB.
     await app.register(multipart, { limits: { fileSize: IMAGE_BODY_LIMIT + 1, fieldSize: IMAGE_JSON_LIMITS.string, files: 32, parts: 1000 } });
+    // What a process that stopped abruptly left behind (its requests' files); not worth refusing to start over.
+    await sweepStaleUploads(deps.uploadsDir).catch((error: unknown) => app.log.warn({ err: error, dir: deps.uploadsDir }, 'stale uploads could not be swept'));
     for (const endpoint of ['generations', 'edits'] as const) {
       app.post(
         imagesPath(endpoint),
@@ -81,15 +86,19 @@ export function imageRoutes(deps: ImagesDeps) {
             openapi: imageDoc(endpoint),
           },
           // Before the idempotency hook fingerprints the request.
-          preValidation: takeMultipart,
+          preValidation: takeMultipart(deps.uploadsDir),
         },
         async (request, reply) => {
           const call = takeImageCall(deps, endpoint, request);
-          // Links the upstream fetches, under the one URL policy (docs/media.md): data URIs are no links.
-          const links = call.image.references.filter((r) => /^https?:\/\//i.test(r)).map((url) => ({ field: 'image', url }));
-          const refused = deps.probe && links.length > 0 ? await urlRefusal(deps.probe, links) : null;
-          if (refused) return call.reject('invalid_request', refused);
-          return call.body.async === true ? submitImageTask(taskDeps, call, reply) : relayImages(deps, timings, call, reply);
+          try {
+            // Links the upstream fetches, under the one URL policy (docs/media.md): data URIs are no links.
+            const links = call.image.references.filter((r) => /^https?:\/\//i.test(r)).map((url) => ({ field: 'image', url }));
+            const refused = deps.probe && links.length > 0 ? await urlRefusal(deps.probe, links) : null;
+            if (refused) return call.reject('invalid_request', refused);
+            return call.body.async === true ? await submitImageTask(taskDeps, call, reply) : await relayImages(deps, timings, call, reply);
+          } finally {
+            call.releaseFiles();
+          }
         },
       );
     }

@@ -6,12 +6,13 @@ import { openAiErrorMessage } from './chat-completions';
 
 export type ImageEndpoint = 'generations' | 'edits';
 
-/** A file sent in a multipart edit (`image`, `image[]`, `mask`, ...), kept whole. */
+/** A file sent in a multipart edit (`image`, `image[]`, `mask`, ...). Its bytes are read when the
+ * upstream request is sent (the gateway keeps uploads on disk: src/http/media/image-uploads.ts). */
 export interface UploadedImage {
   readonly field: string;
   readonly filename: string;
   readonly mimetype: string;
-  readonly data: Buffer;
+  readonly data: Blob;
 }
 
 /** An image request as the gateway forwards it: the validated fields plus everything else as sent. */
@@ -41,7 +42,8 @@ export function imagesUpstreamBody(request: ImageRequest, upstreamModel: string)
     if (Array.isArray(value)) for (const item of value) form.append(`${name}[]`, String(item));
     else form.append(name, typeof value === 'object' ? JSON.stringify(value) : String(value));
   }
-  for (const file of request.files) form.append(file.field, new Blob([file.data], { type: file.mimetype }), file.filename);
+  // Streamed from the Blob as the request goes out: a file is never read whole into memory.
+  for (const file of request.files) form.append(file.field, file.data, file.filename);
   return { body: form };
 }
 
