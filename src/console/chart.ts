@@ -1,6 +1,6 @@
 import { formatUsd } from '../money/usd';
 import { html, type Html } from './html';
-import type { DailyUsage } from './reads';
+import type { DailyUsage } from '../projections/call-log/queries';
 
 /** At most this many models get a colour of their own; the rest are stacked as "other". */
 const SERIES = 5;

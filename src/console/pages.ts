@@ -1,11 +1,13 @@
 import { formatUsd } from '../money/usd';
-import type { LogRow } from '../projections/call-log/queries';
-import type { UsageTotals } from '../projections/call-log/queries';
+import type { DailyUsage, LogRow, UsageTotals } from '../projections/call-log/queries';
+import type { AuditRow } from '../projections/audit/queries';
+import type { AgentRow, KeyRequestRow } from '../projections/enterprises/queries';
+import type { AgentKeyRow, KeyRow } from '../projections/keys/queries';
+import type { Credit, LedgerLine } from '../projections/ledger/queries';
 import type { ReadableKb, SearchHit } from '../projections/knowledge/queries';
 import { usageChart } from './chart';
 import { html, usd, when, type Html } from './html';
 import { csrfField, notice, type ConsoleViewer } from './layout';
-import type { AgentKeyRow, AgentRow, AuditRow, Credit, DailyUsage, KeyRequestRow, KeyRow, LedgerLine } from './reads';
 import type { Receipt } from './receipt';
 
 const money = (units: bigint) => usd(formatUsd(units));

@@ -10,7 +10,11 @@ import type { ModelRegistry } from '../config/registry';
 import { UsdString } from '../config/schema';
 import type { Position } from '../events/store/port';
 import { formatUsd, parseUsd } from '../money/usd';
-import { CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, usageTotals, type LogFilter } from '../projections/call-log/queries';
+import { CSV_ROW_CAP, DEFAULT_WINDOW_S, dailyUsage, queryLogs, usageTotals, type LogFilter } from '../projections/call-log/queries';
+import { auditTail } from '../projections/audit/queries';
+import { enterpriseAgents, enterprisesAdministered, keyRequests } from '../projections/enterprises/queries';
+import { accountKeys, enterpriseAgentKeys } from '../projections/keys/queries';
+import { callLedger, credits } from '../projections/ledger/queries';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { Sql } from '../storage/sql';
 import { logsCsv } from '../http/admin/logs';
@@ -21,7 +25,6 @@ import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
 import { fromOwnOrigin } from './origin';
 import { callPage, enterprisePage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
-import { accountKeys, auditTail, callLedger, credits, dailyUsage, enterpriseAgentKeys, enterpriseAgents, enterprisesAdministered, pendingKeyRequests } from './reads';
 import { receiptOf } from './receipt';
 import { sameSecret, type ConsoleSessions } from './sessions';
 import { SignInLimit } from './sign-in-limit';
@@ -436,9 +439,9 @@ export function consoleRoutes(options: ConsoleOptions) {
       const [wallet, names, agents, keys, requests, audit] = await Promise.all([
         ledger.wallet(enterpriseId),
         Promise.all(viewer.adminOf.map(async (id) => ({ id, name: (await ledger.wallet(id)).name }))),
-        enterpriseAgents(sql, enterpriseId),
+        enterpriseAgents(sql, enterpriseId, 500),
         enterpriseAgentKeys(sql, enterpriseId),
-        pendingKeyRequests(sql, enterpriseId),
+        keyRequests(sql, enterpriseId, 'pending', 500),
         auditTail(sql, enterpriseId, 20),
       ]);
       const withLeft = keys.map((k) => {

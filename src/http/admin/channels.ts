@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ChannelHealthAdmin } from '../../channels/admin';
 import type { ChannelConfig } from '../../config/schema';
+import { channelStates, type ChannelStateRow } from '../../projections/channels/queries';
 import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { SqlQuery } from '../../storage/sql';
 import type { RouteDoc } from '../openapi/route-doc';
@@ -20,20 +21,12 @@ const doc = (operationId: string, summary: string, description: string, errors =
   ...(Object.keys(errors).length > 0 ? { errors } : {}),
 });
 
-interface LastChange {
-  channel_id: string;
-  status: string;
-  cause: string;
-  reason: string;
-  changed_at: string | number;
-}
-
 /**
  * The channels' live health (this instance's board) with each one's latest recorded change (the `channels`
  * projection); an operator's enable and disable; a probe on demand.
  */
 export function channelAdminRoutes(health: ChannelHealthAdmin, sql: SqlQuery, runner: ProjectionRunner) {
-  const view = (channel: ChannelConfig, last: LastChange | undefined) => {
+  const view = (channel: ChannelConfig, last: ChannelStateRow | undefined) => {
     const s = health.board.state(channel.id);
     const attempts = s.successes + s.failures;
     return {
@@ -52,14 +45,13 @@ export function channelAdminRoutes(health: ChannelHealthAdmin, sql: SqlQuery, ru
       successes: s.successes,
       failures: s.failures,
       success_rate: attempts === 0 ? null : Number((s.successes / attempts).toFixed(4)),
-      last_change: last ? { to: last.status, cause: last.cause, reason: last.reason, at: Number(last.changed_at) } : null,
+      last_change: last ? { to: last.status, cause: last.cause, reason: last.reason, at: last.changedAt } : null,
     };
   };
-  const lastChanges = async (): Promise<Map<string, LastChange>> => {
+  const lastChanges = async (): Promise<Map<string, ChannelStateRow>> => {
     await health.idle();
     await runner.catchUpToHead();
-    const rows = await sql.query<LastChange>('SELECT channel_id, status, cause, reason, changed_at FROM channel_states');
-    return new Map(rows.map((r) => [r.channel_id, r]));
+    return new Map((await channelStates(sql)).map((r) => [r.channelId, r]));
   };
   const channelOf = (id: string) => {
     const channel = health.channels().find((c) => c.id === id);

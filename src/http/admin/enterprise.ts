@@ -9,6 +9,9 @@ import { UsdString } from '../../config/schema';
 import type { AgentSettings } from '../../events/catalog';
 import type { Position } from '../../events/store/port';
 import { formatUsd, parseUsd } from '../../money/usd';
+import { auditPage } from '../../projections/audit/queries';
+import { enterpriseAgents, enterpriseMembers, keyRequests } from '../../projections/enterprises/queries';
+import { agentKeyIds } from '../../projections/keys/queries';
 import type { KnowledgeQueries } from '../../projections/knowledge/queries';
 import type { ProjectionRunner } from '../../projections/runner/runner';
 import type { Sql } from '../../storage/sql';
@@ -191,11 +194,8 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
       { config: { openapi: doc('listEnterpriseMembers', "An enterprise's members", { 200: { description: '`{data: [{account_id, role, since}]}`.' } }) } },
       async (request) => {
         await existingEnterprise(request.params.id);
-        const rows = await sql.query<{ member_account_id: string; role: string; since: string }>(
-          'SELECT member_account_id, role, since::text AS since FROM enterprise_members WHERE enterprise_id = $1 ORDER BY since, member_account_id',
-          [request.params.id],
-        );
-        return { data: rows.map((r) => ({ account_id: r.member_account_id, role: r.role, since: Number(r.since) })) };
+        const members = await enterpriseMembers(sql, request.params.id);
+        return { data: members.map((m) => ({ account_id: m.accountId, role: m.role, since: m.since })) };
       },
     );
 
@@ -227,8 +227,8 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
       { config: { openapi: doc('listAgents', "An enterprise's agents (deleted ones too, with their status)", { 200: { description: `\`{data: [agent]}\`, each ${AGENT}` } }) } },
       async (request) => {
         await existingEnterprise(request.params.id);
-        const rows = await sql.query<{ agent_id: string }>('SELECT agent_id FROM agents WHERE enterprise_id = $1 ORDER BY log_commit, log_prepare, created_at, agent_id', [request.params.id]);
-        return { data: await Promise.all(rows.map(async (r) => agentView(await enterprises.agent(r.agent_id)))) };
+        const agents = await enterpriseAgents(sql, request.params.id, null);
+        return { data: await Promise.all(agents.map(async (a) => agentView(await enterprises.agent(a.agentId)))) };
       },
     );
 
@@ -283,8 +283,8 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
       '/agents/:id/keys',
       { config: { openapi: doc('listAgentKeys', "An agent's keys", { 200: { description: '`{data: [key]}`.' } }) } },
       async (request) => {
-        const rows = await sql.query<{ key_id: string }>(`SELECT key_id FROM api_keys WHERE agent_id = $1 AND status <> 'deleted' ORDER BY created_at, key_id`, [request.params.id]);
-        return { data: await Promise.all(rows.map((r) => options.keyView(r.key_id))) };
+        const keyIds = await agentKeyIds(sql, request.params.id);
+        return { data: await Promise.all(keyIds.map((keyId) => options.keyView(keyId))) };
       },
     );
 
@@ -304,12 +304,8 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
       { config: { openapi: doc('listKeyRequests', "An enterprise's key requests, oldest first", { 200: { description: `\`{data: [request]}\`, each ${REQUEST}` } }, { query: RequestsQuery }) } },
       async (request) => {
         await existingEnterprise(request.params.id);
-        const status = request.query.status ?? 'all';
-        const rows = await sql.query<{ request_id: string }>(
-          `SELECT request_id FROM key_requests WHERE enterprise_id = $1 AND ($2 = 'all' OR status = $2) ORDER BY log_commit, log_prepare, created_at, request_id`,
-          [request.params.id, status],
-        );
-        return { data: await Promise.all(rows.map(async (r) => requestView(await enterprises.request(r.request_id)))) };
+        const requests = await keyRequests(sql, request.params.id, request.query.status ?? 'all', null);
+        return { data: await Promise.all(requests.map(async (r) => requestView(await enterprises.request(r.requestId)))) };
       },
     );
 
@@ -353,20 +349,13 @@ export function enterpriseAdminRoutes(options: EnterpriseAdminOptions) {
         },
       },
       async (request) => {
-        const { limit } = request.query;
-        const [commit, prepare, eventId] = request.query.after?.split('_') ?? ['-2', '-2', '00000000-0000-0000-0000-000000000000'];
-        const rows = await sql.query<{ log_commit: string; log_prepare: string; event_id: string; action: string; subject_type: string; subject_id: string; actor: string | null; details: unknown; at: string }>(
-          `SELECT log_commit::text AS log_commit, log_prepare::text AS log_prepare, event_id::text AS event_id, action, subject_type, subject_id, actor, details, at::text AS at
-             FROM audit_trail
-            WHERE account_id = $1 AND (audit_trail.log_commit, audit_trail.log_prepare, audit_trail.event_id) > ($2::numeric, $3::numeric, $4::uuid)
-            ORDER BY audit_trail.log_commit, audit_trail.log_prepare, audit_trail.event_id LIMIT $5`,
-          [request.params.id, commit, prepare, eventId, limit + 1],
-        );
-        const page = rows.slice(0, limit);
-        const last = page[page.length - 1];
+        const [commit, prepare, eventId] = request.query.after?.split('_') ?? [];
+        const after = commit !== undefined && prepare !== undefined && eventId !== undefined ? { commit, prepare, eventId } : undefined;
+        const { entries, more } = await auditPage(sql, request.params.id, after, request.query.limit);
+        const last = entries[entries.length - 1]?.cursor;
         return {
-          data: page.map((r) => ({ event_id: r.event_id, action: r.action, subject_type: r.subject_type, subject_id: r.subject_id, actor: r.actor, details: r.details, at: Number(r.at) })),
-          next_cursor: rows.length > limit && last ? `${last.log_commit}_${last.log_prepare}_${last.event_id}` : null,
+          data: entries.map((e) => ({ event_id: e.eventId, action: e.action, subject_type: e.subjectType, subject_id: e.subjectId, actor: e.actor, details: e.details, at: e.at })),
+          next_cursor: more && last ? `${last.commit}_${last.prepare}_${last.eventId}` : null,
         };
       },
     );

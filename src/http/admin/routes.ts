@@ -30,6 +30,8 @@ import type { ConsoleSessions } from '../../console/sessions';
 import { enterpriseAdminRoutes } from './enterprise';
 import type { Enterprises } from '../../commands/enterprise/service';
 import type { KnowledgeQueries } from '../../projections/knowledge/queries';
+import { accountIdPage } from '../../projections/accounts/queries';
+import { accountKeyPage, keyUse } from '../../projections/keys/queries';
 import { channelAdminRoutes } from './channels';
 import type { ChannelHealthAdmin } from '../../channels/admin';
 
@@ -256,21 +258,10 @@ export function adminRoutes(options: AdminOptions) {
       if (unknown.length) throw new AdminError(400, 'invalid_request', clipText(`allowed_models: unknown model ids: ${unknown.join(', ')}`, 2000));
     }
 
+    /** Each key's last use and spend, as the key views show them. */
     async function keyExtras(keyIds: string[]) {
-      if (keyIds.length === 0) return new Map<string, { last_used_at: number | null; used_usd: string }>();
-      const rows = await sql.query<{ key_id: string; last_used_at: string | null; spent: string | null }>(
-        `SELECT k.id AS key_id, a.last_used_at::text AS last_used_at, s.spent::text AS spent
-           FROM unnest($1::text[]) AS k(id)
-           LEFT JOIN key_activity a ON a.key_id = k.id
-           LEFT JOIN key_spend s ON s.key_id = k.id`,
-        [keyIds],
-      );
-      return new Map(
-        rows.map((r) => [
-          r.key_id,
-          { last_used_at: r.last_used_at === null ? null : Number(r.last_used_at), used_usd: formatUsd(BigInt(r.spent ?? '0')) },
-        ]),
-      );
+      const use = await keyUse(sql, keyIds);
+      return new Map([...use].map(([keyId, u]) => [keyId, { last_used_at: u.lastUsedAt, used_usd: formatUsd(u.spent) }]));
     }
 
     app.post('/accounts', { config: { openapi: DOCS.createAccount } }, async (request, reply) => {
@@ -282,24 +273,19 @@ export function adminRoutes(options: AdminOptions) {
     });
 
     app.get<{ Querystring: z.output<typeof AccountsQuery> }>('/accounts', { config: { openapi: DOCS.listAccounts } }, async (request) => {
-      const { limit } = request.query;
-      const rows = await sql.query<{ account_id: string }>(
-        `SELECT account_id FROM accounts WHERE account_id > $1 ORDER BY account_id LIMIT $2`,
-        [request.query.after ?? '', limit + 1],
-      );
-      const page = rows.slice(0, limit);
+      const { ids, more } = await accountIdPage(sql, request.query.after ?? '', request.query.limit);
       // An account whose stream cannot be read is listed as unavailable: the list is everyone's.
       const data = await Promise.all(
-        page.map(async (r) => {
+        ids.map(async (accountId) => {
           try {
-            return accountView(r.account_id, await ledger.wallet(r.account_id));
+            return accountView(accountId, await ledger.wallet(accountId));
           } catch (error) {
             if (!(error instanceof UnreadableEventError)) throw error;
-            return { id: r.account_id, status: 'unavailable', error: unreadable(error) };
+            return { id: accountId, status: 'unavailable', error: unreadable(error) };
           }
         }),
       );
-      return { data, next_cursor: rows.length > limit ? page[page.length - 1]!.account_id : null };
+      return { data, next_cursor: more ? ids[ids.length - 1]! : null };
     });
 
     app.get<{ Params: { id: string } }>('/accounts/:id', { config: { openapi: DOCS.getAccount } }, async (request) => {
@@ -389,18 +375,11 @@ export function adminRoutes(options: AdminOptions) {
 
     app.get<{ Params: { id: string }; Querystring: z.output<typeof KeysQuery> }>('/accounts/:id/keys', { config: { openapi: DOCS.listKeys } }, async (request) => {
       await existingAccount(request.params.id);
-      const { limit, after } = request.query;
-      const rows = await sql.query<{ key_id: string; created_at: string }>(
-        `SELECT key_id, created_at::text AS created_at FROM api_keys
-          WHERE account_id = $1 AND status <> 'deleted' AND (created_at, key_id) > ($2::bigint, $3::text)
-          ORDER BY created_at, key_id LIMIT $4`,
-        [request.params.id, after?.createdAt ?? '-1', after?.keyId ?? '', limit + 1],
-      );
-      const page = rows.slice(0, limit);
-      const extras = await keyExtras(page.map((r) => r.key_id));
-      const data = await Promise.all(page.map(async (r) => keyView(await ledger.key(r.key_id), extras.get(r.key_id))));
-      const last = page[page.length - 1];
-      return { data, next_cursor: rows.length > limit && last ? `${last.created_at}:${last.key_id}` : null };
+      const { keys, more } = await accountKeyPage(sql, request.params.id, request.query.after, request.query.limit);
+      const extras = await keyExtras(keys.map((k) => k.keyId));
+      const data = await Promise.all(keys.map(async (k) => keyView(await ledger.key(k.keyId), extras.get(k.keyId))));
+      const last = keys[keys.length - 1];
+      return { data, next_cursor: more && last ? `${last.createdAt}:${last.keyId}` : null };
     });
 
     app.patch<{ Params: { id: string } }>('/keys/:id', { config: { openapi: DOCS.patchKey } }, async (request) => {

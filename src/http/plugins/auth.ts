@@ -4,6 +4,7 @@ import type { Ledger } from '../../commands/ledger';
 import { usability, type KeyState } from '../../commands/key/decider';
 import type { WalletState } from '../../commands/wallet/decider';
 import { hashApiKey, isWellFormedApiKey } from '../../secrets/api-key';
+import { keyByHash, recordKeyUse } from '../../projections/keys/queries';
 import type { Sql } from '../../storage/sql';
 import { GatewayError, sendError, sentError } from '../errors';
 import { traceAuthentication } from '../../tracing/spans';
@@ -95,10 +96,7 @@ export const authPlugin = fp<AuthOptions>(
     async function lookup(hash: string) {
       const cached = byHash.get(hash);
       if (cached) return cached;
-      const [row] = await sql.query<{ key_id: string; account_id: string }>(
-        'SELECT key_id, account_id FROM api_keys WHERE key_hash = $1',
-        [hash],
-      );
+      const [row] = await keyByHash(sql, hash);
       if (!row) return null;
       // The hash -> id mapping never changes, so it can be cached; the key's state is read live.
       const found = { keyId: row.key_id, accountId: row.account_id };
@@ -110,13 +108,7 @@ export const authPlugin = fp<AuthOptions>(
       const last = lastTouched.get(keyId);
       if (last !== undefined && at - last < LAST_USED_RESOLUTION_S) return;
       lastTouched.set(keyId, at);
-      sql
-        .query(
-          `INSERT INTO key_activity (key_id, last_used_at) VALUES ($1, $2)
-           ON CONFLICT (key_id) DO UPDATE SET last_used_at = GREATEST(key_activity.last_used_at, EXCLUDED.last_used_at)`,
-          [keyId, at],
-        )
-        .catch((error: unknown) => app.log.warn({ err: error, keyId }, 'could not record key last-used time'));
+      recordKeyUse(sql, keyId, at).catch((error: unknown) => app.log.warn({ err: error, keyId }, 'could not record key last-used time'));
     }
 
     const keyRefusal = (key: KeyState, at: number) => (key.status === 'none' ? 'revoked' : usability(key, at));

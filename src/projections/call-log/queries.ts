@@ -231,6 +231,25 @@ export async function usageTotals(sql: SqlQuery, accountId: string, from: number
   return { total, byModel };
 }
 
+export interface DailyUsage {
+  /** UTC day, `YYYY-MM-DD`. */
+  readonly day: string;
+  readonly model: string;
+  readonly requests: number;
+  readonly cost: bigint;
+}
+
+/** Calls and cost per UTC day and model over [from, to) (the console's usage chart). */
+export async function dailyUsage(sql: SqlQuery, accountId: string, from: number, to: number): Promise<DailyUsage[]> {
+  const rows = await sql.query<{ day: string; model: string; n: string; cost: string }>(
+    `SELECT (created_at / 86400)::text AS day, model, count(*)::text AS n, sum(cost + adjustment)::text AS cost
+       FROM call_log WHERE account_id = $1 AND created_at >= $2 AND created_at < $3
+      GROUP BY 1, 2 ORDER BY 1, 2`,
+    [accountId, from, to],
+  );
+  return rows.map((r) => ({ day: new Date(Number(r.day) * 86400_000).toISOString().slice(0, 10), model: r.model, requests: Number(r.n), cost: BigInt(r.cost) }));
+}
+
 /** Billed calls (success, interrupted) of a model submitted in [from, to), by account, for a
  * re-rate; `cost` is the capture plus earlier adjustments. At most `limit` rows. */
 export async function billedCalls(sql: SqlQuery, model: string, from: number, to: number, limit: number): Promise<BilledCall[]> {
