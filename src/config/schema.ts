@@ -156,7 +156,7 @@ export function channelServes(channel: { protocol: string; translation?: boolean
  * `video_mode` with a reference video; `token_billing`: a `video_url` item in `content` bills the task per
  * `per_1m_completion_tokens` instead of per second.
  */
-/** The kinds of video SKU, each with its own body and rules (src/http/media/video-skus.ts). */
+/** The kinds of video SKU, each with its own body and rules (src/http/media/video/video-skus.ts). */
 /** `dh-avatar` (a digital human speaking), `dh-lipsync` (a video's lips to an audio), `dh-motion` (motion
  * transfer): the digital-human SKUs, whose `duration` is required and only the reservation's basis;
  * `clip-realman`, `clip-mixcut`, `clip-news`: the smart-clip SKUs (src/clip). */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Sql } from '../storage/sql';
 import { LocalObjectStore, type ObjectStore, type StoredObject } from './store';
 
-/** Where the local store's media links point (src/http/media/files.ts serves them). */
+/** Where the local store's media links point (src/http/media/hosted/files.ts serves them). */
 export const MEDIA_DOWNLOAD_PREFIX = '/v1/media/files/';
 
 /** How long a hosted output, and every link to it, lives by default: a day, like upstream presigned links. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TaskCommand, TaskState } from '../../src/commands/task/decider';
 import type { TaskBilling, TaskFamily } from '../../src/events/catalog';
-import { TASK_HOLD_GRACE_S } from '../../src/http/media/task-submit';
+import { TASK_HOLD_GRACE_S } from '../../src/http/media/tasks/task-submit';
 import type { Gateway } from '../../src/runtime/gateway';
 
 /** 0.10 USD a second, counted by the millisecond (a per-second video SKU). */

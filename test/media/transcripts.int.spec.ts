@@ -3,7 +3,7 @@ import { FAMILIES } from '../../src/commands/task/families';
 import type { TaskState } from '../../src/commands/task/decider';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
-import { failureAnswer } from '../../src/http/media/transcripts';
+import { failureAnswer } from '../../src/http/media/speech/transcripts';
 import { transcriptDelivery } from '../../src/tasks/families/transcript';
 import { transcriptOf, type Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';

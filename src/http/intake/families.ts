@@ -1,10 +1,18 @@
-import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../media/images';
-
 /**
  * What each route family may send as a body: how many bytes, and how long the client has to send
  * them. A route outside every family takes no body at all. One table, so that a new route is safe by
  * default and every limit can be read in one place (docs/operations.md lists them).
  */
+
+/** 95 MB: the spec's limit on an edit's body, for image bytes: a multipart body's files. */
+export const IMAGE_BODY_LIMIT = 95 * 1024 * 1024;
+/**
+ * The JSON form of both image routes holds a prompt and a few references (URLs or data URIs), and is
+ * parsed, validated and re-serialised whole, on the event loop: its bounds are what that may cost,
+ * not the spec's 95 MB. One string (a data URI: about a 6 MB image) at most 8 MB, the body at most
+ * 16 MB (two such images, or more smaller ones); images beyond go as multipart files.
+ */
+export const IMAGE_JSON_LIMITS = { body: 16 * 1024 * 1024, string: 8 * 1024 * 1024 } as const;
 
 export type BodyFamily = 'chat' | 'images' | 'media' | 'mcp' | 'admin' | 'admin-objects' | 'none';
 

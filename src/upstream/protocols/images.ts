@@ -7,7 +7,7 @@ import { openAiErrorMessage } from './chat-completions';
 export type ImageEndpoint = 'generations' | 'edits';
 
 /** A file sent in a multipart edit (`image`, `image[]`, `mask`, ...). Its bytes are read when the
- * upstream request is sent (the gateway keeps uploads on disk: src/http/media/image-uploads.ts). */
+ * upstream request is sent (the gateway keeps uploads on disk: src/http/media/images/image-uploads.ts). */
 export interface UploadedImage {
   readonly field: string;
   readonly filename: string;

@@ -1,29 +1,21 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { Ledger } from '../../commands/ledger';
-import type { ModelRegistry } from '../../config/registry';
-import type { ModelConfig } from '../../config/schema';
-import { parseUsd } from '../../money/usd';
-import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { ImageEndpoint, ImageRequest } from '../../upstream/protocols/images';
-import type { Route, Router } from '../../channels/routing';
-import { callableModel, beginCall, replayRefusal, type CallFacts } from '../billable-call';
-import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../errors';
-import { callerGroup } from '../../channels/groups';
+import type { Ledger } from '../../../commands/ledger';
+import type { ModelRegistry } from '../../../config/registry';
+import type { ModelConfig } from '../../../config/schema';
+import { parseUsd } from '../../../money/usd';
+import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import type { ImageEndpoint, ImageRequest } from '../../../upstream/protocols/images';
+import type { Route, Router } from '../../../channels/routing';
+import { callableModel, beginCall, replayRefusal, type CallFacts } from '../../billable-call';
+import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../../errors';
+import { callerGroup } from '../../../channels/groups';
 import { SpooledUploads, type SpooledFile } from './image-uploads';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/families';
 
 // What both modes of an image call share before any money moves: the body (JSON or multipart),
 // its validation, the model, the channels and the price.
 
-/** 95 MB: the spec's limit on an edit's body, for image bytes: a multipart body's files. */
-export const IMAGE_BODY_LIMIT = 95 * 1024 * 1024;
-/**
- * The JSON form of both image routes holds a prompt and a few references (URLs or data URIs), and is
- * parsed, validated and re-serialised whole, on the event loop: its bounds are what that may cost,
- * not the spec's 95 MB. One string (a data URI: about a 6 MB image) at most 8 MB, the body at most
- * 16 MB (two such images, or more smaller ones); images beyond go as multipart files.
- */
-export const IMAGE_JSON_LIMITS = { body: 16 * 1024 * 1024, string: 8 * 1024 * 1024 } as const;
 export const MAX_IMAGES = 10;
 
 const References = z.union([z.string().min(1), z.array(z.string().min(1))]);

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { HostedOutputs } from '../../objects/hosted';
-import { LocalObjectStore } from '../../objects/store';
-import { GatewayError } from '../errors';
-import type { RouteDoc } from '../openapi/route-doc';
+import type { HostedOutputs } from '../../../objects/hosted';
+import { LocalObjectStore } from '../../../objects/store';
+import { GatewayError } from '../../errors';
+import type { RouteDoc } from '../../openapi/route-doc';
 import { byteRange } from './byte-range';
 
 const FileQuery = z.looseObject({

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { HostedOutputs } from '../../objects/hosted';
-import { errorBody, GatewayError } from '../errors';
+import type { HostedOutputs } from '../../../objects/hosted';
+import { errorBody, GatewayError } from '../../errors';
 
 /**
  * The final answer of an async image task, kept so that its polls return the bytes a synchronous call

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { CLIP_LIMITS } from '../../probe/rules';
-import { mediaRefusal, WebUrl } from '../../probe/checks';
+import { CLIP_LIMITS } from '../../../probe/rules';
+import { mediaRefusal, WebUrl } from '../../../probe/checks';
 import { perSecond, perSecondPlan } from './video-standard';
 import { DH_LIFETIME_S, DhDuration } from './video-dh';
 import type { VideoSku } from './video-skus';

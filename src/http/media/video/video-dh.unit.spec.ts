@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ModelRegistry } from '../../config/registry';
-import type { ChannelConfig, GatewayConfig, ModelConfig } from '../../config/schema';
-import { parseUsd } from '../../money/usd';
-import { GatewayError } from '../errors';
+import { ModelRegistry } from '../../../config/registry';
+import type { ChannelConfig, GatewayConfig, ModelConfig } from '../../../config/schema';
+import { parseUsd } from '../../../money/usd';
+import { GatewayError } from '../../errors';
 import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';
 import { sameUpstreamAs } from './video-dh';
 import { perSecondPlan as dhPlan } from './video-standard';

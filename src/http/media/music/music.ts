@@ -1,17 +1,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { ModelRegistry } from '../../config/registry';
-import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
-import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { Router } from '../../channels/routing';
-import { callableModel } from '../billable-call';
-import type { GatewayError } from '../errors';
-import { countQuery } from '../intake/numbers';
-import type { RouteDoc } from '../openapi/route-doc';
-import { perCall, perCallPlan, perCallReplayRefusal } from './per-call';
-import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
-import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
-import { callerGroup } from '../../channels/groups';
+import type { ModelRegistry } from '../../../config/registry';
+import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
+import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import type { Router } from '../../../channels/routing';
+import { callableModel } from '../../billable-call';
+import type { GatewayError } from '../../errors';
+import { countQuery } from '../../intake/numbers';
+import type { RouteDoc } from '../../openapi/route-doc';
+import { perCall, perCallPlan, perCallReplayRefusal } from '../tasks/per-call';
+import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from '../tasks/task-submit';
+import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from '../tasks/task-views';
+import { callerGroup } from '../../../channels/groups';
 
 export interface MusicDeps extends TaskSubmitDeps {
   readonly registry: ModelRegistry;

@@ -1,26 +1,27 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { Dispatcher } from 'undici';
-import { min } from '../../money/usd';
-import { urlRefusal } from '../../probe/checks';
-import type { UrlProbe } from '../../probe/port';
-import { imagesPath, type ImageEndpoint } from '../../upstream/protocols/images';
-import { CallSignal } from '../../upstream/upstream-call';
-import { trackCall } from '../plugins/lifecycle';
-import { faultPoint } from '../../lifecycle/fault';
-import { callRecord } from '../billable-call';
-import { holdCall } from '../call-hold';
-import { errorBody, failureOf, GatewayError } from '../errors';
-import { releaseUnsettled } from '../hold-release';
-import type { RouteDoc } from '../openapi/route-doc';
-import { completeHijacked } from '../plugins/idempotency';
-import { traceSettlement } from '../../tracing/spans';
+import { min } from '../../../money/usd';
+import { urlRefusal } from '../../../probe/checks';
+import type { UrlProbe } from '../../../probe/port';
+import { imagesPath, type ImageEndpoint } from '../../../upstream/protocols/images';
+import { CallSignal } from '../../../upstream/upstream-call';
+import { trackCall } from '../../plugins/lifecycle';
+import { faultPoint } from '../../../lifecycle/fault';
+import { callRecord } from '../../billable-call';
+import { holdCall } from '../../call-hold';
+import { errorBody, failureOf, GatewayError } from '../../errors';
+import { releaseUnsettled } from '../../hold-release';
+import type { RouteDoc } from '../../openapi/route-doc';
+import { completeHijacked } from '../../plugins/idempotency';
+import { traceSettlement } from '../../../tracing/spans';
 import { IMAGE_TIMINGS, imageAnswer, runImageLadder, type ImageTimings } from './image-ladder';
-import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS, ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/families';
+import { ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
 import { imageTaskRoutes, submitImageTask, type ImageTaskDeps } from './image-tasks';
 import { sweepStaleUploads } from './image-uploads';
 
-export { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS, IMAGE_TIMINGS, type ImageTimings };
+export { IMAGE_TIMINGS, type ImageTimings };
 
 export interface ImagesDeps extends ImageIntakeDeps, Omit<ImageTaskDeps, 'timings' | 'dispatcher'> {
   /** Where multipart files wait on disk while their call runs (DATA_DIR/uploads): image-uploads.ts. */

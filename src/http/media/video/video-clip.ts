@@ -1,9 +1,9 @@
-import type { ModelConfig } from '../../config/schema';
-import { ALL_LAYERS, checkClipFields, CLIP_SKUS, ClipBody, reservedSeconds, upstreamFields, type ClipKind, type TemplateFlags } from '../../clip/fields';
-import { judgeMedia, mediaChecks } from '../../clip/media';
-import { PROBE_BUDGET_MS, probeAll } from '../../probe/checks';
-import type { TemplateLookup } from '../../clip/templates';
-import type { ClipTemplate } from '../../upstream/protocols/clip-templates';
+import type { ModelConfig } from '../../../config/schema';
+import { ALL_LAYERS, checkClipFields, CLIP_SKUS, ClipBody, reservedSeconds, upstreamFields, type ClipKind, type TemplateFlags } from '../../../clip/fields';
+import { judgeMedia, mediaChecks } from '../../../clip/media';
+import { PROBE_BUDGET_MS, probeAll } from '../../../probe/checks';
+import type { TemplateLookup } from '../../../clip/templates';
+import type { ClipTemplate } from '../../../upstream/protocols/clip-templates';
 import { perSecond, perSecondPlan, VIDEO_LIFETIME_S } from './video-standard';
 import type { VideoContext, VideoPlan, VideoSku } from './video-skus';
 

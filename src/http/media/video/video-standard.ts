@@ -1,8 +1,8 @@
-import { urlRefusal } from '../../probe/checks';
-import { MAX_VIDEO_SECONDS } from '../../tasks/families/video';
+import { urlRefusal } from '../../../probe/checks';
+import { MAX_VIDEO_SECONDS } from '../../../tasks/families/video';
 import { z } from 'zod';
-import type { ModelConfig, VideoRules } from '../../config/schema';
-import { parseUsd } from '../../money/usd';
+import type { ModelConfig, VideoRules } from '../../../config/schema';
+import { parseUsd } from '../../../money/usd';
 import type { VideoPlan, VideoSku } from './video-skus';
 
 // The standard video SKU: text (and image, video, audio references) to video, billed per delivered second

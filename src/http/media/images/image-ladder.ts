@@ -1,4 +1,4 @@
-import { channelDispatcher, shapedHeaders, withChannelQuery } from '../../upstream/shaping';
+import { channelDispatcher, shapedHeaders, withChannelQuery } from '../../../upstream/shaping';
 import type { Dispatcher } from 'undici';
 import {
   imagesAuthHeaders,
@@ -8,17 +8,17 @@ import {
   imagesUpstreamBody,
   type ImageRequest,
   type ImagesResult,
-} from '../../upstream/protocols/images';
-import type { Route } from '../../channels/routing';
-import { IMAGE_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
-import { postHop, type HopResult } from '../../upstream/hop';
-import { scrubberOf } from '../../upstream/scrub';
-import { isObject, tryJson } from '../../upstream/json';
-import { unreadable, upstreamTarget, type CallSignal, type Failure } from '../../upstream/upstream-call';
-import type { UpstreamAttempt } from '../../tracing/spans';
-import { passedThrough, tryChannels } from '../channel-ladder';
-import { failureSummary, type CallFacts } from '../billable-call';
-import { errorBody, GatewayError, type ErrorCode } from '../errors';
+} from '../../../upstream/protocols/images';
+import type { Route } from '../../../channels/routing';
+import { IMAGE_ANSWER_BYTES, textWithin } from '../../../upstream/bounded-body';
+import { postHop, type HopResult } from '../../../upstream/hop';
+import { scrubberOf } from '../../../upstream/scrub';
+import { isObject, tryJson } from '../../../upstream/json';
+import { unreadable, upstreamTarget, type CallSignal, type Failure } from '../../../upstream/upstream-call';
+import type { UpstreamAttempt } from '../../../tracing/spans';
+import { passedThrough, tryChannels } from '../../channel-ladder';
+import { failureSummary, type CallFacts } from '../../billable-call';
+import { errorBody, GatewayError, type ErrorCode } from '../../errors';
 
 /** The spec's image timings: one upstream hop, the whole channel ladder, and when the
  * gateway commits to a 200 and keeps the connection alive (synchronous mode only). */

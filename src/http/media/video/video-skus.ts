@@ -1,10 +1,10 @@
 import type { z } from 'zod';
-import type { ChannelConfig, ModelConfig, VideoKind } from '../../config/schema';
-import type { TaskBilling } from '../../events/catalog';
-import type { TaskService } from '../../commands/task/service';
-import type { ModelRegistry } from '../../config/registry';
-import type { UrlProbe } from '../../probe/port';
-import type { ClipTemplates } from '../../clip/templates';
+import type { ChannelConfig, ModelConfig, VideoKind } from '../../../config/schema';
+import type { TaskBilling } from '../../../events/catalog';
+import type { TaskService } from '../../../commands/task/service';
+import type { ModelRegistry } from '../../../config/registry';
+import type { UrlProbe } from '../../../probe/port';
+import type { ClipTemplates } from '../../../clip/templates';
 import { CLIP_VIDEO_SKUS } from './video-clip';
 import { dhAvatarVideo } from './video-dh-avatar';
 import { dhLipSyncVideo } from './video-dh-lipsync';

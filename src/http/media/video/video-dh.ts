@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ChannelConfig } from '../../config/schema';
+import type { ChannelConfig } from '../../../config/schema';
 import { VIDEO_LIFETIME_S } from './video-standard';
 
 // What the digital-human SKUs (dh-avatar, dh-lipsync, dh-motion) share: `duration` is required and only

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { FAMILIES, statusFilter } from '../../commands/task/families';
-import type { TaskFamily } from '../../events/catalog';
-import { GatewayError } from '../errors';
+import { FAMILIES, statusFilter } from '../../../commands/task/families';
+import type { TaskFamily } from '../../../events/catalog';
+import { GatewayError } from '../../errors';
 
 /** Every media route: an API key, the chat error shape, `x-gateway-trace` on every answer (errors included). */
 export const MEDIA_ROUTE = { auth: 'key', shape: 'chat', trace: true } as const;

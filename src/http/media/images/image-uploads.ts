@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyBaseLogger } from 'fastify';
-import type { UploadedImage } from '../../upstream/protocols/images';
+import type { UploadedImage } from '../../../upstream/protocols/images';
 
 // The file parts of a multipart image edit, written to disk as they arrive and sent upstream from there:
 // a 95 MB upload costs the gateway a few chunks of memory, not 95 MB of heap per request (issue 31,

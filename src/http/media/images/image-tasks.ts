@@ -1,24 +1,24 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
-import type { Ledger } from '../../commands/ledger';
-import type { TaskState } from '../../commands/task/decider';
-import { isInFlight, type Phase } from '../../commands/task/families';
-import type { TaskService } from '../../commands/task/service';
-import { Instant } from '../../config/schema';
-import type { Position } from '../../events/store/port';
-import { formatUsd } from '../../money/usd';
-import type { HostedOutputs } from '../../objects/hosted';
-import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
-import type { BackgroundRuns } from '../../tasks/background';
-import { CallSignal } from '../../upstream/upstream-call';
-import { GatewayError } from '../errors';
-import type { RouteDoc } from '../openapi/route-doc';
+import type { Ledger } from '../../../commands/ledger';
+import type { TaskState } from '../../../commands/task/decider';
+import { isInFlight, type Phase } from '../../../commands/task/families';
+import type { TaskService } from '../../../commands/task/service';
+import { Instant } from '../../../config/schema';
+import type { Position } from '../../../events/store/port';
+import { formatUsd } from '../../../money/usd';
+import type { HostedOutputs } from '../../../objects/hosted';
+import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
+import type { BackgroundRuns } from '../../../tasks/background';
+import { CallSignal } from '../../../upstream/upstream-call';
+import { GatewayError } from '../../errors';
+import type { RouteDoc } from '../../openapi/route-doc';
 import { isStoredAnswer, keepAnswer, loadAnswer, unkeptAnswer } from './image-answers';
 import { imageAnswer, runImageLadder, type ImageTimings, type LadderOutcome } from './image-ladder';
 import type { ImageCall } from './image-request';
-import { createGatewayTask, submittedBody } from './task-submit';
-import { LIST_LIMIT, MEDIA_READ, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
+import { createGatewayTask, submittedBody } from '../tasks/task-submit';
+import { LIST_LIMIT, MEDIA_READ, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from '../tasks/task-views';
 
 // The asynchronous mode of the image endpoints: a call submitted with `async: true` runs as an
 // `image` task in this process (BackgroundRuns), through the same channel ladder as a synchronous

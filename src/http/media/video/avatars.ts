@@ -1,24 +1,24 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { TaskService } from '../../commands/task/service';
-import type { ModelRegistry } from '../../config/registry';
-import type { ChannelConfig, ModelConfig, Presets } from '../../config/schema';
-import { parseUsd } from '../../money/usd';
-import type { UrlProbe } from '../../probe/port';
-import { mediaRefusal, WebUrl } from '../../probe/checks';
-import { CLIP_LIMITS } from '../../probe/rules';
-import { isInFlight } from '../../commands/task/decider';
-import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
-import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { Router } from '../../channels/routing';
-import { beginCall, callableModel, replayRefusal } from '../billable-call';
-import { GatewayError, type ErrorCode } from '../errors';
-import type { RouteDoc } from '../openapi/route-doc';
+import type { TaskService } from '../../../commands/task/service';
+import type { ModelRegistry } from '../../../config/registry';
+import type { ChannelConfig, ModelConfig, Presets } from '../../../config/schema';
+import { parseUsd } from '../../../money/usd';
+import type { UrlProbe } from '../../../probe/port';
+import { mediaRefusal, WebUrl } from '../../../probe/checks';
+import { CLIP_LIMITS } from '../../../probe/rules';
+import { isInFlight } from '../../../commands/task/decider';
+import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
+import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import type { Router } from '../../../channels/routing';
+import { beginCall, callableModel, replayRefusal } from '../../billable-call';
+import { GatewayError, type ErrorCode } from '../../errors';
+import type { RouteDoc } from '../../openapi/route-doc';
 import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';
 import { upTo } from './video-dh';
-import { sendRefused, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
-import { MEDIA_READ, MEDIA_ROUTE, TASK_ID } from './task-views';
-import { callerGroup } from '../../channels/groups';
+import { sendRefused, submitUpstreamTask, type TaskSubmitDeps } from '../tasks/task-submit';
+import { MEDIA_READ, MEDIA_ROUTE, TASK_ID } from '../tasks/task-views';
+import { callerGroup } from '../../../channels/groups';
 
 // Avatars (spec "Avatar", "Avatar endpoints"): an avatar IS a task of the `avatar` family. Its upstream
 // task (the content-generation tasks API on an `avatars` channel) creates it; that task's upstream id is

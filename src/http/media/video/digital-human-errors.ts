@@ -1,5 +1,5 @@
-import { GatewayError } from '../errors';
-import type { EndpointStatuses } from '../billable-call';
+import { GatewayError } from '../../errors';
+import type { EndpointStatuses } from '../../billable-call';
 
 // Errors rule 8: the digital-human endpoints (and the clip SKUs, which the spec lists with them) answer
 // an unknown model with 404 and a model the key may not use with 403, where the main table says 400.

@@ -1,24 +1,24 @@
-import { urlRefusal } from '../../probe/checks';
-import type { UrlProbe } from '../../probe/port';
+import { urlRefusal } from '../../../probe/checks';
+import type { UrlProbe } from '../../../probe/port';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { isFinished, type TaskError, type TaskState } from '../../commands/task/decider';
-import type { Outcome } from '../../commands/task/families';
-import { taskCall } from '../../commands/task/money';
-import type { ModelRegistry } from '../../config/registry';
-import { trackCall } from '../plugins/lifecycle';
-import { countCall } from '../../metrics/http';
-import type { BackgroundRuns } from '../../tasks/background';
-import { cancelTask } from '../../upstream/protocols/tasks';
-import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { Route, Router } from '../../channels/routing';
-import { CallSignal } from '../../upstream/upstream-call';
-import { callableModel } from '../billable-call';
-import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../errors';
-import type { RouteDoc } from '../openapi/route-doc';
-import { perCall, perCallPlan, perCallReplayRefusal } from './per-call';
-import { sendRefused, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
-import { callerGroup } from '../../channels/groups';
+import { isFinished, type TaskError, type TaskState } from '../../../commands/task/decider';
+import type { Outcome } from '../../../commands/task/families';
+import { taskCall } from '../../../commands/task/money';
+import type { ModelRegistry } from '../../../config/registry';
+import { trackCall } from '../../plugins/lifecycle';
+import { countCall } from '../../../metrics/http';
+import type { BackgroundRuns } from '../../../tasks/background';
+import { cancelTask } from '../../../upstream/protocols/tasks';
+import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import type { Route, Router } from '../../../channels/routing';
+import { CallSignal } from '../../../upstream/upstream-call';
+import { callableModel } from '../../billable-call';
+import { errorBody, GatewayError, upstreamErrorBody, type ErrorCode } from '../../errors';
+import type { RouteDoc } from '../../openapi/route-doc';
+import { perCall, perCallPlan, perCallReplayRefusal } from '../tasks/per-call';
+import { sendRefused, submitUpstreamTask, type TaskSubmitDeps } from '../tasks/task-submit';
+import { callerGroup } from '../../../channels/groups';
 
 export interface TranscriptTimings {
   /** How long the request waits for the transcript, submission included (the spec's "about 55 s"). */

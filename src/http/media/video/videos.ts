@@ -1,21 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { ModelRegistry } from '../../config/registry';
-import { countQuery } from '../intake/numbers';
-import type { TaskQueries, TaskRow } from '../../projections/tasks/queries';
-import { zodMessage } from '../../upstream/protocols/chat-completions';
-import type { Router } from '../../channels/routing';
-import { beginCall, callableModel, replayRefusal } from '../billable-call';
-import type { GatewayError } from '../errors';
+import type { ModelRegistry } from '../../../config/registry';
+import { countQuery } from '../../intake/numbers';
+import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
+import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import type { Router } from '../../../channels/routing';
+import { beginCall, callableModel, replayRefusal } from '../../billable-call';
+import type { GatewayError } from '../../errors';
 import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';
-import type { RouteDoc } from '../openapi/route-doc';
-import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from './task-submit';
-import type { UrlProbe } from '../../probe/port';
-import type { ClipTemplates } from '../../clip/templates';
+import type { RouteDoc } from '../../openapi/route-doc';
+import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from '../tasks/task-submit';
+import type { UrlProbe } from '../../../probe/port';
+import type { ClipTemplates } from '../../../clip/templates';
 import { VideoBody } from './video-standard';
 import { videoSkuOf } from './video-skus';
-import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from './task-views';
-import { callerGroup } from '../../channels/groups';
+import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from '../tasks/task-views';
+import { callerGroup } from '../../../channels/groups';
 
 export interface VideoDeps extends TaskSubmitDeps {
   readonly registry: ModelRegistry;

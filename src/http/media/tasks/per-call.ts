@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify';
-import type { Ledger } from '../../commands/ledger';
-import type { ModelRegistry } from '../../config/registry';
-import type { ModelConfig } from '../../config/schema';
-import type { TaskBilling } from '../../events/catalog';
-import { parseUsd } from '../../money/usd';
-import { beginCall, callableModel, replayRefusal } from '../billable-call';
-import type { GatewayError } from '../errors';
+import type { Ledger } from '../../../commands/ledger';
+import type { ModelRegistry } from '../../../config/registry';
+import type { ModelConfig } from '../../../config/schema';
+import type { TaskBilling } from '../../../events/catalog';
+import { parseUsd } from '../../../money/usd';
+import { beginCall, callableModel, replayRefusal } from '../../billable-call';
+import type { GatewayError } from '../../errors';
 
 // What the media endpoints billed by the call (music, its follow-ups, transcripts) share.
 

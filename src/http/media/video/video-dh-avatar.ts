@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { CLIP_LIMITS } from '../../probe/rules';
+import { CLIP_LIMITS } from '../../../probe/rules';
 import { presetsOf, resolveAvatar } from './avatars';
-import { mediaRefusal, WebUrl } from '../../probe/checks';
+import { mediaRefusal, WebUrl } from '../../../probe/checks';
 import { perSecond, perSecondPlan } from './video-standard';
 import { DH_LIFETIME_S, DhDuration, sameUpstreamAs, upTo } from './video-dh';
 import type { VideoSku } from './video-skus';
-import { resolveVoice } from './voices';
+import { resolveVoice } from '../speech/voices';
 
 // dh-avatar (spec "Digital-human video"): an avatar (own and ready, or a preset) speaking a driving audio,
 // or a text in a voice (an own ready clone, or a preset voice). The output's length follows the audio or

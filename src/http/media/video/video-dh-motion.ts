@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { ModelConfig } from '../../config/schema';
-import { parseUsd } from '../../money/usd';
-import { CLIP_LIMITS } from '../../probe/rules';
-import { mediaRefusal, WebUrl } from '../../probe/checks';
+import type { ModelConfig } from '../../../config/schema';
+import { parseUsd } from '../../../money/usd';
+import { CLIP_LIMITS } from '../../../probe/rules';
+import { mediaRefusal, WebUrl } from '../../../probe/checks';
 import { DH_LIFETIME_S, DhDuration } from './video-dh';
 import { perSecondPlan } from './video-standard';
 import type { VideoSku } from './video-skus';

@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { CLIP_SCENES, type ClipScene, type ClipTemplates, type TemplateLookup } from '../../clip/templates';
-import { tasksErrorMessage } from '../../upstream/protocols/tasks';
-import type { Failure } from '../../upstream/upstream-call';
-import { GatewayError, upstreamErrorBody } from '../errors';
+import { CLIP_SCENES, type ClipScene, type ClipTemplates, type TemplateLookup } from '../../../clip/templates';
+import { tasksErrorMessage } from '../../../upstream/protocols/tasks';
+import type { Failure } from '../../../upstream/upstream-call';
+import { GatewayError, upstreamErrorBody } from '../../errors';
 import { RULE_EIGHT_STATUS } from './digital-human-errors';
-import type { RouteDoc } from '../openapi/route-doc';
-import { MEDIA_READ } from './task-views';
+import type { RouteDoc } from '../../openapi/route-doc';
+import { MEDIA_READ } from '../tasks/task-views';
 
 // GET /v1/videos/clip-templates and /{id}: free reads of the upstream's templates, served from the
 // gateway's 10-minute cache (src/clip/templates.ts), for keys that may call a smart-clip SKU.

@@ -1,18 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { TaskState } from '../../commands/task/decider';
-import { FAMILIES } from '../../commands/task/families';
-import type { ModelRegistry } from '../../config/registry';
-import { zodMessage } from '../../upstream/protocols/chat-completions';
-import { parseSongId, songId, type Song } from '../../tasks/families/music';
-import { callableModel } from '../billable-call';
-import { GatewayError, type ErrorCode } from '../errors';
-import type { RouteDoc } from '../openapi/route-doc';
+import type { TaskState } from '../../../commands/task/decider';
+import { FAMILIES } from '../../../commands/task/families';
+import type { ModelRegistry } from '../../../config/registry';
+import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { parseSongId, songId, type Song } from '../../../tasks/families/music';
+import { callableModel } from '../../billable-call';
+import { GatewayError, type ErrorCode } from '../../errors';
+import type { RouteDoc } from '../../openapi/route-doc';
 import { echoed, MUSIC_LIFETIME_S, SongFields, type MusicDeps } from './music';
-import { perCall, perCallPlan, perCallReplayRefusal } from './per-call';
-import { sendRefused, submittedBody, submitUpstreamTask } from './task-submit';
-import { MEDIA_ROUTE, TASK_ID, taskNotFound } from './task-views';
-import { callerGroup } from '../../channels/groups';
+import { perCall, perCallPlan, perCallReplayRefusal } from '../tasks/per-call';
+import { sendRefused, submittedBody, submitUpstreamTask } from '../tasks/task-submit';
+import { MEDIA_ROUTE, TASK_ID, taskNotFound } from '../tasks/task-views';
+import { callerGroup } from '../../../channels/groups';
 
 /** The follow-ups of a song, after Suno-style APIs: lyrics from a prompt; extend, cover (two new songs);
  * stems (vocals and instrumental), wav, video (files) of a song already made. */

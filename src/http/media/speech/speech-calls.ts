@@ -1,15 +1,15 @@
-import type { UrlProbe } from '../../probe/port';
+import type { UrlProbe } from '../../../probe/port';
 import type { Dispatcher } from 'undici';
-import type { ModelRegistry } from '../../config/registry';
-import type { HostedOutputs } from '../../objects/hosted';
-import type { TaskQueries } from '../../projections/tasks/queries';
-import type { BackgroundRuns } from '../../tasks/background';
-import type { UpstreamAttempt } from '../../tracing/spans';
-import type { HopResult } from '../../upstream/hop';
-import { requestSpeech, requestVoiceClone, speechUpstreamBody, voiceCloneBody, type ClonedVoice, type SpeechAudio, type SpeechVoice } from '../../upstream/protocols/speech';
-import type { Route, Router } from '../../channels/routing';
-import type { CallSignal } from '../../upstream/upstream-call';
-import type { TaskSubmitDeps } from './task-submit';
+import type { ModelRegistry } from '../../../config/registry';
+import type { HostedOutputs } from '../../../objects/hosted';
+import type { TaskQueries } from '../../../projections/tasks/queries';
+import type { BackgroundRuns } from '../../../tasks/background';
+import type { UpstreamAttempt } from '../../../tracing/spans';
+import type { HopResult } from '../../../upstream/hop';
+import { requestSpeech, requestVoiceClone, speechUpstreamBody, voiceCloneBody, type ClonedVoice, type SpeechAudio, type SpeechVoice } from '../../../upstream/protocols/speech';
+import type { Route, Router } from '../../../channels/routing';
+import type { CallSignal } from '../../../upstream/upstream-call';
+import type { TaskSubmitDeps } from '../tasks/task-submit';
 
 // What the speech and voice routes share: their dependencies, their time limits, and one attempt of each
 // upstream call on one channel (the channel ladder runs them).
@@ -53,7 +53,7 @@ export interface SpeechDeps extends Pick<TaskSubmitDeps, 'ledger' | 'tasks' | 'n
 export const speechTimings = (deps: SpeechDeps): SpeechTimings => ({ ...SPEECH_TIMINGS, ...deps.timings });
 
 /** Media routes: the chat error shape, `x-gateway-trace` on every answer, an API key. */
-export { MEDIA_ROUTE } from './task-views';
+export { MEDIA_ROUTE } from '../tasks/task-views';
 
 /** Characters billed: Unicode code points (an emoji is one, as the upstream counts it; UTF-16 units would
  * count it twice). */
