@@ -2,7 +2,7 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { sweepExpiredHolds } from '../commands/hold-sweeper';
+import { sweepExpiredHolds } from '../jobs/hold-sweeper';
 import { IdempotencyStore } from '../idempotency/store';
 import { startChore } from '../jobs/chore';
 import { recentKeys, WarmStart, type WarmStartOutcome } from './warm-start';
