@@ -15,10 +15,11 @@ import type { KeyVault } from '../secrets/key-vault';
 import { stateVersion } from './snapshot/codec';
 import type { SnapshotStore } from './snapshot/store';
 import type { DomainError } from './decision';
-import { CommandHandler, type Handled, type Snapshotting } from './handle-command';
+import { CommandHandler, type Handled } from './handle-command';
 import { digestOfHold, idempotencyDigest, idempotentCallDecider, type IdempotentCallCommand, type IdempotentCallState } from './idempotent-call/decider';
 import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
 import { RefusalBudget } from './refusal-budget';
+import type { Snapshotting } from './stream-cache';
 import { walletDecider, type AdjustmentCall, type WalletCommand, type WalletState } from './wallet/decider';
 
 /** How the appends that meter calls (reserve, settle, release, rejected calls) commit.

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { sweepExpiredHolds } from '../commands/hold-sweeper';
+import { sweepExpiredHolds } from '../jobs/hold-sweeper';
 import { IdempotencyStore } from '../idempotency/store';
 import { startGatewayChores } from './chores';
 import { recentKeys, WarmStart, type WarmStartOutcome } from './warm-start';

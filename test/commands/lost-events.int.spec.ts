@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepExpiredHolds } from '../../src/commands/hold-sweeper';
+import { sweepExpiredHolds } from '../../src/jobs/hold-sweeper';
 import type { Ledger } from '../../src/commands/ledger';
 import { walletDecider, type WalletState } from '../../src/commands/wallet/decider';
 import { decodeRecorded, walletStream, type WalletEvent } from '../../src/events/catalog';

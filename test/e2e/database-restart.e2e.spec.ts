@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepExpiredHolds } from '../../src/commands/hold-sweeper';
+import { sweepExpiredHolds } from '../../src/jobs/hold-sweeper';
 import { available, walletDecider, type WalletState } from '../../src/commands/wallet/decider';
 import { decodeRecorded, walletStream, type WalletEvent } from '../../src/events/catalog';
 import { createPostgresEventStore } from '../../src/events/store/postgres';

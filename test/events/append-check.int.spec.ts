@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepExpiredHolds } from '../../src/commands/hold-sweeper';
+import { sweepExpiredHolds } from '../../src/jobs/hold-sweeper';
 import { UnwritableEventError, decodeRecorded, walletStream, type CallRecord } from '../../src/events/catalog';
 import { START } from '../../src/events/store/port';
 import { parseUsd } from '../../src/money/usd';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepExpiredHolds } from '../../src/commands/hold-sweeper';
+import { sweepExpiredHolds } from '../../src/jobs/hold-sweeper';
 import { walletStream } from '../../src/events/catalog';
 import { parseUsd } from '../../src/money/usd';
 import { verifyLedger } from '../../src/projections/verify';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepExpiredHolds } from '../../src/commands/hold-sweeper';
+import { sweepExpiredHolds } from '../../src/jobs/hold-sweeper';
 import { parseUsd } from '../../src/money/usd';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 

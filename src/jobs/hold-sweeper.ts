@@ -1,8 +1,8 @@
+import type { Ledger } from '../commands/ledger';
+import { sweptCall } from '../commands/swept-hold';
+import type { WalletState } from '../commands/wallet/decider';
 import { UnreadableEventError, walletStream } from '../events/catalog';
 import type { Sql } from '../storage/sql';
-import type { Ledger } from './ledger';
-import { sweptCall } from './swept-hold';
-import type { WalletState } from './wallet/decider';
 
 /**
  * Every hold has a deadline. A request or task that died (crash, lost worker) never
