@@ -20,7 +20,8 @@ import { digestOfHold, idempotencyDigest, idempotentCallDecider, type Idempotent
 import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
 import { RefusalBudget } from './refusal-budget';
 import type { Snapshotting } from './stream-cache';
-import { walletDecider, type AdjustmentCall, type WalletCommand, type WalletState } from './wallet/decider';
+import { walletDecider, type AdjustmentCall, type WalletCommand } from './wallet/decider';
+import { type WalletState } from './wallet/state';
 
 /** How the appends that meter calls (reserve, settle, release, rejected calls) commit.
  * `sync`: each waits for the WAL flush like every other command. `async`: they return once

@@ -3,7 +3,8 @@ import type { WalletEvent } from '../events/catalog';
 import { parseUsd } from '../money/usd';
 import { givenWhenThen } from '../../test/support/decider';
 import { decideOne, decideRound, type RoundCommand } from './round';
-import { SIGNUP_GRANT, walletDecider, type WalletCommand, type WalletState } from './wallet/decider';
+import { SIGNUP_GRANT, walletDecider, type WalletCommand } from './wallet/decider';
+import { type WalletState } from './wallet/state';
 
 // given the events of a stream / when these commands arrive together / then these events or
 // these refusals, one per command: pure, no store, no clock.

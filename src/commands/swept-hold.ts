@@ -1,5 +1,5 @@
 import { unmeasuredCall, type CallRecord } from '../events/catalog';
-import type { Hold } from './wallet/decider';
+import type { Hold } from './wallet/state';
 
 /** The call-log code of a call whose hold was released at its deadline: nobody settled it, so the
  * gateway instance serving it stopped (crash, kill, lost connection to the database) mid-call. */

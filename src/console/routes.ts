@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Ledger } from '../commands/ledger';
 import { isAdmin } from '../commands/enterprise/enterprise';
 import type { Enterprises } from '../commands/enterprise/service';
-import { available, escrowLeft } from '../commands/wallet/decider';
+import { available, escrowLeft } from '../commands/wallet/state';
 import { STATUS_OF } from '../http/admin/admin-error';
 import type { ModelRegistry } from '../config/registry';
 import { UsdString } from '../config/schema';

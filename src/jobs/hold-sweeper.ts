@@ -1,6 +1,6 @@
 import type { Ledger } from '../commands/ledger';
 import { sweptCall } from '../commands/swept-hold';
-import type { WalletState } from '../commands/wallet/decider';
+import type { WalletState } from '../commands/wallet/state';
 import { UnreadableEventError, walletStream } from '../events/catalog';
 import type { Sql } from '../storage/sql';
 

@@ -2,7 +2,7 @@ import { UnreadableEventError, decodeRecorded, type KeyEvent, type TaskEvent, ty
 import type { EventStore } from '../events/store/port';
 import { START } from '../events/store/port';
 import { evolve as evolveKey, initialKeyState, type KeyState } from '../commands/key/decider';
-import { evolve as evolveWallet, initialWalletState, type WalletState } from '../commands/wallet/decider';
+import { evolve as evolveWallet, initialWalletState, type WalletState } from '../commands/wallet/state';
 import type { Sql } from '../storage/sql';
 import { TaskCheck } from './tasks/verify';
 

@@ -7,7 +7,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedOrder } from '../../src/http/agents/pin';
-import { escrowLeft, available } from '../../src/commands/wallet/decider';
+import { escrowLeft, available } from '../../src/commands/wallet/state';
 import type { GatewayConfig } from '../../src/config/schema';
 import { formatUsd, parseUsd } from '../../src/money/usd';
 import { approvedKeyId } from '../../src/commands/enterprise/service';

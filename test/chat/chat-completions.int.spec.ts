@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Ledger } from '../../src/commands/ledger';
-import { available } from '../../src/commands/wallet/decider';
+import { available } from '../../src/commands/wallet/state';
 import { createPostgresEventStore } from '../../src/events/store/postgres';
 import { KeyCipher } from '../../src/secrets/api-key';
 import { KeyVault } from '../../src/secrets/key-vault';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Ledger } from '../../src/commands/ledger';
-import { evolve, initialWalletState, type WalletState } from '../../src/commands/wallet/decider';
+import { evolve, initialWalletState, type WalletState } from '../../src/commands/wallet/state';
 import { decodeRecorded, walletStream, type WalletEvent } from '../../src/events/catalog';
 import type { AppendOptions, EventStore } from '../../src/events/store/port';
 import { ledgerTestbed, storeWith, type LedgerTestbed, openAccount } from '../support/ledger';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLOSED_HOLD_GENERATION, wasClosed } from '../../src/commands/wallet/decider';
+import { CLOSED_HOLD_GENERATION, wasClosed } from '../../src/commands/wallet/state';
 import type { IdempotentReserve, Ledger, ReserveRequest } from '../../src/commands/ledger';
 import { parseUsd } from '../../src/money/usd';
 import { ledgerTestbed, type LedgerTestbed } from '../support/ledger';

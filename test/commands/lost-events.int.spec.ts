@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepExpiredHolds } from '../../src/jobs/hold-sweeper';
 import type { Ledger } from '../../src/commands/ledger';
-import { walletDecider, type WalletState } from '../../src/commands/wallet/decider';
+import { walletDecider } from '../../src/commands/wallet/decider';
+import { type WalletState } from '../../src/commands/wallet/state';
 import { decodeRecorded, walletStream, type WalletEvent } from '../../src/events/catalog';
 import { parseUsd } from '../../src/money/usd';
 import { allProjections } from '../../src/projections';

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvedKeyId } from '../../src/commands/enterprise/service';
-import { escrowLeft } from '../../src/commands/wallet/decider';
+import { escrowLeft } from '../../src/commands/wallet/state';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 
 const REDIS_URL = process.env.REDIS_URL;

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { MINIMUM_TOPUP, decide, evolve, initialWalletState, type WalletCommand, type WalletState } from '../../src/commands/wallet/decider';
+import { MINIMUM_TOPUP, decide, type WalletCommand } from '../../src/commands/wallet/decider';
+import { evolve, initialWalletState, type WalletState } from '../../src/commands/wallet/state';
 import type { CallRecord, DomainEvent } from '../../src/events/catalog';
 import { START, comparePositions, type EventStore, type Position, type RecordedEvent } from '../../src/events/store/port';
 import type { ProjectedEvent } from '../../src/projections/projection';

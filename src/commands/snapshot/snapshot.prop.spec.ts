@@ -8,7 +8,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalState as canonical } from '../../../test/support/canonical-state';
 import type { WalletEvent } from '../../events/catalog';
-import { decide, evolve, initialWalletState, type WalletCommand, type WalletState } from '../wallet/decider';
+import { decide, type WalletCommand } from '../wallet/decider';
+import { evolve, initialWalletState, type WalletState } from '../wallet/state';
 import { decodeState, encodeState, stateVersion } from './codec';
 
 const NOW = 1_700_000_000;

@@ -21,7 +21,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TaskBilling, TaskEvent, WalletEvent } from '../../events/catalog';
-import { decide as decideWallet, evolve as evolveWallet, initialWalletState, type WalletCommand, type WalletState } from '../wallet/decider';
+import { decide as decideWallet, type WalletCommand } from '../wallet/decider';
+import { evolve as evolveWallet, initialWalletState, type WalletState } from '../wallet/state';
 import { costOf, decide as decideTask, evolve as evolveTask, initialTaskState, isFinished, type TaskCommand, type TaskState } from './decider';
 import { closingOf, taskCall } from './money';
 

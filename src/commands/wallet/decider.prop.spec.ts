@@ -15,17 +15,8 @@ import fc from 'fast-check';
 import { Map as PersistentMap } from 'immutable';
 import { describe, expect, it } from 'vitest';
 import type { WalletEvent } from '../../events/catalog';
-import {
-  MINIMUM_TOPUP,
-  SIGNUP_GRANT,
-  available,
-  decide,
-  evolve,
-  initialWalletState,
-  type WalletCommand,
-  type WalletErrorCode,
-  type WalletState,
-} from './decider';
+import { MINIMUM_TOPUP, SIGNUP_GRANT, decide, type WalletCommand, type WalletErrorCode } from './decider';
+import { available, evolve, initialWalletState, type WalletState } from './state';
 
 const NOW = 1_700_000_000;
 const USD = 1_000_000_000n;

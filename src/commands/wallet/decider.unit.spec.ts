@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { decodeEvent, type WalletEvent } from '../../events/catalog';
 import { parseUsd } from '../../money/usd';
-import {
-  ADJUSTMENT_PART_CALLS,
-  CLOSED_HOLD_GENERATION,
-  MINIMUM_TOPUP,
-  SIGNUP_GRANT,
-  available,
-  decide,
-  evolve,
-  initialWalletState,
-  type WalletCommand,
-  walletDecider,
-} from './decider';
+import { ADJUSTMENT_PART_CALLS, MINIMUM_TOPUP, SIGNUP_GRANT, decide, type WalletCommand, walletDecider } from './decider';
+import { CLOSED_HOLD_GENERATION, available, evolve, initialWalletState } from './state';
 
 function expectAccepted(decision: ReturnType<typeof decide>): WalletEvent[] {
   if (!decision.ok) throw new Error(`refused: ${decision.error.code}`);

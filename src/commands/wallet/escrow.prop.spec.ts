@@ -7,7 +7,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { available, decide, escrowLeft, evolve, initialWalletState, type WalletCommand, type WalletState } from './decider';
+import { decide, type WalletCommand } from './decider';
+import { available, escrowLeft, evolve, initialWalletState, type WalletState } from './state';
 
 const NOW = 1_700_000_000;
 const USD = 1_000_000_000n;

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Ledger } from '../../commands/ledger';
 import { usability, type KeyState } from '../../commands/key/decider';
-import type { WalletState } from '../../commands/wallet/decider';
+import type { WalletState } from '../../commands/wallet/state';
 import { hashApiKey, isWellFormedApiKey } from '../../secrets/api-key';
 import { keyByHash, recordKeyUse } from '../../projections/keys/queries';
 import type { Sql } from '../../storage/sql';

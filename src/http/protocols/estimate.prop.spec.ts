@@ -19,7 +19,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { available, decide, evolve, initialWalletState, type WalletCommand, type WalletState } from '../../commands/wallet/decider';
+import { decide, type WalletCommand } from '../../commands/wallet/decider';
+import { available, evolve, initialWalletState, type WalletState } from '../../commands/wallet/state';
 import type { ChatProtocol, ModelConfig } from '../../config/schema';
 import type { ProtocolAdapter, Usage } from '../../upstream/contract';
 import { costOf, holdAmount, MAX_ESTIMATED_OUTPUT, pricingOf } from '../../upstream/pricing';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { available } from '../../commands/wallet/decider';
+import { available } from '../../commands/wallet/state';
 import { formatUsd, max, min, usdNumber } from '../../money/usd';
 import type { RouteDoc } from '../openapi/route-doc';
 import type { Caller } from '../plugins/auth';
