@@ -1,6 +1,8 @@
 import { UnreadableEventError } from '../../events/catalog';
 import type { RecordedEvent } from '../../events/store/port';
 import type { SqlQuery } from '../../storage/sql';
+import type { BatchWrites, ProjectedEvent, Projection, RebuildMemory } from '../projection';
+import { decode, type Decoded } from './shared-reads';
 
 /**
  * Events a projection could not apply, kept aside instead of stopping the projection for every
@@ -125,4 +127,66 @@ export async function parkedEvents(db: SqlQuery): Promise<ParkedEvent[]> {
     error: r.error,
     parkedAt: new Date(r.parked_ms),
   }));
+}
+
+/**
+ * Applies a projection's events of a batch, except those it parks: an event the catalog cannot
+ * decode, and every event of a stream after one it parked (here or in an earlier batch). Event by
+ * event (after the batch as a whole failed), each event is applied under a savepoint, and one that
+ * fails with an error that would come back parks too. Returns what it parked, recorded in `tx`.
+ */
+export async function applyParking(
+  tx: SqlQuery,
+  projection: Projection,
+  events: readonly RecordedEvent[],
+  parkedFrom: ReadonlyMap<string, bigint> | undefined,
+  decoded: Decoded,
+  writes: BatchWrites,
+  eventByEvent: boolean,
+  memory: RebuildMemory | undefined,
+): Promise<Parking[]> {
+  const parking: Parking[] = [];
+  const from = new Map(parkedFrom);
+  const items: ProjectedEvent[] = [];
+  for (const recorded of events) {
+    const since = from.size === 0 ? undefined : from.get(recorded.streamId);
+    if (since !== undefined) {
+      parking.push({ event: recorded, error: afterParked(since) });
+      continue;
+    }
+    const item = decode(recorded, decoded);
+    if (item instanceof UnreadableEventError) {
+      parking.push({ event: recorded, error: `cannot be decoded: ${item.reason}` });
+      from.set(recorded.streamId, recorded.revision);
+    } else items.push(item);
+  }
+  if (!eventByEvent) {
+    if (items.length) await projection.applyBatch(tx, items, writes, memory);
+  } else {
+    for (const item of items) {
+      const since = from.get(item.recorded.streamId);
+      if (since !== undefined) {
+        parking.push({ event: item.recorded, error: afterParked(since) });
+        continue;
+      }
+      await tx.query('SAVEPOINT parking');
+      try {
+        await projection.applyBatch(tx, [item], writes);
+        await tx.query('RELEASE SAVEPOINT parking');
+      } catch (error) {
+        if (!deterministic(error)) throw error;
+        await tx.query('ROLLBACK TO SAVEPOINT parking');
+        parking.push({ event: item.recorded, error: cannotApply(error) });
+        from.set(item.recorded.streamId, item.recorded.revision);
+      }
+    }
+  }
+  await recordParked(tx, projection.name, parking);
+  return parking;
+}
+
+function cannotApply(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return `cannot be applied: ${typeof code === 'string' ? `[${code}] ` : ''}${message}`;
 }

@@ -1,11 +1,10 @@
-import { UnreadableEventError } from '../../events/catalog';
-import { START, comparePositions, type EventStore, type Position, type RecordedEvent } from '../../events/store/port';
-import type { Sql, SqlQuery } from '../../storage/sql';
-import { IN_SLICES, LOAD, RebuildMemory, WHOLE, type BatchWrites, type ProjectedEvent, type Projection, type SecondaryIndex } from '../projection';
-import { PARKED_SCHEMA, afterParked, deterministic, parkedCounts, parkedEvents, recordParked, type ParkedEvent, type Parking } from './parked';
+import { START, comparePositions, type EventStore, type Position } from '../../events/store/port';
+import type { Sql } from '../../storage/sql';
+import { IN_SLICES, LOAD, RebuildMemory, WHOLE, type Projection, type SecondaryIndex } from '../projection';
+import { PARKED_SCHEMA, applyParking, deterministic, parkedCounts, parkedEvents, type ParkedEvent, type Parking } from './parked';
 import { checkRevisions } from './revisions';
 import { projectionLag, type ProjectionLag } from './lag';
-import { SharedReads, decode, followedEvents, readBatch, type Decoded, type Read, type Reader } from './shared-reads';
+import { SharedReads, followedEvents, readBatch, type Read, type Reader } from './shared-reads';
 
 export const RUNNER_SCHEMA = `
 CREATE TABLE IF NOT EXISTS projection_checkpoints (
@@ -486,66 +485,4 @@ function groupByPosition(at: ReadonlyMap<Projection, Position>): Map<Position, P
     groups.set(key, entry);
   }
   return new Map([...groups.values()].map((g) => [g.from, g.group]));
-}
-
-/**
- * Applies a projection's events of a batch, except those it parks: an event the catalog cannot
- * decode, and every event of a stream after one it parked (here or in an earlier batch). Event by
- * event (after the batch as a whole failed), each event is applied under a savepoint, and one that
- * fails with an error that would come back parks too. Returns what it parked, recorded in `tx`.
- */
-async function applyParking(
-  tx: SqlQuery,
-  projection: Projection,
-  events: readonly RecordedEvent[],
-  parkedFrom: ReadonlyMap<string, bigint> | undefined,
-  decoded: Decoded,
-  writes: BatchWrites,
-  eventByEvent: boolean,
-  memory: RebuildMemory | undefined,
-): Promise<Parking[]> {
-  const parking: Parking[] = [];
-  const from = new Map(parkedFrom);
-  const items: ProjectedEvent[] = [];
-  for (const recorded of events) {
-    const since = from.size === 0 ? undefined : from.get(recorded.streamId);
-    if (since !== undefined) {
-      parking.push({ event: recorded, error: afterParked(since) });
-      continue;
-    }
-    const item = decode(recorded, decoded);
-    if (item instanceof UnreadableEventError) {
-      parking.push({ event: recorded, error: `cannot be decoded: ${item.reason}` });
-      from.set(recorded.streamId, recorded.revision);
-    } else items.push(item);
-  }
-  if (!eventByEvent) {
-    if (items.length) await projection.applyBatch(tx, items, writes, memory);
-  } else {
-    for (const item of items) {
-      const since = from.get(item.recorded.streamId);
-      if (since !== undefined) {
-        parking.push({ event: item.recorded, error: afterParked(since) });
-        continue;
-      }
-      await tx.query('SAVEPOINT parking');
-      try {
-        await projection.applyBatch(tx, [item], writes);
-        await tx.query('RELEASE SAVEPOINT parking');
-      } catch (error) {
-        if (!deterministic(error)) throw error;
-        await tx.query('ROLLBACK TO SAVEPOINT parking');
-        parking.push({ event: item.recorded, error: cannotApply(error) });
-        from.set(item.recorded.streamId, item.recorded.revision);
-      }
-    }
-  }
-  await recordParked(tx, projection.name, parking);
-  return parking;
-}
-
-function cannotApply(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
-  return `cannot be applied: ${typeof code === 'string' ? `[${code}] ` : ''}${message}`;
 }
