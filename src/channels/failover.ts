@@ -86,9 +86,9 @@ export function fallsBack(failure: Failure, call: CallState): boolean {
  * not do the work; a paid generation (an image, speech, a voice clone, a task submission) that timed out
  * ends with 504 instead, one answered unreadably with 502, its hold released either way.
  *
- * Chat keeps its own ladder and rule, and resends both: a completion has no effect outside its answer,
- * so an unreadable or late one is simply no answer; the client is billed once, on the answer it gets (the
- * operator may pay the first upstream too, as after any 5xx).
+ * Chat's ladder resends both (`accepted: 'resent'` in src/http/channel-ladder.ts): a completion has no
+ * effect outside its answer, so an unreadable or late one is simply no answer; the client is billed once,
+ * on the answer it gets (the operator may pay the first upstream too, as after any 5xx).
  */
 export function mayHaveBeenAccepted(failure: Failure): boolean {
   return failure.kind === 'timeout' || failure.kind === 'unreadable';

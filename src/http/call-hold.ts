@@ -1,5 +1,7 @@
-import type { IdempotentRefusal, Ledger } from '../commands/ledger';
-import { traceReservation } from '../tracing/spans';
+import type { FastifyRequest } from 'fastify';
+import type { IdempotentRefusal, Ledger, Result } from '../commands/ledger';
+import { traceHold, traceReservation } from '../tracing/spans';
+import type { CallSignal } from '../upstream/upstream-call';
 import { refuseHold, type CallFacts } from './billable-call';
 import { GatewayError, type ErrorCode } from './errors';
 import { REFUSAL_MESSAGES } from './plugins/idempotency';
@@ -56,4 +58,71 @@ export async function holdCall(ledger: Ledger, facts: CallFacts, hold: CallHold,
     return reject(refusal.code, refusal.message);
   }
   return refuseHold(error, reject);
+}
+
+const standing = (result: Result<unknown>) => result.ok;
+const fallen = () => false;
+
+/**
+ * A hold decided early (the chat relay's, `Ledger.reserveEarly`): the upstream request may leave once
+ * `decided` says yes; the commit is awaited (`committed()`) before anything reaches the client, before a
+ * settlement and before another channel is tried. A class: nothing is allocated for it per call beyond
+ * the object itself (the relay is the hot path).
+ */
+export class EarlyHold {
+  /** Whether the commit has landed, either way (once `guard` watches it). */
+  known = false;
+
+  private constructor(
+    readonly decided: Promise<Result<unknown>>,
+    private readonly commit: Promise<Result<unknown>>,
+    private readonly reject: (code: ErrorCode, message: string) => never,
+  ) {}
+
+  /** Places the hold of `facts`' call, its id the request's. */
+  static place(ledger: Ledger, facts: CallFacts, hold: CallHold, reject: (code: ErrorCode, message: string) => never): EarlyHold {
+    const request = facts.request;
+    const caller = request.caller!;
+    const holdId = request.id;
+    const { decided, committed } = traceHold(request, { amount: hold.amount, holdId }, () =>
+      ledger.reserveEarly(caller.accountId, {
+        holdId,
+        amount: hold.amount,
+        keyId: caller.keyId,
+        spendCap: caller.key.settings.spend_cap,
+        purpose: hold.purpose,
+        ttlSeconds: hold.ttlSeconds,
+        origin: { model: facts.model, endpoint: facts.endpoint, requestId: request.id },
+      }),
+    );
+    return new EarlyHold(decided, committed, reject);
+  }
+
+  /** Resolves once the commit landed; throws the client's refusal (a rejected call) if the commit turned the
+   * decision over (another instance spent the wallet first). */
+  async committed(): Promise<void> {
+    const result = await this.commit;
+    if (!result.ok) refuseHold(result.error, this.reject);
+  }
+
+  /** Whether the hold was committed, for a release after a fault of the gateway's own: records nothing, never throws. */
+  stands(): Promise<boolean> {
+    return this.commit.then(standing, fallen);
+  }
+
+  /** From now on, a commit that turns the decision over stops `signal`: nothing may be served without a committed hold. */
+  guard(signal: CallSignal, request: FastifyRequest): void {
+    this.commit.then(
+      (result) => {
+        this.known = true;
+        if (result.ok) return;
+        signal.abort();
+        request.log.warn({ holdId: request.id, code: result.error.code }, 'hold refused at commit after an early decision: upstream request stopped');
+      },
+      () => {
+        this.known = true;
+        signal.abort();
+      },
+    );
+  }
 }

@@ -23,3 +23,14 @@ export async function releaseUnsettled(ledger: Ledger, facts: CallFacts, holdId:
     request.log.error({ err: releaseFailure, holdId }, 'could not release the hold of a failed call; the hold sweeper will');
   }
 }
+
+/**
+ * The release of a call no channel answered (or whose client left first): nothing is billed, and the row
+ * says why (`code`, `message`: the failed ladder's). The one release of every synchronous call's failed
+ * ladder (chat, images, speech); a task's hold is released with its task's end instead.
+ */
+export async function releaseFailed(ledger: Ledger, facts: CallFacts, holdId: string, code: string, message: string, fields: Partial<CallRecord> = {}): Promise<void> {
+  const request = facts.request;
+  const record = callRecord(facts, { status: 'error', error_code: code, error_message: message, ...fields });
+  await traceSettlement(request, { holdId, record }, () => ledger.release(request.caller!.accountId, holdId, 'upstream failed', record));
+}

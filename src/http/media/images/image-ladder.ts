@@ -16,9 +16,8 @@ import { scrubberOf } from '../../../upstream/scrub';
 import { isObject, tryJson } from '../../../upstream/json';
 import { unreadable, upstreamTarget, type CallSignal, type Failure } from '../../../upstream/upstream-call';
 import type { UpstreamAttempt } from '../../../tracing/spans';
-import { passedThrough, tryChannels } from '../../channel-ladder';
-import { failureSummary, type CallFacts } from '../../billable-call';
-import { errorBody, GatewayError, type ErrorCode } from '../../errors';
+import { failedLadder, tryChannels, type FailedLadder } from '../../channel-ladder';
+import type { CallFacts } from '../../billable-call';
 
 /** The spec's image timings: one upstream hop, the whole channel ladder, and when the
  * gateway commits to a 200 and keeps the connection alive (synchronous mode only). */
@@ -41,10 +40,18 @@ export interface LadderDeps {
   readonly dispatcher?: Dispatcher;
 }
 
+/** `abandoned`: the client left (synchronous mode; checked before each channel). `observed`: false for a
+ * task's run after its request was answered (src/http/channel-ladder.ts). */
+export interface LadderOptions {
+  readonly abandoned?: () => boolean;
+  readonly observed?: boolean;
+}
+
 /** How a ladder ended: an answer, the last failure, or (synchronous mode) a client that left first. */
 export type LadderOutcome =
   | { readonly kind: 'answered'; readonly text: string; readonly result: ImagesResult; readonly traced: UpstreamAttempt | null }
-  | { readonly kind: 'failed'; readonly failure: Failure }
+  /** `failure` null: no channel could be reached. */
+  | { readonly kind: 'failed'; readonly failure: Failure | null }
   | { readonly kind: 'abandoned' };
 
 /**
@@ -61,13 +68,14 @@ export async function runImageLadder(
   routes: readonly Route[],
   image: ImageRequest,
   call: CallSignal,
-  abandoned: () => boolean = () => false,
-  observed = true,
+  options: LadderOptions = {},
 ): Promise<LadderOutcome> {
-  const outcome = await tryChannels({ facts, routes, call, attempt: (route, traced) => send(deps, route, image, call, traced), stopped: abandoned, observed });
+  const abandoned = options.abandoned ?? (() => false);
+  const observed = options.observed ?? true;
+  const outcome = await tryChannels({ facts, stages: [{ routes }], call, attempt: (route, traced) => send(deps, route, image, call, traced), stopped: abandoned, observed });
   if (abandoned()) return { kind: 'abandoned' };
   if (outcome.ok) return { kind: 'answered', text: outcome.value.text, result: outcome.value.result, traced: outcome.traced };
-  return { kind: 'failed', failure: outcome.failure ?? { kind: 'unreachable', message: 'no channel could be reached' } };
+  return { kind: 'failed', failure: outcome.failure };
 }
 
 /** What an answered ladder delivered, as billed and logged. */
@@ -87,18 +95,9 @@ export interface Delivered {
  */
 export type ImageAnswer =
   | { readonly ok: true; readonly status: number; readonly body: string; readonly delivered: Delivered }
-  | {
-      readonly ok: false;
-      readonly status: number;
-      readonly body: string;
-      readonly headers: Readonly<Record<string, string>>;
-      /** The call-log's error code and message. */
-      readonly code: string;
-      readonly message: string;
-      /** A failure of the gateway's own (no upstream status): the synchronous mode throws it before
-       * the keep-alive point, so that it is rendered like every other error. */
-      readonly gatewayError: GatewayError | null;
-    };
+  /** The call-log's error code and message ride along; a failure of the gateway's own (`gatewayError`) is thrown
+   * by the synchronous mode before the keep-alive point, so that it is rendered like every other error. */
+  | ({ readonly ok: false } & FailedLadder);
 
 export function imageAnswer(outcome: Exclude<LadderOutcome, { kind: 'abandoned' }>, now: number): ImageAnswer {
   if (outcome.kind === 'answered') {
@@ -111,14 +110,7 @@ export function imageAnswer(outcome: Exclude<LadderOutcome, { kind: 'abandoned' 
       delivered: { count: result.count, urls: result.urls, expiresAt, inputTokens: result.inputTokens, outputTokens: result.outputTokens },
     };
   }
-  const f = outcome.failure;
-  const { status, code, message } = failureSummary(f, imagesErrorMessage);
-  if (f.kind === 'status') {
-    const body = passedThrough(f, message);
-    return { ok: false, status, body, headers: f.headers['retry-after'] ? { 'retry-after': f.headers['retry-after'] } : {}, code, message, gatewayError: null };
-  }
-  const error = new GatewayError(code as ErrorCode, message);
-  return { ok: false, status: error.status, body: JSON.stringify(errorBody('chat', error)), headers: {}, code, message, gatewayError: error };
+  return { ok: false, ...failedLadder(outcome.failure, imagesErrorMessage) };
 }
 
 /** The upstream answer with the gateway's `expires_at` for hosted links, next to `created`. */

@@ -91,7 +91,7 @@ async function runImageTask(deps: ImageTaskDeps, call: ImageCall, task: TaskStat
   signal.addEventListener('abort', interrupt, { once: true });
   let outcome: LadderOutcome;
   try {
-    outcome = await runImageLadder({ timings: deps.timings, now: deps.now, ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}) }, facts, call.routes, call.image, budget, undefined, false);
+    outcome = await runImageLadder({ timings: deps.timings, now: deps.now, ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}) }, facts, call.routes, call.image, budget, { observed: false });
   } finally {
     budget.clear();
     signal.removeEventListener('abort', interrupt);

@@ -11,7 +11,7 @@ import { faultPoint } from '../../../lifecycle/fault';
 import { callRecord } from '../../billable-call';
 import { holdCall } from '../../call-hold';
 import { errorBody, failureOf, GatewayError } from '../../errors';
-import { releaseUnsettled } from '../../hold-release';
+import { releaseFailed, releaseUnsettled } from '../../hold-release';
 import type { RouteDoc } from '../../openapi/route-doc';
 import { completeHijacked } from '../../plugins/idempotency';
 import { traceSettlement } from '../../../tracing/spans';
@@ -131,12 +131,11 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, call: ImageC
   // body or an answer the gateway cannot handle, a failed write) releases it, with its row.
   let closed = false;
   try {
-    const outcome = await runImageLadder({ timings, now: deps.now, ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}) }, facts, call.routes, call.image, budget, () => answer.clientGone);
+    const outcome = await runImageLadder({ timings, now: deps.now, ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}) }, facts, call.routes, call.image, budget, { abandoned: () => answer.clientGone });
     if (outcome.kind === 'abandoned') {
       // Nobody is left to answer: no other channel is tried, nothing is billed. 499 (nginx's
       // "client closed the request") only ever reaches the access log.
-      const record = callRecord(facts, { status: 'error', error_code: 'client_disconnected', error_message: 'the client disconnected', unit_type: 'image' });
-      await traceSettlement(request, { holdId, record }, () => deps.ledger.release(caller.accountId, holdId, 'upstream failed', record));
+      await releaseFailed(deps.ledger, facts, holdId, 'client_disconnected', 'the client disconnected', { unit_type: 'image' });
       closed = true;
       return answer.send(499, JSON.stringify(errorBody('chat', new GatewayError('upstream_unreachable', 'the client disconnected'))));
     }
@@ -160,8 +159,7 @@ async function relayImages(deps: ImagesDeps, timings: ImageTimings, call: ImageC
       faultPoint('image-settled');
       return answer.send(200, final.body);
     }
-    const record = callRecord(facts, { status: 'error', error_code: final.code, error_message: final.message, unit_type: 'image' });
-    await traceSettlement(request, { holdId, record }, () => deps.ledger.release(caller.accountId, holdId, 'upstream failed', record));
+    await releaseFailed(deps.ledger, facts, holdId, final.code, final.message, { unit_type: 'image' });
     closed = true;
     if (final.gatewayError && !answer.committed) throw final.gatewayError;
     for (const [name, value] of Object.entries(final.headers)) reply.header(name, value);

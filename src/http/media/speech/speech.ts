@@ -10,11 +10,11 @@ import { zodMessage } from '../../../upstream/protocols/chat-completions';
 import { speechErrorMessage, type SpeechVoice } from '../../../upstream/protocols/speech';
 import type { Route } from '../../../channels/routing';
 import { CallSignal } from '../../../upstream/upstream-call';
-import { callableModel, callRecord, failureSummary, beginCall, replayRefusal, type CallFacts } from '../../billable-call';
+import { callableModel, callRecord, beginCall, replayRefusal, type CallFacts } from '../../billable-call';
 import { holdCall } from '../../call-hold';
-import { passedThrough, tryChannels } from '../../channel-ladder';
+import { failedLadder, sendFailed, tryChannels } from '../../channel-ladder';
 import { errorBody, GatewayError, type ErrorCode } from '../../errors';
-import { releaseUnsettled } from '../../hold-release';
+import { releaseFailed, releaseUnsettled } from '../../hold-release';
 import { countQuery } from '../../intake/numbers';
 import type { RouteDoc } from '../../openapi/route-doc';
 import { baseUrlOf } from '../../resources/wiki';
@@ -204,7 +204,7 @@ async function speakNow(deps: SpeechDeps, facts: CallFacts, plan: SpeechPlan, re
   raw.once('close', onClose);
   let closed = false;
   try {
-    const outcome = await tryChannels({ facts, routes: plan.routes, call, attempt: speakOn(deps, plan.fields, plan.voice, call), stopped: () => clientGone });
+    const outcome = await tryChannels({ facts, stages: [plan], call, attempt: speakOn(deps, plan.fields, plan.voice, call), stopped: () => clientGone });
     if (outcome.ok && !clientGone) {
       const audio = outcome.value;
       request.callMeter?.charge(plan.amount);
@@ -215,22 +215,16 @@ async function speakNow(deps: SpeechDeps, facts: CallFacts, plan: SpeechPlan, re
       // keeps a browser from reading audio as anything else.
       return reply.code(200).header('content-type', audio.contentType).header('x-content-type-options', 'nosniff').send(audio.bytes);
     }
-    const release = async (code: string, message: string) => {
-      const record = callRecord(facts, { status: 'error', error_code: code, error_message: message, unit_type: 'character' });
-      await traceSettlement(request, { holdId, record }, () => deps.ledger.release(caller.accountId, holdId, 'upstream failed', record));
-      closed = true;
-    };
     if (clientGone) {
       // 499 (nginx's "client closed the request") only ever reaches the access log.
-      await release('client_disconnected', 'the client disconnected');
+      await releaseFailed(deps.ledger, facts, holdId, 'client_disconnected', 'the client disconnected', { unit_type: 'character' });
+      closed = true;
       return reply.code(499).type('application/json').send(JSON.stringify(errorBody('chat', new GatewayError('upstream_unreachable', 'the client disconnected'))));
     }
-    const f = (!outcome.ok && outcome.failure) || { kind: 'unreachable' as const, message: 'no channel could be reached' };
-    const summary = failureSummary(f, speechErrorMessage);
-    await release(summary.code, summary.message);
-    if (f.kind !== 'status') throw new GatewayError(summary.code as ErrorCode, summary.message);
-    if (f.headers['retry-after']) reply.header('retry-after', f.headers['retry-after']);
-    return reply.code(summary.status).type('application/json').send(passedThrough(f, summary.message));
+    const failed = failedLadder(outcome.ok ? null : outcome.failure, speechErrorMessage);
+    await releaseFailed(deps.ledger, facts, holdId, failed.code, failed.message, { unit_type: 'character' });
+    closed = true;
+    return sendFailed(reply, failed);
   } catch (error) {
     if (!closed) await releaseUnsettled(deps.ledger, facts, holdId, error, { unit_type: 'character' });
     throw error;
@@ -281,16 +275,15 @@ async function runSpeechTask(deps: SpeechDeps, run: SpeechRun, signal: AbortSign
   try {
     // The claim before any upstream call: a task already claimed by another run, or ended, is left to it.
     if (!(await deps.tasks.handle(taskId, { type: 'Claim', now: deps.now() })).ok) return;
-    const outcome = await tryChannels({ facts, routes: plan.routes, call, attempt: speakOn(deps, plan.fields, plan.voice, call), observed: false });
+    const outcome = await tryChannels({ facts, stages: [plan], call, attempt: speakOn(deps, plan.fields, plan.voice, call), observed: false });
     if (!outcome.ok) {
       // Interrupted by the shutdown: BackgroundRuns fails the task as interrupted, refunded.
       if (signal.aborted) throw new Error(`speech task ${taskId} was interrupted by the shutdown`);
-      const f = outcome.failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
-      const summary = failureSummary(f, speechErrorMessage);
+      const failed = failedLadder(outcome.failure, speechErrorMessage);
       await deps.tasks.finish(taskId, {
         type: 'Fail',
         outcome: 'failed',
-        error: { code: summary.code, message: summary.message },
+        error: { code: failed.code, message: failed.message },
         run: { attempts: facts.attempts, channelId: facts.channelId, inputTokens: 0, outputTokens: 0 },
         now: deps.now(),
       });

@@ -9,8 +9,8 @@ import { zodMessage } from '../../../upstream/protocols/chat-completions';
 import { speechErrorMessage, type SpeechVoice } from '../../../upstream/protocols/speech';
 import type { Route } from '../../../channels/routing';
 import { CallSignal } from '../../../upstream/upstream-call';
-import { beginCall, callableModel, failureSummary, replayRefusal } from '../../billable-call';
-import { passedThrough, tryChannels } from '../../channel-ladder';
+import { beginCall, callableModel, replayRefusal } from '../../billable-call';
+import { failedLadder, sendFailed, tryChannels } from '../../channel-ladder';
 import { GatewayError, type ErrorCode } from '../../errors';
 import { countQuery } from '../../intake/numbers';
 import type { RouteDoc } from '../../openapi/route-doc';
@@ -165,7 +165,7 @@ async function cloneVoice(deps: SpeechDeps, request: FastifyRequest, reply: Fast
   const call = new CallSignal(speechTimings(deps).ladderMs);
   const untrack = trackCall(request, call);
   try {
-    const outcome = await tryChannels({ facts, routes, call, attempt: cloneOn(deps, fields, call) });
+    const outcome = await tryChannels({ facts, stages: [{ routes }], call, attempt: cloneOn(deps, fields, call) });
     const now = deps.now();
     if (outcome.ok) {
       const voice = outcome.value;
@@ -184,19 +184,16 @@ async function cloneVoice(deps: SpeechDeps, request: FastifyRequest, reply: Fast
       await deps.viewsAt(done.position);
       return reply.code(200).send({ id: voiceIdOf(taskId), name: fields.name, status: 'ready', created_at: created.createdAt, model: model.id });
     }
-    const f = outcome.failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
-    const summary = failureSummary(f, speechErrorMessage);
-    const failed = await deps.tasks.finish(taskId, {
+    const failed = failedLadder(outcome.failure, speechErrorMessage);
+    const ended = await deps.tasks.finish(taskId, {
       type: 'Fail',
       outcome: 'failed',
-      error: { code: summary.code, message: summary.message },
+      error: { code: failed.code, message: failed.message },
       run: { attempts: facts.attempts, channelId: facts.channelId, inputTokens: 0, outputTokens: 0 },
       now,
     });
-    if (failed.ok) await deps.viewsAt(failed.position);
-    if (f.kind !== 'status') throw new GatewayError(summary.code as ErrorCode, summary.message);
-    if (f.headers['retry-after']) reply.header('retry-after', f.headers['retry-after']);
-    return reply.code(summary.status).type('application/json').send(passedThrough(f, summary.message));
+    if (ended.ok) await deps.viewsAt(ended.position);
+    return sendFailed(reply, failed);
   } catch (error) {
     // A fault of the gateway's own ends the task now, refunded, rather than at its deadline. A task
     // already ended (the refusal above) is left as it is.

@@ -9,18 +9,16 @@ import type { ModelConfig } from '../../../config/schema';
 import type { Position } from '../../../events/store/port';
 import type { TaskBilling, TaskFamily } from '../../../events/catalog';
 import { trackCall } from '../../plugins/lifecycle';
-import { traceAttempt } from '../../../tracing/spans';
+import type { UpstreamAttempt } from '../../../tracing/spans';
 import { submitTask, tasksErrorMessage } from '../../../upstream/protocols/tasks';
 import type { Route } from '../../../channels/routing';
-import { CallSignal, type Failure } from '../../../upstream/upstream-call';
+import { CallSignal } from '../../../upstream/upstream-call';
 import type { TaskPoller } from '../../../tasks/poller';
-import { attemptAnswered, attemptFailed } from '../../../channels/attempt';
-import { failureSummary, type CallFacts } from '../../billable-call';
-import { mayHaveBeenAccepted } from '../../../channels/failover';
+import type { CallFacts } from '../../billable-call';
+import { failedLadder, tryChannels } from '../../channel-ladder';
 import { holdCall } from '../../call-hold';
-import { GatewayError, upstreamErrorBody, type ErrorCode } from '../../errors';
+import type { ErrorCode } from '../../errors';
 import { releaseUnsettled } from '../../hold-release';
-import { tryJson } from '../../../upstream/json';
 
 export interface TaskSubmitDeps {
   readonly ledger: Ledger;
@@ -93,52 +91,33 @@ export interface SubmitOptions {
 export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTaskRequest, options: SubmitOptions = {}): Promise<Submitted> {
   const { facts } = req;
   const request = facts.request;
-  const { state: created } = await reserveAndCreate(deps, req, false);
+  const { state: created } = await reserveAndCreate(deps, req, { visible: false });
   const taskId = created.taskId;
 
   const call = new CallSignal(Math.min(deps.submitTimeoutMs * req.routes.length, options.budgetMs ?? Number.POSITIVE_INFINITY));
   const untrack = trackCall(request, call);
-  const account = request.caller?.accountId ?? null;
-  let failure: Failure | null = null;
+  let outcome;
   try {
-    for (const route of req.routes) {
-      facts.attempts += 1;
-      facts.channelId = route.channel.id;
-      request.callMeter?.attempt();
-      const traced = traceAttempt(request, route, facts.attempts);
-      const startedAt = performance.now();
-      const answer = await submitTask(route.channel, route.upstreamModel, req.fields, {
-        timeoutMs: deps.submitTimeoutMs,
-        signal: call,
-        ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+    // A submission that timed out, or was answered without a readable task id, may have created the task
+    // upstream: the ladder sends it to no other channel (`mayHaveBeenAccepted`).
+    outcome = await tryChannels({ facts, stages: [req], call, attempt: (route, traced) => submitOn(deps, req, route, traced, call) });
+    if (outcome.ok) {
+      const { route } = outcome;
+      const submitted = await deps.tasks.handle(taskId, {
+        type: 'RecordSubmission',
+        channelId: route.channel.id,
+        upstreamTaskId: outcome.value.id,
+        upstreamModel: route.upstreamModel,
+        attempts: facts.attempts,
+        now: deps.now(),
       });
-      request.callMeter?.answered(route.channel.id, answer.ok ? null : answer.failure);
-      if (answer.ok) {
-        attemptAnswered(route, startedAt, account);
-        traced?.answered(200);
-        const submitted = await deps.tasks.handle(taskId, {
-          type: 'RecordSubmission',
-          channelId: route.channel.id,
-          upstreamTaskId: answer.value.id,
-          upstreamModel: route.upstreamModel,
-          attempts: facts.attempts,
-          now: deps.now(),
-        });
-        if (!submitted.ok) throw new Error(`task ${taskId}: the upstream's acceptance could not be recorded: ${submitted.error.message}`);
-        // A queue that cannot take the job now (Redis away) must not fail an accepted task: the sweep
-        // adopts every upstream task in flight that has no poll job.
-        if (options.follow !== false)
-          await deps.poller.follow(taskId).catch((error: unknown) => request.log.warn({ err: error, taskId }, 'could not queue the poll job of an accepted task; the sweep adopts it'));
-        await deps.viewsAt(submitted.position);
-        return { ok: true, state: submitted.state };
-      }
-      if (answer.failure.kind === 'status') traced?.answered(answer.failure.status);
-      traced?.failed(answer.failure);
-      const verdict = attemptFailed(route, answer.failure, call, startedAt, account);
-      failure = verdict.failure;
-      // A submission that timed out, or was answered without a readable task id, may have created the task
-      // upstream: another channel would make a second one.
-      if (!verdict.next || mayHaveBeenAccepted(answer.failure)) break;
+      if (!submitted.ok) throw new Error(`task ${taskId}: the upstream's acceptance could not be recorded: ${submitted.error.message}`);
+      // A queue that cannot take the job now (Redis away) must not fail an accepted task: the sweep
+      // adopts every upstream task in flight that has no poll job.
+      if (options.follow !== false)
+        await deps.poller.follow(taskId).catch((error: unknown) => request.log.warn({ err: error, taskId }, 'could not queue the poll job of an accepted task; the sweep adopts it'));
+      await deps.viewsAt(submitted.position);
+      return { ok: true, state: submitted.state };
     }
   } catch (error) {
     // A fault of the gateway's own (a write that failed): the task ends now, refunded, not at its deadline.
@@ -150,17 +129,25 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
     untrack();
   }
 
-  const f = failure ?? { kind: 'unreachable' as const, message: 'no channel could be reached' };
-  const summary = failureSummary(f, tasksErrorMessage);
+  const failed = failedLadder(outcome.failure, tasksErrorMessage);
   // Its row (and its metrics) come with the release of its hold.
-  await deps.tasks.finish(taskId, { type: 'RefuseSubmission', error: { code: summary.code, message: summary.message }, attempts: facts.attempts, now: deps.now() });
+  await deps.tasks.finish(taskId, { type: 'RefuseSubmission', error: { code: failed.code, message: failed.message }, attempts: facts.attempts, now: deps.now() });
   // A failed connection (502), a time-out (504), the shutdown (503): the gateway's own error.
-  if (f.kind !== 'status') throw new GatewayError(summary.code as ErrorCode, summary.message);
-  // Passed through unchanged when the upstream spoke the chat error shape; else put into it.
-  const passed = (tryJson(f.body) as { error?: { message?: unknown } } | null)?.error?.message !== undefined ? f.body : JSON.stringify(upstreamErrorBody('chat', f.status, summary.message));
-  return { ok: false, answer: { status: f.status, body: passed, headers: f.headers['retry-after'] ? { 'retry-after': f.headers['retry-after'] } : {} } };
+  if (failed.gatewayError) throw failed.gatewayError;
+  return { ok: false, answer: { status: failed.status, body: failed.body, headers: failed.headers } };
 }
 
+/** One submission to one channel; the span is told the upstream's status (the task protocol reads the answer whole). */
+async function submitOn(deps: TaskSubmitDeps, req: UpstreamTaskRequest, route: Route, traced: UpstreamAttempt | null, call: CallSignal) {
+  const answer = await submitTask(route.channel, route.upstreamModel, req.fields, {
+    timeoutMs: deps.submitTimeoutMs,
+    signal: call,
+    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+  });
+  if (answer.ok) traced?.answered(200);
+  else if (answer.failure.kind === 'status') traced?.answered(answer.failure.status);
+  return answer;
+}
 
 /**
  * Reserves the task's worst case and creates it, visible at once (its polls answer from now on). The
@@ -168,7 +155,7 @@ export async function submitUpstreamTask(deps: TaskSubmitDeps, req: UpstreamTask
  * a hold refused is a rejected call with no task.
  */
 export async function createGatewayTask(deps: Pick<TaskSubmitDeps, 'ledger' | 'tasks' | 'now' | 'viewsAt'>, req: GatewayTaskRequest): Promise<TaskState> {
-  const { state, position } = await reserveAndCreate(deps, req, true);
+  const { state, position } = await reserveAndCreate(deps, req, { visible: true });
   await deps.viewsAt(position);
   return state;
 }
@@ -178,7 +165,8 @@ export async function createGatewayTask(deps: Pick<TaskSubmitDeps, 'ledger' | 't
 async function reserveAndCreate(
   deps: Pick<TaskSubmitDeps, 'ledger' | 'tasks' | 'now'>,
   req: GatewayTaskRequest,
-  visible: boolean,
+  /** `visible`: whether the task's polls find it from now on, or only once its upstream accepted it. */
+  { visible }: { readonly visible: boolean },
 ): Promise<{ state: TaskState; position: Position | null }> {
   const { facts } = req;
   const request = facts.request;
