@@ -195,7 +195,6 @@ const DOCS: Record<'get' | 'list', RouteDoc> = {
 /** Polls of async image tasks (generations and edits alike) and their list. */
 const view = (deps: ImageTaskDeps): TaskFamilyView => ({
   family: 'image',
-  base: '/v1/images/generations',
   body: imageTaskItem,
   get: {
     doc: DOCS.get,

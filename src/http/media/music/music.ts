@@ -1,3 +1,4 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ModelRegistry } from '../../../config/registry';
@@ -78,7 +79,6 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
 /** Polls and the list of music tasks. */
 const VIEW: TaskFamilyView = {
   family: 'music',
-  base: '/v1/music/generations',
   body: (row) => musicTaskBody(row),
   get: { doc: DOCS.get },
   list: { doc: DOCS.list, params: ['limit', 'status'], limit: LIST_LIMIT },
@@ -94,7 +94,7 @@ export function musicRoutes(deps: MusicDeps) {
           ...MEDIA_ROUTE,
           idempotent: true,
           mayReplay: (request: FastifyRequest) => replayRefusal(deps, request),
-          callLog: { endpoint: 'music.generations', unitType: 'call' },
+          callLog: { endpoint: 'music.generations', unitType: FAMILIES.music.unit },
           openapi: DOCS.create,
         },
       },

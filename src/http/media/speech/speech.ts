@@ -1,3 +1,4 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { SPEECH_ANSWER_BYTES } from '../../../upstream/bounded-body';
@@ -83,7 +84,6 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
 /** Polls and the list of speech tasks. */
 const VIEW: TaskFamilyView = {
   family: 'speech',
-  base: '/v1/audio/speech',
   body: (row) => speechTaskBody(row),
   get: { doc: DOCS.get },
   list: { doc: DOCS.list, params: ['limit', 'status'], limit: LIST_LIMIT },
@@ -101,7 +101,7 @@ export function speechRoutes(deps: SpeechDeps) {
           // largest answer the gateway reads from a speech upstream.
           idempotencyMaxBytes: SPEECH_ANSWER_BYTES,
           mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
-          callLog: { endpoint: 'audio.speech', unitType: 'character' },
+          callLog: { endpoint: 'audio.speech', unitType: FAMILIES.speech.unit },
           openapi: DOCS.create,
         },
       },

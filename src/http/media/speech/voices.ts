@@ -1,3 +1,4 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { isWebUrl, urlRefusal } from '../../../probe/checks';
@@ -79,7 +80,7 @@ export function voiceRoutes(deps: SpeechDeps) {
             ...MEDIA_ROUTE,
             idempotent: true,
             mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
-            callLog: { endpoint: 'audio.voices', unitType: 'voice' },
+            callLog: { endpoint: 'audio.voices', unitType: FAMILIES.voice.unit },
             openapi: cloneDoc(path, operationId),
           },
         },
@@ -90,7 +91,6 @@ export function voiceRoutes(deps: SpeechDeps) {
     taskFamilyRoutes(
       {
         family: 'voice',
-        base: '/v1/audio/voices',
         body: voiceBody,
         list: {
           doc: listDoc,

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
+import { FAMILIES } from '../../../commands/task/families';
 import { Instant } from '../../../config/schema';
 import type { TaskFamily } from '../../../events/catalog';
 import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
@@ -19,12 +20,11 @@ export type ListParam = 'limit' | 'status' | 'from' | 'to' | 'cursor';
  * becomes the family's answer, which statuses its list shows and which list parameters it takes.
  */
 export interface TaskFamilyView {
+  /** The family; its `routes.base` (`src/commands/task/families.ts`) is where these routes are. */
   readonly family: TaskFamily;
-  /** `GET {base}/{id}` and `GET {base}`. */
-  readonly base: string;
   /** The stored view of a task as the family's answer object (a poll's body, a list's item). */
   readonly body: (row: TaskRow) => Record<string, unknown>;
-  /** `GET {base}/{id}`; absent: the family has no poll (voices are listed only). */
+  /** `GET {base}/{id}`, for a family whose declaration has `routes.poll` (voices are listed only). */
   readonly get?: {
     readonly doc: DocOf;
     /** The `id` parameter's description (default: the task id the submission answered with). */
@@ -100,6 +100,9 @@ function withId(doc: DocOf, id: z.ZodType): RouteDoc {
  * is the same 404, Errors rule 7), newest first.
  */
 export function taskFamilyRoutes(view: TaskFamilyView, queries: TaskQueries) {
+  const routes = FAMILIES[view.family].routes;
+  if (routes === null || routes.poll !== (view.get !== undefined)) throw new Error(`the ${view.family} family declares no such routes`);
+  const base = routes.base;
   const query = view.list.params.length > 0 ? listQuery(view) : undefined;
   const cursors = view.list.params.includes('cursor');
   return (app: FastifyInstance): void => {
@@ -107,7 +110,7 @@ export function taskFamilyRoutes(view: TaskFamilyView, queries: TaskQueries) {
     if (get) {
       const notFound = get.notFound ?? taskNotFound;
       const doc = withId(get.doc, get.idParam ?? TaskIdParam);
-      app.get<{ Params: { id: string } }>(`${view.base}/:id`, { config: { ...MEDIA_READ, openapi: doc } }, async (request, reply) => {
+      app.get<{ Params: { id: string } }>(`${base}/:id`, { config: { ...MEDIA_READ, openapi: doc } }, async (request, reply) => {
         const { id } = request.params;
         const row = get.ids === undefined || get.ids.test(id) ? await queries.get(request.caller!.accountId, view.family, id) : null;
         if (!row) throw notFound(id);
@@ -115,7 +118,7 @@ export function taskFamilyRoutes(view: TaskFamilyView, queries: TaskQueries) {
       });
     }
     const { list } = view;
-    app.get<{ Querystring: ListQuery }>(view.base, { config: { ...MEDIA_READ, openapi: withQuery(list.doc, query) } }, async (request) => {
+    app.get<{ Querystring: ListQuery }>(base, { config: { ...MEDIA_READ, openapi: withQuery(list.doc, query) } }, async (request) => {
       const q: ListQuery = request.query ?? {};
       const statuses = statusesOf(view.family, q.status);
       const { rows, more } = await queries.list({

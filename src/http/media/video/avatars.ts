@@ -1,3 +1,4 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { TaskService } from '../../../commands/task/service';
@@ -103,7 +104,6 @@ const DOCS: Record<'create' | 'get' | 'list' | 'delete' | 'presets', RouteDoc> =
 /** The avatar and the account's avatars (the spec's list: every status, up to 200, no query). */
 const VIEW: TaskFamilyView = {
   family: 'avatar',
-  base: '/v1/videos/avatars',
   body: (row) => avatarBody(row),
   get: { doc: DOCS.get, idParam: AvatarIdParam, ids: TASK_ID, notFound: (id) => avatarNotFound(id) },
   list: { doc: DOCS.list, params: [], limit: { default: AVATAR_LIST_LIMIT, max: AVATAR_LIST_LIMIT }, key: 'avatars' },
@@ -118,7 +118,7 @@ export function avatarRoutes(deps: AvatarDeps) {
           ...MEDIA_ROUTE,
           idempotent: true,
           mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
-          callLog: { endpoint: 'videos.avatars', unitType: 'call' },
+          callLog: { endpoint: 'videos.avatars', unitType: FAMILIES.avatar.unit },
           openapi: DOCS.create,
         },
       },

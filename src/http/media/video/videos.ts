@@ -1,3 +1,4 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ModelRegistry } from '../../../config/registry';
@@ -54,7 +55,6 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
 /** Polls and the list of video tasks. */
 const VIEW: TaskFamilyView = {
   family: 'video',
-  base: '/v1/videos/generations',
   body: (row) => videoTaskBody(row),
   get: { doc: DOCS.get },
   list: { doc: DOCS.list, params: ['limit', 'status'], limit: LIST_LIMIT },
@@ -70,7 +70,7 @@ export function videoRoutes(deps: VideoDeps) {
           ...MEDIA_ROUTE,
           idempotent: true,
           mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
-          callLog: { endpoint: 'videos.generations', unitType: 'second' },
+          callLog: { endpoint: 'videos.generations', unitType: FAMILIES.video.unit },
           openapi: DOCS.create,
         },
       },
