@@ -23,18 +23,29 @@ export interface FamilyRules {
   /** Who does the work: an upstream task the gateway polls, or a call the gateway runs itself in
    * the process that accepted the task (which a restart cannot resume: such a task is failed, refunded). */
   readonly runs: 'upstream' | 'gateway';
+  /** The upstream wire format its work goes out in: the tasks API (`src/upstream/protocols/tasks.ts`),
+   * images or speech. */
+  readonly protocol: 'tasks' | 'images' | 'speech';
+  /** Where its tasks are read: `GET {base}/{id}` (when `poll`) and `GET {base}` (`src/http/media/tasks/task-family-routes.ts`);
+   * null: none (a transcript is answered to the request that waits for it). */
+  readonly routes: { readonly base: string; readonly poll: boolean } | null;
+  /** What its price is counted in, as the call log shows it (`unit_type`). */
+  readonly unit: 'second' | 'image' | 'call' | 'character' | 'voice';
 }
+
+/** What a family declares besides its states. */
+type Declared = Pick<FamilyRules, 'runs' | 'protocol' | 'routes' | 'unit'>;
 
 function rules(
   family: TaskFamily,
-  runs: FamilyRules['runs'],
+  declared: Declared,
   names: Partial<Record<Phase, string>>,
   statuses: readonly string[],
   groups: Record<string, readonly string[]> = {},
 ): FamilyRules {
   return {
     family,
-    runs,
+    ...declared,
     statuses,
     groups: { all: statuses, ...groups },
     // A phase the family names as it is keeps its name; one it lacks shows as its first state in
@@ -44,27 +55,27 @@ function rules(
 }
 
 /** Video task: queued → running → succeeded | failed | expired | cancelled (spec, "States and transitions"). */
-export const VIDEO = rules('video', 'upstream', { created: 'queued' }, ['queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled']);
+export const VIDEO = rules('video', { runs: 'upstream', protocol: 'tasks', routes: { base: '/v1/videos/generations', poll: true }, unit: 'second' }, { created: 'queued' }, ['queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled']);
 
 /** Image task (async): queued → running → succeeded | failed; a task past its 280 s, or interrupted by a
  * deployment, is `failed` (the spec gives images no other ending). */
-export const IMAGE = rules('image', 'gateway', { created: 'queued', expired: 'failed', cancelled: 'failed' }, ['queued', 'running', 'succeeded', 'failed'], {
+export const IMAGE = rules('image', { runs: 'gateway', protocol: 'images', routes: { base: '/v1/images/generations', poll: true }, unit: 'image' }, { created: 'queued', expired: 'failed', cancelled: 'failed' }, ['queued', 'running', 'succeeded', 'failed'], {
   in_flight: ['queued', 'running'],
 });
 
 /** Music task: processing → succeeded | failed | expired | cancelled. */
-export const MUSIC = rules('music', 'upstream', { created: 'processing', queued: 'processing', running: 'processing' }, ['processing', 'succeeded', 'failed', 'expired', 'cancelled']);
+export const MUSIC = rules('music', { runs: 'upstream', protocol: 'tasks', routes: { base: '/v1/music/generations', poll: true }, unit: 'call' }, { created: 'processing', queued: 'processing', running: 'processing' }, ['processing', 'succeeded', 'failed', 'expired', 'cancelled']);
 
 /** Speech task (async): pending → succeeded | failed. */
-export const SPEECH = rules('speech', 'gateway', { created: 'pending', queued: 'pending', running: 'pending', expired: 'failed', cancelled: 'failed' }, ['pending', 'succeeded', 'failed']);
+export const SPEECH = rules('speech', { runs: 'gateway', protocol: 'speech', routes: { base: '/v1/audio/speech', poll: true }, unit: 'character' }, { created: 'pending', queued: 'pending', running: 'pending', expired: 'failed', cancelled: 'failed' }, ['pending', 'succeeded', 'failed']);
 
 /** Transcript extraction: a short task the client waits for; named like a video task. The request that
  * submitted it polls it to its end itself (nobody else would receive the text), so it counts as a run of
  * the gateway's own: a restart or another instance never follows and settles it; its deadline expires it. */
-export const TRANSCRIPT = rules('transcript', 'gateway', { created: 'queued' }, ['queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled']);
+export const TRANSCRIPT = rules('transcript', { runs: 'gateway', protocol: 'tasks', routes: null, unit: 'call' }, { created: 'queued' }, ['queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled']);
 
 /** Voice clone: a short task; its voice is `ready` once cloned. */
-export const VOICE = rules('voice', 'gateway', { created: 'pending', queued: 'pending', running: 'pending', succeeded: 'ready', expired: 'failed', cancelled: 'failed' }, [
+export const VOICE = rules('voice', { runs: 'gateway', protocol: 'speech', routes: { base: '/v1/audio/voices', poll: false }, unit: 'voice' }, { created: 'pending', queued: 'pending', running: 'pending', succeeded: 'ready', expired: 'failed', cancelled: 'failed' }, [
   'pending',
   'ready',
   'failed',
@@ -72,7 +83,7 @@ export const VOICE = rules('voice', 'gateway', { created: 'pending', queued: 'pe
 
 /** Avatar: an upstream task; pending → ready | failed (the spec's avatar states). An avatar the upstream
  * expired or cancelled is `failed` too: the spec gives avatars no other ending. */
-export const AVATAR = rules('avatar', 'upstream', { created: 'pending', queued: 'pending', running: 'pending', succeeded: 'ready', expired: 'failed', cancelled: 'failed' }, [
+export const AVATAR = rules('avatar', { runs: 'upstream', protocol: 'tasks', routes: { base: '/v1/videos/avatars', poll: true }, unit: 'call' }, { created: 'pending', queued: 'pending', running: 'pending', succeeded: 'ready', expired: 'failed', cancelled: 'failed' }, [
   'pending',
   'ready',
   'failed',

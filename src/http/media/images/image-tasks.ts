@@ -1,24 +1,22 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
-import { z } from 'zod';
 import type { Ledger } from '../../../commands/ledger';
 import type { TaskState } from '../../../commands/task/decider';
 import { isInFlight, type Phase } from '../../../commands/task/families';
 import type { TaskService } from '../../../commands/task/service';
-import { Instant } from '../../../config/schema';
 import type { Position } from '../../../events/store/port';
 import { formatUsd } from '../../../money/usd';
 import type { HostedOutputs } from '../../../objects/hosted';
 import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
 import type { BackgroundRuns } from '../../../tasks/background';
 import { CallSignal } from '../../../upstream/upstream-call';
-import { GatewayError } from '../../errors';
 import type { RouteDoc } from '../../openapi/route-doc';
 import { isStoredAnswer, keepAnswer, loadAnswer, unkeptAnswer } from './image-answers';
 import { imageAnswer, runImageLadder, type ImageTimings, type LadderOutcome } from './image-ladder';
 import type { ImageCall } from './image-request';
 import { createGatewayTask, submittedBody } from '../tasks/task-submit';
-import { LIST_LIMIT, MEDIA_READ, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from '../tasks/task-views';
+import { LIST_LIMIT } from '../tasks/task-views';
+import { taskFamilyRoutes, type TaskFamilyView } from '../tasks/task-family-routes';
 
 // The asynchronous mode of the image endpoints: a call submitted with `async: true` runs as an
 // `image` task in this process (BackgroundRuns), through the same channel ladder as a synchronous
@@ -162,37 +160,6 @@ export function imageTaskItem(row: TaskRow): Record<string, unknown> {
   return item;
 }
 
-/** The page's last task: where the next page starts. Opaque to clients (base64url JSON). */
-export function encodeCursor(row: Pick<TaskRow, 'created_at' | 'task_id'>): string {
-  return Buffer.from(JSON.stringify([row.created_at, row.task_id])).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): { createdAt: number; taskId: string } {
-  try {
-    const [createdAt, taskId] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (Number.isSafeInteger(createdAt) && typeof taskId === 'string' && taskId.length > 0) return { createdAt: createdAt as number, taskId };
-  } catch {
-    // Not ours: the same 400 as any other cursor this list never gave.
-  }
-  throw new GatewayError('invalid_request', 'cursor: not a cursor this list gave (pass next_cursor of the previous page as it is)');
-}
-
-const LIMIT_RULE = `must be a whole number from 1 to ${LIST_LIMIT.max}`;
-
-const ListQuery = z.looseObject({
-  status: z.string().max(200).optional().describe(statusQueryDoc('image')),
-  from: Instant.optional().describe('Tasks submitted at or after this time: Unix seconds, RFC 3339 (with its offset) or YYYY-MM-DD (that day, from 00:00 UTC).'),
-  to: Instant.optional().describe('Tasks submitted before this time (excluded): Unix seconds, RFC 3339 or YYYY-MM-DD (that day is excluded).'),
-  limit: z
-    .string()
-    .regex(/^\d{1,4}$/, LIMIT_RULE)
-    .transform(Number)
-    .refine((n) => n >= 1 && n <= LIST_LIMIT.max, LIMIT_RULE)
-    .optional()
-    .describe(`Tasks per page, 1-${LIST_LIMIT.max} (default ${LIST_LIMIT.default}); outside that range a 400.`),
-  cursor: z.string().min(1).max(200).optional().describe('`next_cursor` of the previous page, as it is (the same filters with it).'),
-});
-
 const DOCS: Record<'get' | 'list', RouteDoc> = {
   get: {
     operationId: 'getImageTask',
@@ -200,7 +167,6 @@ const DOCS: Record<'get' | 'list', RouteDoc> = {
     description:
       'While the task is queued or running: 202 with `{id, status, model, created_at}`. Once it has ended, any other status is the final answer, with the status code and body bytes the synchronous call would have given: the images (200), an upstream 4xx/5xx passed through, or the gateway\'s own error (502 `upstream_unreachable`, 504 `upstream_timeout` for a task past its 280 s, 503 `gateway_interrupted` for a task cut by a restart, 500 `internal_error`). A b64_json answer is kept 24 hours: after that 410 `result_expired`.',
     tags: ['media'],
-    params: { id: TaskIdParam },
     responses: {
       200: { description: 'The final answer of a task that returned images: the synchronous response, byte for byte.' },
       202: { description: '`{id, status: queued | running, model, created_at}`: poll again in 2-3 s.' },
@@ -217,7 +183,6 @@ const DOCS: Record<'get' | 'list', RouteDoc> = {
     operationId: 'listImageTasks',
     summary: "The account's async image tasks, newest first",
     tags: ['media'],
-    query: ListQuery,
     responses: {
       200: {
         description:
@@ -227,33 +192,24 @@ const DOCS: Record<'get' | 'list', RouteDoc> = {
   },
 };
 
-// Free: the result of a task is paid for when it settles, and the settlement may take the balance to
-// zero or below; reading it must not need a positive balance (a submit still does).
+/** Polls of async image tasks (generations and edits alike) and their list. */
+const view = (deps: ImageTaskDeps): TaskFamilyView => ({
+  family: 'image',
+  body: imageTaskItem,
+  get: {
+    doc: DOCS.get,
+    answer: async (row, reply) => {
+      if (isInFlight(row.phase as Phase)) return reply.code(202).send(pendingBody(row));
+      const answer = isStoredAnswer(row.result) ? await loadAnswer(deps.hosted, row.result, deps.now()) : unkeptAnswer(row.error_code, row.error_message);
+      return reply.code(answer.status).type(answer.contentType).send(answer.body);
+    },
+  },
+  list: { doc: DOCS.list, params: ['status', 'from', 'to', 'limit', 'cursor'], limit: { ...LIST_LIMIT, strict: true } },
+});
 
 /** `GET /v1/images/generations/{id}` (polls of generations and edits alike) and the list. */
 export function imageTaskRoutes(deps: ImageTaskDeps) {
   return async (app: FastifyInstance) => {
-    app.get<{ Params: { id: string } }>('/v1/images/generations/:id', { config: { ...MEDIA_READ, openapi: DOCS.get } }, async (request, reply) => {
-      const row = await deps.queries.get(request.caller!.accountId, 'image', request.params.id);
-      if (!row) throw taskNotFound(request.params.id);
-      if (isInFlight(row.phase as Phase)) return reply.code(202).send(pendingBody(row));
-      const answer = isStoredAnswer(row.result) ? await loadAnswer(deps.hosted, row.result, deps.now()) : unkeptAnswer(row.error_code, row.error_message);
-      return reply.code(answer.status).type(answer.contentType).send(answer.body);
-    });
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/images/generations', { config: { ...MEDIA_READ, openapi: DOCS.list } }, async (request) => {
-      const query = request.query;
-      const statuses = statusesOf('image', query.status);
-      const limit = query.limit ?? LIST_LIMIT.default;
-      const { rows, more } = await deps.queries.list({
-        accountId: request.caller!.accountId,
-        family: 'image',
-        statuses,
-        limit,
-        from: query.from,
-        to: query.to,
-        cursor: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
-      });
-      return { data: rows.map(imageTaskItem), next_cursor: more ? encodeCursor(rows.at(-1)!) : null };
-    });
+    taskFamilyRoutes(view(deps), deps.queries)(app);
   };
 }

@@ -1,3 +1,4 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ModelRegistry } from '../../../config/registry';
@@ -6,11 +7,11 @@ import { zodMessage } from '../../../upstream/protocols/chat-completions';
 import type { Router } from '../../../channels/routing';
 import { callableModel } from '../../billable-call';
 import type { GatewayError } from '../../errors';
-import { countQuery } from '../../intake/numbers';
 import type { RouteDoc } from '../../openapi/route-doc';
 import { perCall, perCallPlan, perCallReplayRefusal } from '../tasks/per-call';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from '../tasks/task-submit';
-import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from '../tasks/task-views';
+import { LIST_LIMIT, MEDIA_ROUTE } from '../tasks/task-views';
+import { taskFamilyRoutes, type TaskFamilyView } from '../tasks/task-family-routes';
 import { callerGroup } from '../../../channels/groups';
 
 export interface MusicDeps extends TaskSubmitDeps {
@@ -47,11 +48,6 @@ const MusicBody = z
   .refine((b) => b.action === undefined, { message: 'a generation takes no action: follow-ups (lyrics, extend, cover, stems, wav, video) go to POST /v1/music/assets', path: ['action'] });
 type MusicBody = z.output<typeof MusicBody>;
 
-const ListQuery = z.looseObject({
-  limit: countQuery(1, LIST_LIMIT.max).describe(`Tasks per page (default ${LIST_LIMIT.default}; above ${LIST_LIMIT.max} is ${LIST_LIMIT.max}).`),
-  status: z.string().max(200).optional().describe(statusQueryDoc('music')),
-});
-
 const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
   create: {
     operationId: 'createMusic',
@@ -67,7 +63,6 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
     operationId: 'getMusic',
     summary: 'Poll a music task (a generation or a follow-up)',
     tags: ['media'],
-    params: { id: TaskIdParam },
     responses: {
       200: { description: 'The music task: `id`, `status`, `model`, `created_at`, `updated_at`, the echoed fields, `progress` (in flight), `songs` / `files` / `lyrics` and `expires_at` (succeeded), `error` (failed, expired, cancelled).' },
     },
@@ -77,9 +72,16 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
     operationId: 'listMusic',
     summary: "The account's music tasks (generations and follow-ups), newest first",
     tags: ['media'],
-    query: ListQuery,
     responses: { 200: { description: '`{data: [music task]}`.' } },
   },
+};
+
+/** Polls and the list of music tasks. */
+const VIEW: TaskFamilyView = {
+  family: 'music',
+  body: (row) => musicTaskBody(row),
+  get: { doc: DOCS.get },
+  list: { doc: DOCS.list, params: ['limit', 'status'], limit: LIST_LIMIT },
 };
 
 
@@ -92,22 +94,13 @@ export function musicRoutes(deps: MusicDeps) {
           ...MEDIA_ROUTE,
           idempotent: true,
           mayReplay: (request: FastifyRequest) => replayRefusal(deps, request),
-          callLog: { endpoint: 'music.generations', unitType: 'call' },
+          callLog: { endpoint: 'music.generations', unitType: FAMILIES.music.unit },
           openapi: DOCS.create,
         },
       },
       (request, reply) => submitMusic(deps, request, reply),
     );
-    app.get<{ Params: { id: string } }>('/v1/music/generations/:id', { config: { ...MEDIA_READ, openapi: DOCS.get } }, async (request) => {
-      const row = await deps.queries.get(request.caller!.accountId, 'music', request.params.id);
-      if (!row) throw taskNotFound(request.params.id);
-      return musicTaskBody(row);
-    });
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/music/generations', { config: { ...MEDIA_READ, openapi: DOCS.list } }, async (request) => {
-      const statuses = statusesOf('music', request.query.status);
-      const { rows } = await deps.queries.list({ accountId: request.caller!.accountId, family: 'music', statuses, limit: request.query.limit ?? LIST_LIMIT.default });
-      return { data: rows.map(musicTaskBody) };
-    });
+    taskFamilyRoutes(VIEW, deps.queries)(app);
   };
 }
 

@@ -1,3 +1,4 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { SPEECH_ANSWER_BYTES } from '../../../upstream/bounded-body';
@@ -15,12 +16,12 @@ import { holdCall } from '../../call-hold';
 import { failedLadder, sendFailed, tryChannels } from '../../channel-ladder';
 import { errorBody, GatewayError, type ErrorCode } from '../../errors';
 import { releaseFailed, releaseUnsettled } from '../../hold-release';
-import { countQuery } from '../../intake/numbers';
 import type { RouteDoc } from '../../openapi/route-doc';
 import { baseUrlOf } from '../../resources/wiki';
 import { characterCount, MEDIA_ROUTE, SPEECH_HOLD_GRACE_S, SPEECH_TASK_LIFETIME_S, speakOn, speechCost, speechTimings, type SpeechDeps } from './speech-calls';
 import { createGatewayTask, submittedBody } from '../tasks/task-submit';
-import { LIST_LIMIT, MEDIA_READ, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from '../tasks/task-views';
+import { LIST_LIMIT } from '../tasks/task-views';
+import { taskFamilyRoutes, type TaskFamilyView } from '../tasks/task-family-routes';
 import { resolveVoice } from './voices';
 import { callerGroup } from '../../../channels/groups';
 
@@ -46,11 +47,6 @@ const SpeechBody = z.looseObject({
 });
 type SpeechBody = z.output<typeof SpeechBody>;
 
-const ListQuery = z.looseObject({
-  limit: countQuery(1, LIST_LIMIT.max).describe(`Tasks per page (default ${LIST_LIMIT.default}; above ${LIST_LIMIT.max} is ${LIST_LIMIT.max}).`),
-  status: z.string().max(200).optional().describe(statusQueryDoc('speech')),
-});
-
 const AUDIO_TYPES = ['audio/mpeg', 'audio/opus', 'audio/aac', 'audio/flac', 'audio/wav', 'audio/pcm'];
 
 const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
@@ -74,7 +70,6 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
     operationId: 'getSpeech',
     summary: 'Poll an asynchronous speech task',
     tags: ['media'],
-    params: { id: TaskIdParam },
     responses: { 200: { description: '`{id, status, model, created_at, updated_at}`; succeeded: `audio_url`, `expires_at`, `response_format`, `content_type`, `characters`; failed: `error`.' } },
     errors: { 404: 'No such task for this account: `not_found`.' },
   },
@@ -82,9 +77,16 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
     operationId: 'listSpeech',
     summary: "The account's asynchronous speech tasks, newest first",
     tags: ['media'],
-    query: ListQuery,
     responses: { 200: { description: '`{data: [speech task]}`.' } },
   },
+};
+
+/** Polls and the list of speech tasks. */
+const VIEW: TaskFamilyView = {
+  family: 'speech',
+  body: (row) => speechTaskBody(row),
+  get: { doc: DOCS.get },
+  list: { doc: DOCS.list, params: ['limit', 'status'], limit: LIST_LIMIT },
 };
 
 export function speechRoutes(deps: SpeechDeps) {
@@ -99,22 +101,13 @@ export function speechRoutes(deps: SpeechDeps) {
           // largest answer the gateway reads from a speech upstream.
           idempotencyMaxBytes: SPEECH_ANSWER_BYTES,
           mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
-          callLog: { endpoint: 'audio.speech', unitType: 'character' },
+          callLog: { endpoint: 'audio.speech', unitType: FAMILIES.speech.unit },
           openapi: DOCS.create,
         },
       },
       (request, reply) => speech(deps, request, reply),
     );
-    app.get<{ Params: { id: string } }>('/v1/audio/speech/:id', { config: { ...MEDIA_READ, openapi: DOCS.get } }, async (request) => {
-      const row = await deps.queries.get(request.caller!.accountId, 'speech', request.params.id);
-      if (!row) throw taskNotFound(request.params.id);
-      return speechTaskBody(row);
-    });
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/audio/speech', { config: { ...MEDIA_READ, openapi: DOCS.list } }, async (request) => {
-      const statuses = statusesOf('speech', request.query.status);
-      const { rows } = await deps.queries.list({ accountId: request.caller!.accountId, family: 'speech', statuses, limit: request.query.limit ?? LIST_LIMIT.default });
-      return { data: rows.map(speechTaskBody) };
-    });
+    taskFamilyRoutes(VIEW, deps.queries)(app);
   };
 }
 

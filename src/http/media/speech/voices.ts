@@ -1,3 +1,4 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { isWebUrl, urlRefusal } from '../../../probe/checks';
@@ -12,11 +13,10 @@ import { CallSignal } from '../../../upstream/upstream-call';
 import { beginCall, callableModel, replayRefusal } from '../../billable-call';
 import { failedLadder, sendFailed, tryChannels } from '../../channel-ladder';
 import { GatewayError, type ErrorCode } from '../../errors';
-import { countQuery } from '../../intake/numbers';
 import type { RouteDoc } from '../../openapi/route-doc';
 import { cloneOn, MEDIA_ROUTE, SPEECH_TASK_LIFETIME_S, speechTimings, type SpeechDeps } from './speech-calls';
 import { createGatewayTask } from '../tasks/task-submit';
-import { MEDIA_READ, statusesOf, statusQueryDoc } from '../tasks/task-views';
+import { taskFamilyRoutes } from '../tasks/task-family-routes';
 import { callerGroup } from '../../../channels/groups';
 
 /** The gateway's id of a cloned voice: `voice_` and its task's id. */
@@ -45,11 +45,6 @@ const VoiceBody = z.looseObject({
 });
 type VoiceBody = z.output<typeof VoiceBody>;
 
-const ListQuery = z.looseObject({
-  limit: countQuery(1, VOICE_LIST_LIMIT).describe(`Voices to list (default and most: ${VOICE_LIST_LIMIT}).`),
-  status: z.string().max(200).optional().describe(statusQueryDoc('voice')),
-});
-
 const cloneDoc = (path: string, operationId: string): RouteDoc => ({
   operationId,
   summary: path.endsWith('voice-clone') ? 'Clone a voice (the same as POST /v1/audio/voices)' : 'Clone a voice',
@@ -69,7 +64,6 @@ const listDoc: RouteDoc = {
   operationId: 'listVoices',
   summary: "The account's cloned voices and the platform's preset voices",
   tags: ['media'],
-  query: ListQuery,
   responses: { 200: { description: '`{voices: [{id, name, status, created_at, model, error?}], presets: [{id, name}]}`: own voices newest first.' } },
 };
 
@@ -86,18 +80,28 @@ export function voiceRoutes(deps: SpeechDeps) {
             ...MEDIA_ROUTE,
             idempotent: true,
             mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
-            callLog: { endpoint: 'audio.voices', unitType: 'voice' },
+            callLog: { endpoint: 'audio.voices', unitType: FAMILIES.voice.unit },
             openapi: cloneDoc(path, operationId),
           },
         },
         (request, reply) => cloneVoice(deps, request, reply),
       );
     }
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/audio/voices', { config: { ...MEDIA_READ, openapi: listDoc } }, async (request) => {
-      const statuses = statusesOf('voice', request.query.status);
-      const { rows } = await deps.queries.list({ accountId: request.caller!.accountId, family: 'voice', statuses, limit: request.query.limit ?? VOICE_LIST_LIMIT });
-      return { voices: rows.map(voiceBody), presets: presetVoices(deps) };
-    });
+    // Voices are listed only: a clone's answer is its end, there is nothing to poll.
+    taskFamilyRoutes(
+      {
+        family: 'voice',
+        body: voiceBody,
+        list: {
+          doc: listDoc,
+          params: ['limit', 'status'],
+          limit: { default: VOICE_LIST_LIMIT, max: VOICE_LIST_LIMIT, describe: `Voices to list (default and most: ${VOICE_LIST_LIMIT}).` },
+          key: 'voices',
+          more: () => ({ presets: presetVoices(deps) }),
+        },
+      },
+      deps.queries,
+    )(app);
   };
 }
 

@@ -1,3 +1,4 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { TaskService } from '../../../commands/task/service';
@@ -18,6 +19,7 @@ import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';
 import { upTo } from './video-dh';
 import { sendRefused, submitUpstreamTask, type TaskSubmitDeps } from '../tasks/task-submit';
 import { MEDIA_READ, MEDIA_ROUTE, TASK_ID } from '../tasks/task-views';
+import { taskFamilyRoutes, type TaskFamilyView } from '../tasks/task-family-routes';
 import { callerGroup } from '../../../channels/groups';
 
 // Avatars (spec "Avatar", "Avatar endpoints"): an avatar IS a task of the `avatar` family. Its upstream
@@ -74,7 +76,6 @@ const DOCS: Record<'create' | 'get' | 'list' | 'delete' | 'presets', RouteDoc> =
     operationId: 'getAvatar',
     summary: 'An avatar and its creation status',
     tags: ['media'],
-    params: { id: AvatarIdParam },
     responses: { 200: { description: 'The avatar.' } },
     errors: { 404: 'No such avatar for this account (or deleted): `not_found`.' },
   },
@@ -100,6 +101,14 @@ const DOCS: Record<'create' | 'get' | 'list' | 'delete' | 'presets', RouteDoc> =
   },
 };
 
+/** The avatar and the account's avatars (the spec's list: every status, up to 200, no query). */
+const VIEW: TaskFamilyView = {
+  family: 'avatar',
+  body: (row) => avatarBody(row),
+  get: { doc: DOCS.get, idParam: AvatarIdParam, ids: TASK_ID, notFound: (id) => avatarNotFound(id) },
+  list: { doc: DOCS.list, params: [], limit: { default: AVATAR_LIST_LIMIT, max: AVATAR_LIST_LIMIT }, key: 'avatars' },
+};
+
 export function avatarRoutes(deps: AvatarDeps) {
   return async (app: FastifyInstance) => {
     app.post(
@@ -109,18 +118,14 @@ export function avatarRoutes(deps: AvatarDeps) {
           ...MEDIA_ROUTE,
           idempotent: true,
           mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
-          callLog: { endpoint: 'videos.avatars', unitType: 'call' },
+          callLog: { endpoint: 'videos.avatars', unitType: FAMILIES.avatar.unit },
           openapi: DOCS.create,
         },
       },
       (request, reply) => createAvatar(deps, request, reply),
     );
     app.get('/v1/videos/avatars/presets', { config: { ...MEDIA_READ, openapi: DOCS.presets } }, async () => ({ avatars: presetsOf(deps.registry).avatars.map(({ id, name }) => ({ id, name })) }));
-    app.get('/v1/videos/avatars', { config: { ...MEDIA_READ, openapi: DOCS.list } }, async (request) => {
-      const { rows } = await deps.queries.list({ accountId: request.caller!.accountId, family: 'avatar', statuses: ['pending', 'ready', 'failed'], limit: AVATAR_LIST_LIMIT });
-      return { avatars: rows.map(avatarBody) };
-    });
-    app.get<{ Params: { id: string } }>('/v1/videos/avatars/:id', { config: { ...MEDIA_READ, openapi: DOCS.get } }, async (request) => avatarBody(await ownAvatar(deps, request.caller!.accountId, request.params.id)));
+    taskFamilyRoutes(VIEW, deps.queries)(app);
     app.delete<{ Params: { id: string } }>('/v1/videos/avatars/:id', { config: { ...MEDIA_READ, openapi: DOCS.delete } }, async (request) => {
       const row = await ownAvatar(deps, request.caller!.accountId, request.params.id);
       const deleted = await deps.tasks.handle(row.task_id, { type: 'Delete', now: deps.now() });

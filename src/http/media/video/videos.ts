@@ -1,7 +1,7 @@
+import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ModelRegistry } from '../../../config/registry';
-import { countQuery } from '../../intake/numbers';
 import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
 import { zodMessage } from '../../../upstream/protocols/chat-completions';
 import type { Router } from '../../../channels/routing';
@@ -14,7 +14,8 @@ import type { UrlProbe } from '../../../probe/port';
 import type { ClipTemplates } from '../../../clip/templates';
 import { VideoBody } from './video-standard';
 import { videoSkuOf } from './video-skus';
-import { LIST_LIMIT, MEDIA_READ, MEDIA_ROUTE, statusesOf, statusQueryDoc, TaskIdParam, taskNotFound } from '../tasks/task-views';
+import { LIST_LIMIT, MEDIA_ROUTE } from '../tasks/task-views';
+import { taskFamilyRoutes, type TaskFamilyView } from '../tasks/task-family-routes';
 import { callerGroup } from '../../../channels/groups';
 
 export interface VideoDeps extends TaskSubmitDeps {
@@ -24,11 +25,6 @@ export interface VideoDeps extends TaskSubmitDeps {
   readonly probe: UrlProbe;
   readonly clipTemplates: ClipTemplates;
 }
-
-const ListQuery = z.looseObject({
-  limit: countQuery(1, LIST_LIMIT.max).describe(`Tasks per page (default ${LIST_LIMIT.default}; above ${LIST_LIMIT.max} is ${LIST_LIMIT.max}).`),
-  status: z.string().max(200).optional().describe(statusQueryDoc('video')),
-});
 
 const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
   create: {
@@ -45,7 +41,6 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
     operationId: 'getVideo',
     summary: 'Poll a video task',
     tags: ['media'],
-    params: { id: TaskIdParam },
     responses: { 200: { description: 'The video task: the spec\'s fields, each when it applies.' } },
     errors: { 404: 'No such task for this account: `not_found`.' },
   },
@@ -53,9 +48,16 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
     operationId: 'listVideos',
     summary: "The account's video tasks, newest first",
     tags: ['media'],
-    query: ListQuery,
     responses: { 200: { description: '`{data: [video task]}`.' } },
   },
+};
+
+/** Polls and the list of video tasks. */
+const VIEW: TaskFamilyView = {
+  family: 'video',
+  body: (row) => videoTaskBody(row),
+  get: { doc: DOCS.get },
+  list: { doc: DOCS.list, params: ['limit', 'status'], limit: LIST_LIMIT },
 };
 
 
@@ -68,22 +70,13 @@ export function videoRoutes(deps: VideoDeps) {
           ...MEDIA_ROUTE,
           idempotent: true,
           mayReplay: (request: FastifyRequest) => mayReplay(deps, request),
-          callLog: { endpoint: 'videos.generations', unitType: 'second' },
+          callLog: { endpoint: 'videos.generations', unitType: FAMILIES.video.unit },
           openapi: DOCS.create,
         },
       },
       (request, reply) => submitVideo(deps, request, reply),
     );
-    app.get<{ Params: { id: string } }>('/v1/videos/generations/:id', { config: { ...MEDIA_READ, openapi: DOCS.get } }, async (request) => {
-      const row = await deps.queries.get(request.caller!.accountId, 'video', request.params.id);
-      if (!row) throw taskNotFound(request.params.id);
-      return videoTaskBody(row);
-    });
-    app.get<{ Querystring: z.output<typeof ListQuery> }>('/v1/videos/generations', { config: { ...MEDIA_READ, openapi: DOCS.list } }, async (request) => {
-      const statuses = statusesOf('video', request.query.status);
-      const { rows } = await deps.queries.list({ accountId: request.caller!.accountId, family: 'video', statuses, limit: request.query.limit ?? LIST_LIMIT.default });
-      return { data: rows.map(videoTaskBody) };
-    });
+    taskFamilyRoutes(VIEW, deps.queries)(app);
   };
 }
 
