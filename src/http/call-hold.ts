@@ -23,6 +23,20 @@ export function idempotentRefusal(code: IdempotentRefusal, requestId: string): G
   );
 }
 
+/** What the ledger is asked to hold for a call: its amount, the key and its cap, and where it came from. */
+function reservationOf(facts: CallFacts, hold: CallHold) {
+  const { request } = facts;
+  const caller = request.caller!;
+  return {
+    amount: hold.amount,
+    keyId: caller.keyId,
+    spendCap: caller.key.settings.spend_cap,
+    purpose: hold.purpose,
+    ttlSeconds: hold.ttlSeconds,
+    origin: { model: facts.model, endpoint: facts.endpoint, requestId: request.id },
+  };
+}
+
 /**
  * Reserves a billable call's hold and returns its id. Under an Idempotency-Key the hold id comes from
  * the key (the ledger bills its run once, whatever became of the key's record in `idempotency_keys`
@@ -32,14 +46,7 @@ export function idempotentRefusal(code: IdempotentRefusal, requestId: string): G
 export async function holdCall(ledger: Ledger, facts: CallFacts, hold: CallHold, reject: (code: ErrorCode, message: string) => never): Promise<string> {
   const { request } = facts;
   const caller = request.caller!;
-  const reservation = {
-    amount: hold.amount,
-    keyId: caller.keyId,
-    spendCap: caller.key.settings.spend_cap,
-    purpose: hold.purpose,
-    ttlSeconds: hold.ttlSeconds,
-    origin: { model: facts.model, endpoint: facts.endpoint, requestId: request.id },
-  };
+  const reservation = reservationOf(facts, hold);
   const idempotency = request.idempotency;
   if (!idempotency) {
     const holdId = request.id;
@@ -85,15 +92,7 @@ export class EarlyHold {
     const caller = request.caller!;
     const holdId = request.id;
     const { decided, committed } = traceHold(request, { amount: hold.amount, holdId }, () =>
-      ledger.reserveEarly(caller.accountId, {
-        holdId,
-        amount: hold.amount,
-        keyId: caller.keyId,
-        spendCap: caller.key.settings.spend_cap,
-        purpose: hold.purpose,
-        ttlSeconds: hold.ttlSeconds,
-        origin: { model: facts.model, endpoint: facts.endpoint, requestId: request.id },
-      }),
+      ledger.reserveEarly(caller.accountId, { ...reservationOf(facts, hold), holdId }),
     );
     return new EarlyHold(decided, committed, reject);
   }
