@@ -8,6 +8,7 @@ import type { Simulator } from '../../src/simulator';
 import { chatConfig } from '../chat/support';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 import { postgresDatabase } from '../support/storage';
+import { expectOutageAnswers } from './outage-answers';
 
 // Issue 31, item 12: while the database cannot be reached, a request that needs it is answered 503
 // with Retry-After in its protocol's own shape (the client's SDK retries it), not 500
@@ -101,7 +102,6 @@ describe.skipIf(!process.env.DATABASE_URL)('a database outage under the gateway 
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'img-model', prompt: 'a lighthouse' }),
     });
-  const refusal = (call: () => Promise<unknown>) => call().then(() => null, (error: unknown) => error);
 
   it('answers 503 with Retry-After in each protocol\'s shape while the database is away, and serves again once it is back', async () => {
     expect((await chat()).choices[0]!.message.content).toBeTruthy();
@@ -110,23 +110,7 @@ describe.skipIf(!process.env.DATABASE_URL)('a database outage under the gateway 
     await cable.down();
     await new Promise((r) => setTimeout(r, 1_100));
 
-    const cc = await refusal(chat);
-    expect(cc).toBeInstanceOf(OpenAI.APIError);
-    const ccError = cc as InstanceType<typeof OpenAI.APIError>;
-    expect(ccError.status).toBe(503);
-    expect(ccError.headers?.get('retry-after')).toBe('5');
-    expect(ccError.error).toMatchObject({ type: 'server_error', code: 'service_unavailable' });
-
-    const msg = await refusal(message);
-    expect(msg).toBeInstanceOf(Anthropic.APIError);
-    const msgError = msg as InstanceType<typeof Anthropic.APIError>;
-    expect(msgError.status).toBe(503);
-    expect(msgError.headers?.get('retry-after')).toBe('5');
-    expect(msgError.error).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
-
-    const gen = (await refusal(generate)) as { status?: number; message?: string };
-    expect(gen.status).toBe(503);
-    expect(JSON.parse(gen.message!)).toMatchObject({ error: { code: 503, status: 'UNAVAILABLE' } });
+    await expectOutageAnswers({ chat, message, generate });
 
     const img = await image();
     expect(img.status).toBe(503);

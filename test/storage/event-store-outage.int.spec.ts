@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventStoreUnreachableError, type EventStore } from '../../src/events/store/port';
 import { chatConfig } from '../chat/support';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
+import { expectOutageAnswers } from './outage-answers';
 
 // Issue 31, item 12 (the event store's part): an event store of its own (EventStoreDB) that cannot be
 // reached is answered as the database's outage is (test/storage/database-outage.int.spec.ts): 503
@@ -44,29 +45,12 @@ describe('an event store that cannot be reached under the gateway', () => {
   const chat = () => openai().chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'hello' }] });
   const message = () => anthropic().messages.create({ model: 'msg-model', max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] });
   const generate = () => gemini().models.generateContent({ model: 'gem-model', contents: 'hello' });
-  const refusal = (call: () => Promise<unknown>) => call().then(() => null, (error: unknown) => error);
 
   it("answers 503 service_unavailable with Retry-After in each protocol's shape, and serves again once the store is back", async () => {
     expect((await chat()).choices[0]!.message.content).toBeTruthy();
     serverAway();
     try {
-      const cc = await refusal(chat);
-      expect(cc).toBeInstanceOf(OpenAI.APIError);
-      const ccError = cc as InstanceType<typeof OpenAI.APIError>;
-      expect(ccError.status).toBe(503);
-      expect(ccError.headers?.get('retry-after')).toBe('5');
-      expect(ccError.error).toMatchObject({ type: 'server_error', code: 'service_unavailable' });
-
-      const msg = await refusal(message);
-      expect(msg).toBeInstanceOf(Anthropic.APIError);
-      const msgError = msg as InstanceType<typeof Anthropic.APIError>;
-      expect(msgError.status).toBe(503);
-      expect(msgError.headers?.get('retry-after')).toBe('5');
-      expect(msgError.error).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
-
-      const gen = (await refusal(generate)) as { status?: number; message?: string };
-      expect(gen.status).toBe(503);
-      expect(JSON.parse(gen.message!)).toMatchObject({ error: { code: 503, status: 'UNAVAILABLE' } });
+      await expectOutageAnswers({ chat, message, generate });
 
       // The admin API's own shape: creating an account appends its first events.
       const created = await h.t.admin('POST', '/accounts', { name: 'during the outage' });
