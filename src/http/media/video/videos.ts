@@ -2,6 +2,7 @@ import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ModelRegistry } from '../../../config/registry';
+import { videoKindOf } from '../../../config/video-kind';
 import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
 import { zodMessage } from '../../../upstream/protocols/chat-completions';
 import type { Router } from '../../../channels/routing';
@@ -120,7 +121,7 @@ function mayReplay(deps: VideoDeps, request: FastifyRequest): GatewayError | nul
  */
 export function followsRuleEight(registry: ModelRegistry, id: string): boolean {
   const model = registry.resolve(id);
-  if (model) return model.kind === 'video' && (model.video?.kind ?? 'standard') !== 'standard';
+  if (model) return videoKindOf(model) !== 'standard';
   return /^(dh|clip)-/i.test(id);
 }
 
