@@ -366,6 +366,15 @@ describe('content on digital-human SKUs (their own fields; issue 33)', () => {
     expect(videoSubmits()).toHaveLength(2);
   });
 
+  it('is described so in the OpenAPI document: the submission body is any kind of SKU\'s; only the standard one and motion (its images) require content', async () => {
+    const doc = (await h.t.gateway.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: { anyOf?: Array<{ required?: string[] }> } } } } } }>;
+    };
+    const kinds = doc.paths['/v1/videos/generations']!.post.requestBody.content['application/json'].schema.anyOf!;
+    expect(kinds.filter((k) => k.required?.includes('content')).map((k) => k.required)).toEqual([['model', 'content'], ['model', 'source_video_url', 'content', 'duration']]);
+    expect(kinds.some((k) => k.required?.includes('avatar'))).toBe(true);
+  });
+
   it('takes motion transfer person images without any text item, and a text item beside them when sent (passed on)', async () => {
     const { key } = await h.t.accountWithKey();
     const plain = await submit(key, { model: 'dh-motion', source_video_url: url('clip.mp4'), content: [person(), person()], duration: 4 });
