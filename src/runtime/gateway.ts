@@ -243,6 +243,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Channel health (src/channels): its changes appended to the log, chat channels probed.
   const channelBoard = new ChannelBoard(healthPolicyOf(config.channel_health));
   registry.followHealth(channelBoard);
+  metrics.channelStates(channelBoard, () => registry.config.channels.map((c) => c.id));
   await restoreDisabled(channelBoard, store, config.channels);
   const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
   // What other instances record (an operator's disable or enable, credentials refused, a probe's success) is
