@@ -28,6 +28,7 @@ import { openHolds } from '../projections/accounts/open-holds';
 import { KnowledgeQueries } from '../projections/knowledge/queries';
 import { meteredStore } from '../metrics/event-store';
 import { GatewayMetrics } from '../metrics/metrics';
+import { VERSION } from './version';
 import { metricsRoute, metricsTokenOf } from '../metrics/route';
 import { ProjectionRunner, type Parking } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
@@ -119,8 +120,6 @@ export interface GatewayOverrides {
   /** The media URL probe instead of the config's `media_probe` (tests: a fake, or NO_PROBE). */
   readonly probe?: UrlProbe;
 }
-
-const VERSION = '0.1.0';
 
 export async function createGateway(settings: Settings, overrides: GatewayOverrides = {}): Promise<Gateway> {
   const config = overrides.config ?? loadConfig(settings.configPath).config;
