@@ -28,6 +28,7 @@ import { openHolds } from '../projections/accounts/open-holds';
 import { KnowledgeQueries } from '../projections/knowledge/queries';
 import { meteredStore } from '../metrics/event-store';
 import { GatewayMetrics } from '../metrics/metrics';
+import { VERSION } from './version';
 import { metricsRoute, metricsTokenOf } from '../metrics/route';
 import { ProjectionRunner, type Parking } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
@@ -119,8 +120,6 @@ export interface GatewayOverrides {
   /** The media URL probe instead of the config's `media_probe` (tests: a fake, or NO_PROBE). */
   readonly probe?: UrlProbe;
 }
-
-const VERSION = '0.1.0';
 
 export async function createGateway(settings: Settings, overrides: GatewayOverrides = {}): Promise<Gateway> {
   const config = overrides.config ?? loadConfig(settings.configPath).config;
@@ -243,6 +242,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Channel health (src/channels): its changes appended to the log, chat channels probed.
   const channelBoard = new ChannelBoard(healthPolicyOf(config.channel_health));
   registry.followHealth(channelBoard);
+  metrics.channelStates(channelBoard, () => registry.config.channels.map((c) => c.id));
   await restoreDisabled(channelBoard, store, config.channels);
   const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
   // What other instances record (an operator's disable or enable, credentials refused, a probe's success) is

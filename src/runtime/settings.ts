@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CallCommit } from '../commands/ledger';
-import { POLLER_SETTINGS } from '../tasks/poller';
-import { corsOriginsOf, trustProxyOf, type CorsOrigins, type TrustProxy } from '../http/edge';
+import { POLLER_SETTINGS } from '../tasks/poller-settings';
+import { corsOriginsOf, trustProxyOf, type CorsOrigins, type TrustProxy } from '../http/edge-settings';
 
 // The gateway's settings from the environment (every variable the README documents that the gateway
 // itself reads), each refused at start with its name when it cannot be used; and the secrets generated
