@@ -151,8 +151,8 @@ export const Channel = z
 export const ChannelList = z.object({ data: z.array(Channel) }).meta({ description: 'Every configured channel.' });
 export const ChannelProbe = z.object({ probe: z.enum(['ok', 'failed', 'skipped']), channel: Channel }).meta({ description: 'The probe’s outcome and the channel after it.' });
 export const ConfigReload = z
-  .looseObject({ applied: z.literal(true), digest: z.string(), path: z.string() })
-  .meta({ description: 'The configuration now in force: the SHA-256 of the file, its path and what it holds.' });
+  .object({ applied: z.literal(true), digest: z.string(), path: z.string(), channels: z.number().int(), models: z.number().int() })
+  .meta({ description: 'The configuration now in force: the SHA-256 of the file, its path, how many channels and models it holds.' });
 
 export const Enterprise = z
   .object({
