@@ -27,8 +27,8 @@ type Json = Record<string, any>;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 /** Operations that never succeed (the document says so: no 2xx). */
 const NEVER_SUCCEED = ['createEmbedding', 'mcpGet', 'mcpDelete'];
-/** Not the client API: the console's HTML and the operational endpoints. */
-const NOT_CLIENT_TAGS = ['console', 'operations'];
+/** Not an API: the console's HTML pages (their answers are described by media type only). */
+const NOT_CLIENT_TAGS = ['console'];
 
 /** The config file a reload reads (GATEWAY_CONFIG): the harness's config, written when it is made. */
 const dir = mkdtempSync(join(tmpdir(), 'openapi-answers-'));
@@ -170,7 +170,7 @@ async function until(path: string, done: (body: any) => boolean, timeoutMs = 15_
   }
 }
 
-describe('every client and admin operation documents its answer', () => {
+describe('every client, admin and operational endpoint documents its answer', () => {
   it('a success (200/201) with a named, non-empty schema for each JSON answer and a media type for any other', () => {
     const missing: string[] = [];
     for (const { method, path, op } of operations()) {
@@ -351,6 +351,12 @@ describe('real answers validate against the published schemas', () => {
     await expectAnswer('deleteKnowledgePage', 200, admin('DELETE', `/accounts/${accountId}/kbs/default/pages/beta`));
   });
 
+  it('the operational endpoints: liveness, readiness and this description', async () => {
+    await expectAnswer('getHealth', 200, call('GET', '/healthz'));
+    await expectAnswer('getReadiness', 200, call('GET', '/readyz'));
+    await expectAnswer('getOpenApiDocument', 200, call('GET', '/openapi.json'));
+  });
+
   it("the operator's API: accounts, keys, ledger, call log, usage, channels, re-rates, console links", async () => {
     const account = await expectAnswer('createAccount', 201, admin('POST', '/accounts', { name: 'answers' }));
     const id = account.id as string;
@@ -421,7 +427,7 @@ describe('real answers validate against the published schemas', () => {
     }
     expect(checked.size).toBeGreaterThan(80);
     const unchecked = Object.entries(OPERATION_ANSWERS).flatMap(([id, statuses]) => Object.keys(statuses).map((status) => `${id} ${status}`)).filter((c) => !checked.has(c));
-    // An image task's first poll may already be its end (202 only while it runs).
-    expect(unchecked.filter((c) => c !== 'getImageTask 202')).toEqual([]);
+    // An image task's first poll may already be its end (202 only while it runs); a ready gateway is not 503.
+    expect(unchecked.filter((c) => c !== 'getImageTask 202' && c !== 'getReadiness 503')).toEqual([]);
   });
 });

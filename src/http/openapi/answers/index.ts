@@ -4,6 +4,7 @@ import * as admin from './admin';
 import * as chat from './chat';
 import * as knowledge from './knowledge';
 import * as media from './media';
+import * as operations from './operations';
 
 /**
  * The answers' schemas, by name: each is one component of `/openapi.json` (`#/components/schemas/{name}`),
@@ -84,6 +85,9 @@ export const ANSWER_SCHEMAS = {
   KeyRequest: admin.KeyRequest,
   KeyRequestList: admin.KeyRequestList,
   AuditTrail: admin.AuditTrail,
+  Health: operations.Health,
+  Readiness: operations.Readiness,
+  OpenApiDocument: operations.OpenApiDocument,
 } as const satisfies Record<string, z.ZodType>;
 
 export type AnswerName = keyof typeof ANSWER_SCHEMAS;
@@ -195,4 +199,8 @@ export const OPERATION_ANSWERS: Readonly<Record<string, Readonly<Partial<Record<
   approveKeyRequest: { 201: 'ApprovedKey' },
   rejectKeyRequest: { 200: 'KeyRequest' },
   getAuditTrail: { 200: 'AuditTrail' },
+  // Operations.
+  getHealth: { 200: 'Health' },
+  getReadiness: { 200: 'Readiness', 503: 'Readiness' },
+  getOpenApiDocument: { 200: 'OpenApiDocument' },
 };
