@@ -108,6 +108,22 @@ export const GenerateContentResponse = z
   })
   .meta({ description: 'A generate-content answer (generate-content protocol, `:generateContent`).' });
 
+/** Gemini's model list and model (`GET /v1beta/models`, `/v1beta/models/{model}`) and token count
+ * (`:countTokens`), in Google's shape: ready for those routes' operations in `OPERATION_ANSWERS`. */
+const GeminiModelEntry = z.looseObject({
+  name: z.string().describe('`models/{id}`.'),
+  displayName: z.string().optional(),
+  description: z.string().optional(),
+  inputTokenLimit: Int.optional(),
+  outputTokenLimit: Int.optional(),
+  supportedGenerationMethods: z.array(z.string()).optional(),
+});
+export const GeminiModel = GeminiModelEntry.meta({ description: 'A model this key may call, in the generate-content shape.' });
+export const GeminiModelList = z
+  .looseObject({ models: z.array(GeminiModelEntry), nextPageToken: z.string().optional() })
+  .meta({ description: 'The models this key may call, in the generate-content shape.' });
+export const GenerateTokenCount = z.looseObject({ totalTokens: Int }).meta({ description: 'The input tokens a generate-content request would take.' });
+
 export const MessageTokenCount = z.object({ input_tokens: Int }).meta({ description: 'The input tokens a messages request would take.' });
 
 const ModelEntry = z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() });
