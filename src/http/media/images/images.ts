@@ -57,7 +57,7 @@ const imageDoc = (endpoint: ImageEndpoint): RouteDoc => ({
   },
   errors: {
     502: 'No channel could be reached: `upstream_unreachable`.',
-    503: 'The model has no image channel, or every channel failed: `no_channel_available`.',
+    503: 'The model has no image channel, or every channel failed: `no_channel_available`. A multipart upload past the gateway\'s upload space (UPLOAD_SPOOL_LIMIT_MB, one account at most half): `service_unavailable`, with `Retry-After`.',
     504: 'The call ran past its time limit: `upstream_timeout`.',
   },
 });
