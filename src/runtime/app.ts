@@ -79,6 +79,8 @@ export interface AppDeps {
   readonly hosted: HostedOutputs;
   /** Where the files of multipart image edits wait on disk while their call runs (DATA_DIR/uploads). */
   readonly uploadsDir: string;
+  /** The most bytes those files may take at once (UPLOAD_SPOOL_LIMIT_MB); default 1024 MB. */
+  readonly uploadSpoolLimit?: number;
   /** Media tasks: their commands, their views, and what moves them outside requests. */
   readonly tasks: TaskService;
   readonly taskQueries: TaskQueries;
@@ -232,6 +234,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       background: deps.workflows.background,
       hosted: deps.hosted,
       uploadsDir: deps.uploadsDir,
+      ...(deps.uploadSpoolLimit !== undefined ? { uploadSpoolLimit: deps.uploadSpoolLimit } : {}),
       viewsAt: (position: Position | null) => deps.runner.waitFor(position),
       probe: deps.probe ?? NO_PROBE,
     }),

@@ -283,6 +283,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     objects,
     hosted,
     uploadsDir: join(settings.dataDir, 'uploads'),
+    uploadSpoolLimit: settings.uploadSpoolLimitMb * 1024 * 1024,
     tasks,
     taskQueries,
     workflows,

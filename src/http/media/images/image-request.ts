@@ -11,6 +11,7 @@ import { callableModel, beginCall, replayRefusal, type CallFacts } from '../../b
 import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../../errors';
 import { callerGroup } from '../../../channels/groups';
 import { SpooledUploads, type SpooledFile } from './image-uploads';
+import type { UploadBudget } from './upload-budget';
 import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/families';
 
 // What both modes of an image call share before any money moves: the body (JSON or multipart),
@@ -36,13 +37,14 @@ const uploads = new WeakMap<FastifyRequest, { readonly spool: SpooledUploads; re
 
 /**
  * The route's `preValidation`: a multipart body read into fields and files (JSON is fastify's). Each file
- * goes to disk under `uploadsDir` as it arrives (image-uploads.ts), held by the request until its
- * answer is over, then deleted unless a call still holds it.
+ * goes to disk under `uploadsDir` as it arrives (image-uploads.ts), counted against the spool's disk
+ * budget (upload-budget.ts) as the caller's account, held by the request until its answer is over, then
+ * deleted unless a call still holds it.
  */
-export function takeMultipart(uploadsDir: string) {
+export function takeMultipart(uploadsDir: string, budget: UploadBudget) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!request.isMultipart()) return;
-    const spool = new SpooledUploads(uploadsDir, request.log);
+    const spool = new SpooledUploads(uploadsDir, request.log, { budget, account: request.caller?.accountId ?? '' });
     const letGo = spool.hold()!;
     // Whatever comes next (a refusal, an answer, a client gone mid-upload), the connection's end lets go.
     if (reply.raw.destroyed) letGo();
