@@ -44,7 +44,7 @@ const isJson = (request: FastifyRequest): boolean => /^\s*application\/json\b/i.
 /**
  * The byte limit within which a refusal's body is read for its model, or null when it is not read: the
  * body was parsed or read already, it is not plain JSON (a multipart image edit, a compressed body), or it
- * says it is larger than the route takes. The limit is the route's own JSON limit (intake/families.ts):
+ * says it is larger than the route takes. The limit is the route's own JSON limit (intake/body-classes.ts):
  * no more than the call would have read had it been admitted.
  */
 function unreadJsonLimit(request: FastifyRequest): number | null {

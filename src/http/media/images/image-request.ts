@@ -11,7 +11,7 @@ import { callableModel, beginCall, replayRefusal, type CallFacts } from '../../b
 import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../../errors';
 import { callerGroup } from '../../../channels/groups';
 import { SpooledUploads, type SpooledFile } from './image-uploads';
-import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/families';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/body-classes';
 
 // What both modes of an image call share before any money moves: the body (JSON or multipart),
 // its validation, the model, the channels and the price.

@@ -16,7 +16,7 @@ import type { RouteDoc } from '../../openapi/route-doc';
 import { completeHijacked } from '../../plugins/idempotency';
 import { traceSettlement } from '../../../tracing/spans';
 import { IMAGE_TIMINGS, imageAnswer, runImageLadder, type ImageTimings } from './image-ladder';
-import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/families';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/body-classes';
 import { ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
 import { imageTaskRoutes, submitImageTask, type ImageTaskDeps } from './image-tasks';
 import { sweepStaleUploads } from './image-uploads';
