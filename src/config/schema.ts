@@ -224,7 +224,7 @@ export type Presets = z.infer<typeof PresetsSchema>;
 
 /**
  * How the gateway probes media URLs a client names (clip inputs, digital-human sources) before any money
- * moves (src/probe, docs/media.md "Media URL probing"). Absent: probing on, with these defaults.
+ * moves (src/media-check, docs/media.md "Media URL probing"). Absent: probing on, with these defaults.
  */
 export const MediaProbeConfigSchema = z
   .object({

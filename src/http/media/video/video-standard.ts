@@ -1,4 +1,4 @@
-import { urlRefusal } from '../../../probe/checks';
+import { urlRefusal } from '../../../media-check/checks';
 import { MAX_VIDEO_SECONDS } from '../../../tasks/families/video';
 import { z } from 'zod';
 import type { ModelConfig, VideoRules } from '../../../config/schema';
@@ -147,7 +147,7 @@ function referencedUrls(body: VideoBody): { field: string; url: string }[] {
 export const standardVideo: VideoSku<VideoBody> = {
   schema: VideoBody,
   async prepare(body, model, context) {
-    const invalid = checkVideo(body, model) ?? (await urlRefusal(context.probe, referencedUrls(body)));
+    const invalid = checkVideo(body, model) ?? (await urlRefusal(context.mediaProbe, referencedUrls(body)));
     if (invalid) return { invalid };
     const { model: _model, ...fields } = body;
     return { ...planVideo(body, model), params: echoed(body), fields, lifetimeS: lifetimeOf(body) };
