@@ -4,7 +4,7 @@ import type { Ledger } from '../../../commands/ledger';
 import type { ModelRegistry } from '../../../config/registry';
 import type { ModelConfig } from '../../../config/schema';
 import { parseUsd } from '../../../money/usd';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import type { ImageEndpoint, ImageRequest } from '../../../upstream/protocols/images';
 import type { Route, Router } from '../../../channels/routing';
 import { callableModel, beginCall, replayRefusal, type CallFacts } from '../../billable-call';

@@ -10,7 +10,7 @@ import { trackCall } from '../../plugins/lifecycle';
 import { countCall } from '../../../metrics/http';
 import type { BackgroundRuns } from '../../../tasks/background';
 import { cancelTask } from '../../../upstream/protocols/tasks';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import type { Route, Router } from '../../../channels/routing';
 import { CallSignal } from '../../../upstream/upstream-call';
 import { callableModel } from '../../billable-call';

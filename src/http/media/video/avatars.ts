@@ -10,7 +10,7 @@ import { mediaRefusal, WebUrl } from '../../../media-check/checks';
 import { CLIP_LIMITS } from '../../../media-check/rules';
 import { isInFlight } from '../../../commands/task/decider';
 import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import type { Router } from '../../../channels/routing';
 import { beginCall, callableModel, replayRefusal } from '../../billable-call';
 import { GatewayError, type ErrorCode } from '../../errors';
