@@ -153,7 +153,7 @@ export function channelServes(channel: { protocol: string; translation?: boolean
  * What a video SKU accepts and how it is billed beyond its prices (the spec's per-SKU rules):
  * `resolutions`: the values `resolution` may take (others are a 400; absent: any); `resolution_required`:
  * the lite tier, whose calls must name one; `default_resolution`: the tier a call without `resolution` is
- * priced at (absent: the dearest tier, the worst case); `video_mode`: the one family that takes
+ * priced at (absent: the dearest tier, the worst case); `video_mode`: the one SKU line that takes (the spec's "SKU family")
  * `video_mode` with a reference video; `token_billing`: a `video_url` item in `content` bills the task per
  * `per_1m_completion_tokens` instead of per second.
  */
