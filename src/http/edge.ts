@@ -21,9 +21,9 @@ export function trustProxyOf(value: string | undefined): TrustProxy {
   const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
   for (const entry of entries) {
     const [address, prefix, ...rest] = entry.split('/');
-    const ipVersion = isIP(address ?? '');
-    const prefixOk = prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (ipVersion === 6 ? 128 : 32));
-    if (ipVersion === 0 || !prefixOk || rest.length > 0) throw new Error(`TRUST_PROXY must be true, false, a number of hops or a comma-separated list of IP addresses and CIDRs, not "${entry}"`);
+    const family = isIP(address ?? '');
+    const prefixOk = prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (family === 0 || !prefixOk || rest.length > 0) throw new Error(`TRUST_PROXY must be true, false, a number of hops or a comma-separated list of IP addresses and CIDRs, not "${entry}"`);
   }
   return entries;
 }
