@@ -20,8 +20,8 @@ import { TaskService } from '../commands/task/service';
 import { createJobQueue } from '../jobs';
 import { TaskQueries } from '../projections/tasks/queries';
 import type { PollerSettings } from '../tasks/poller';
-import { ConfiguredProbe } from '../probe/from-config';
-import type { UrlProbe } from '../probe/port';
+import { ConfiguredProbe } from '../media-check/from-config';
+import type { UrlProbe } from '../media-check/port';
 import { TaskWorkflows, type TaskWorkflowLog } from '../tasks/workflows';
 import { allProjections } from '../projections';
 import { openHolds } from '../projections/accounts/open-holds';
@@ -117,8 +117,8 @@ export interface GatewayOverrides {
   readonly taskSubmitTimeoutMs?: number;
   /** How long a transcript request waits and how often it polls (default 55 s, 1 s). */
   readonly transcriptTimings?: AppDeps['transcriptTimings'];
-  /** The media URL probe instead of the config's `media_probe` (tests: a fake, or NO_PROBE). */
-  readonly probe?: UrlProbe;
+  /** The media URL probe instead of the config's `media_probe` (tests: a fake, or NO_MEDIA_PROBE). */
+  readonly mediaProbe?: UrlProbe;
 }
 
 export async function createGateway(settings: Settings, overrides: GatewayOverrides = {}): Promise<Gateway> {
@@ -287,7 +287,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     tasks,
     taskQueries,
     workflows,
-    probe: overrides.probe ?? mediaProbe,
+    mediaProbe: overrides.mediaProbe ?? mediaProbe,
     ...(overrides.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: overrides.taskSubmitTimeoutMs } : {}),
     ...(overrides.transcriptTimings ? { transcriptTimings: overrides.transcriptTimings } : {}),
     publicBaseUrl: settings.publicBaseUrl,

@@ -111,7 +111,7 @@ export interface RecordedRequest {
   readonly headers: IncomingHttpHeaders;
   /** parsed JSON body; for multipart `{...textFields, files: UploadedFile[]}`; undefined when empty */
   readonly body: unknown;
-  /** the endpoint family, when the path is one of the simulated endpoints */
+  /** the simulated protocol, when the path is one of the simulated endpoints */
   readonly protocol: Protocol | undefined;
   /** the model id as received (body `model` or the generate-content path segment) */
   readonly model: string | undefined;

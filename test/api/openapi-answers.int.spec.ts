@@ -12,13 +12,13 @@ import { join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatProtocol, GatewayConfig } from '../../src/config/schema';
-import { MediaProbe } from '../../src/probe/media-probe';
+import { MediaProbe } from '../../src/media-check/media-probe';
 import { OPERATION_ANSWERS } from '../../src/http/openapi/answers';
 import type { Simulator } from '../../src/simulator';
 import { speechConfig, FAST_SPEECH } from '../media/speech-support';
 import { mediaChannel, mediaModel, startTaskHarness } from '../media/task-support';
 import { imagesConfig } from '../media/support';
-import { startMediaServer, type MediaServer } from '../probe/media-server';
+import { startMediaServer, type MediaServer } from '../media-check/media-server';
 import type { SimulatedGateway } from '../support/gateway';
 import { MODEL_OF, translationConfig } from '../translate/sdk-support';
 
@@ -81,8 +81,8 @@ let accountId: string;
 const checked = new Set<string>();
 
 beforeAll(async () => {
-  media = await startMediaServer({ 'photo.jpg': { body: readFileSync(new URL('../probe/fixtures/photo-100x100.jpg', import.meta.url)), type: 'image/jpeg' } });
-  h = await startTaskHarness(config, { speechTimings: FAST_SPEECH, chatTimeoutMs: 5000, env: { GATEWAY_CONFIG: CONFIG_FILE }, probe: new MediaProbe({ allowPrivateAddresses: true, timeoutMs: 3000 }) });
+  media = await startMediaServer({ 'photo.jpg': { body: readFileSync(new URL('../media-check/fixtures/photo-100x100.jpg', import.meta.url)), type: 'image/jpeg' } });
+  h = await startTaskHarness(config, { speechTimings: FAST_SPEECH, chatTimeoutMs: 5000, env: { GATEWAY_CONFIG: CONFIG_FILE }, mediaProbe: new MediaProbe({ allowPrivateAddresses: true, timeoutMs: 3000 }) });
   doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as Json;
   ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
   ajv.addSchema({ $id: COMPONENTS, $defs: doc.components.schemas });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_KEY_LENGTH } from '../../idempotency/key';
 import type { ErrorShape } from '../../upstream/contract';
-import { BODY_RULES, familyOf } from '../intake/families';
+import { BODY_RULES, bodyClassOf } from '../intake/body-classes';
 import { REPLAYED_HEADER } from '../plugins/idempotency';
 import { ANSWER_SCHEMAS, OPERATION_ANSWERS } from './answers';
 import { ERROR_SCHEMAS, SHAPE_SCHEMA, type ErrorSchemaName } from './error-shapes';
@@ -134,9 +134,9 @@ function parameters(route: DescribedRoute, doc: RouteDoc, path: string): Json[] 
 
 const described = (schema: Json) => (typeof schema.description === 'string' ? { description: schema.description } : {});
 
-/** The intake's rules for the route's body (intake/families.ts): its size, and NUL characters. */
+/** The intake's rules for the route's body (intake/body-classes.ts): its size, and NUL characters. */
 function bodyRules(route: DescribedRoute): string {
-  const rule = BODY_RULES[familyOf(route.method, route.url)];
+  const rule = BODY_RULES[bodyClassOf(route.method, route.url)];
   const size = rule.limit % MiB === 0 ? `${rule.limit / MiB} MB` : `${rule.limit} bytes`;
   return `At most ${size}.${rule.refuseNul ? ' No NUL (U+0000) anywhere in it.' : ''}`;
 }

@@ -47,7 +47,7 @@ type UnreadBody = { readonly limit: number; readonly scan: ModelScan } | { reado
 /**
  * How a refusal's body is read for its model, or null when it is not: the body was parsed or read
  * already, or it is neither JSON nor multipart/form-data. The limit is the route's own for that form
- * (intake/families.ts: the images' 16 MB of JSON, their 95 MB of multipart): no more than the call would
+ * (intake/body-classes.ts: the images' 16 MB of JSON, their 95 MB of multipart): no more than the call would
  * have read had it been admitted. A body that says it is larger is still read within the limit when the
  * refusal came before its size was checked (402, 429): a model named before the limit is kept. A
  * compressed body (`Content-Encoding`) is not read: the gateway accepts none on any route (an admitted

@@ -4,7 +4,7 @@ import type { Ledger } from '../../../commands/ledger';
 import type { ModelRegistry } from '../../../config/registry';
 import type { ModelConfig } from '../../../config/schema';
 import { parseUsd } from '../../../money/usd';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import type { ImageEndpoint, ImageRequest } from '../../../upstream/protocols/images';
 import type { Route, Router } from '../../../channels/routing';
 import { callableModel, beginCall, replayRefusal, type CallFacts } from '../../billable-call';
@@ -12,7 +12,7 @@ import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../..
 import { callerGroup } from '../../../channels/groups';
 import { SpooledUploads, type SpooledFile } from './image-uploads';
 import type { UploadBudget } from './upload-budget';
-import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/families';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/body-classes';
 
 // What both modes of an image call share before any money moves: the body (JSON or multipart),
 // its validation, the model, the channels and the price.

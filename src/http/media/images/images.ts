@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { Dispatcher } from 'undici';
 import { min } from '../../../money/usd';
-import { urlRefusal } from '../../../probe/checks';
-import type { UrlProbe } from '../../../probe/port';
+import { urlRefusal } from '../../../media-check/checks';
+import type { UrlProbe } from '../../../media-check/port';
 import { imagesPath, type ImageEndpoint } from '../../../upstream/protocols/images';
 import { CallSignal } from '../../../upstream/upstream-call';
 import { trackCall } from '../../plugins/lifecycle';
@@ -16,7 +16,7 @@ import type { RouteDoc } from '../../openapi/route-doc';
 import { completeHijacked } from '../../plugins/idempotency';
 import { traceSettlement } from '../../../tracing/spans';
 import { IMAGE_TIMINGS, imageAnswer, runImageLadder, type ImageTimings } from './image-ladder';
-import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/families';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/body-classes';
 import { ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
 import { imageTaskRoutes, submitImageTask, type ImageTaskDeps } from './image-tasks';
 import { sweepStaleUploads } from './image-uploads';
@@ -31,8 +31,8 @@ export interface ImagesDeps extends ImageIntakeDeps, Omit<ImageTaskDeps, 'timing
   readonly uploadSpoolLimit?: number;
   readonly timings?: Partial<ImageTimings>;
   readonly dispatcher?: Dispatcher;
-  /** The URL policy on reference links (src/probe/url-policy.ts). */
-  readonly probe?: UrlProbe;
+  /** The URL policy on reference links (src/media-check/url-policy.ts). */
+  readonly mediaProbe?: UrlProbe;
 }
 
 const HOLD_GRACE_S = 120;
@@ -98,7 +98,7 @@ export function imageRoutes(deps: ImagesDeps) {
           try {
             // Links the upstream fetches, under the one URL policy (docs/media.md): data URIs are no links.
             const links = call.image.references.filter((r) => /^https?:\/\//i.test(r)).map((url) => ({ field: 'image', url }));
-            const refused = deps.probe && links.length > 0 ? await urlRefusal(deps.probe, links) : null;
+            const refused = deps.mediaProbe && links.length > 0 ? await urlRefusal(deps.mediaProbe, links) : null;
             if (refused) return call.reject('invalid_request', refused);
             return call.body.async === true ? await submitImageTask(taskDeps, call, reply) : await relayImages(deps, timings, call, reply);
           } finally {
