@@ -6,12 +6,10 @@
 import { openAiUsage } from '../protocols/chat-completions';
 import type {
   AnswerContext,
-  BuiltinTool,
   CanonicalEvent,
   CanonicalRequest,
   CanonicalResponse,
   FinishReason,
-  FunctionTool,
   Message,
   OutputPart,
   Part,
@@ -28,14 +26,16 @@ import {
   appendPart,
   asArray,
   asRecord,
-  builtinToolOf,
+  decodeOpenAiTools,
   compact,
   dropBuiltinTools,
+  effortOf,
   eventData,
   imageFromUrl,
   imageToUrl,
   isRecord,
   num,
+  OPENAI_EFFORTS,
   OpenCalls,
   str,
   textOf,
@@ -48,8 +48,6 @@ const READ = [
   'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop',
   'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'reasoning_effort',
 ];
-
-const EFFORTS = new Set(['minimal', 'low', 'medium', 'high']);
 
 function decodeUserContent(content: unknown, dropped: Set<string>): Part[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
@@ -130,19 +128,7 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
   const b = asRecord(body);
   const dropped = new Set(unreadKeys(b, READ));
   const { system, messages } = decodeMessages(asArray(b.messages), dropped);
-  const tools: FunctionTool[] = [];
-  const builtinTools: BuiltinTool[] = [];
-  for (const tool of asArray(b.tools)) {
-    const t = asRecord(tool);
-    const builtin = builtinToolOf(t);
-    if (builtin) builtinTools.push(builtin);
-    if (t.type !== 'function') {
-      if (!builtin) dropped.add(`tools.${String(t.type)}`);
-      continue;
-    }
-    const fn = asRecord(t.function);
-    tools.push(compact({ name: str(fn.name) ?? '', description: str(fn.description), parameters: asRecord(fn.parameters) }));
-  }
+  const { tools, builtinTools } = decodeOpenAiTools(b.tools, dropped, (t) => asRecord(t.function));
   const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop.filter((s): s is string => typeof s === 'string') : undefined;
   const effort = str(b.reasoning_effort);
   const value: CanonicalRequest = compact({
@@ -158,17 +144,15 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
     topP: num(b.top_p),
     stop: stop && stop.length > 0 ? stop : undefined,
     maxOutputTokens: num(b.max_completion_tokens) ?? num(b.max_tokens),
-    reasoning: effort && EFFORTS.has(effort) ? { effort: effort as ReasoningEffort } : undefined,
+    reasoning: effort && OPENAI_EFFORTS.has(effort) ? { effort: effort as ReasoningEffort } : undefined,
     stream: b.stream === true,
   });
-  if (effort && !EFFORTS.has(effort)) dropped.add('reasoning_effort');
+  if (effort && !OPENAI_EFFORTS.has(effort)) dropped.add('reasoning_effort');
   return { value, dropped: [...dropped] };
 }
 
-/** Anthropic / Gemini think in token budgets, OpenAI in efforts: the nearest effort. */
-export function effortForBudget(budget: number): ReasoningEffort {
-  return budget < 4096 ? 'low' : budget < 16_384 ? 'medium' : 'high';
-}
+/** Kept here for the importers of the translator's old surface; the rule lives in `shared.ts`. */
+export { effortForBudget } from './shared';
 
 export function encodeRequest(request: CanonicalRequest, options: { model: string }): { value: Json; dropped: string[] } {
   const dropped = new Set<string>();
@@ -204,8 +188,7 @@ export function encodeRequest(request: CanonicalRequest, options: { model: strin
   }
   const choice = request.toolChoice;
   const format = request.responseFormat;
-  let effort = request.reasoning?.effort;
-  if (!effort && request.reasoning?.budgetTokens !== undefined) effort = effortForBudget(request.reasoning.budgetTokens);
+  const effort = effortOf(request);
   const value = compact({
     model: options.model,
     messages,

@@ -24,7 +24,7 @@ import type {
   WireEvent,
 } from './canonical';
 import { jsonSchemaFromGemini } from './gemini-schema';
-import { argumentsObject, asArray, asRecord, BUDGET_FOR_EFFORT, compact, dropBuiltinTools, eventData, isRecord, num, OpenCalls, str, toolNameFor, unreadKeys, type Json } from './shared';
+import { argumentsObject, asArray, asRecord, budgetOf, compact, dropBuiltinTools, eventData, isRecord, num, OpenCalls, str, toolNameFor, unreadKeys, type Json } from './shared';
 
 const READ = ['contents', 'systemInstruction', 'generationConfig', 'tools', 'toolConfig', 'model'];
 const CONFIG_READ = ['temperature', 'topP', 'maxOutputTokens', 'stopSequences', 'responseMimeType', 'responseSchema', 'responseJsonSchema', 'thinkingConfig'];
@@ -195,7 +195,7 @@ export function encodeRequest(request: CanonicalRequest): { value: Json; dropped
   if (request.parallelToolCalls === false) dropped.add('parallel_tool_calls');
   const choice = request.toolChoice;
   const format = request.responseFormat;
-  const budget = request.reasoning?.budgetTokens ?? (request.reasoning?.effort ? BUDGET_FOR_EFFORT[request.reasoning.effort] : undefined);
+  const budget = budgetOf(request);
   const generationConfig = compact({
     temperature: request.temperature,
     topP: request.topP,

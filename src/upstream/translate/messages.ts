@@ -22,7 +22,7 @@ import type {
   Usage,
   WireEvent,
 } from './canonical';
-import { argumentsObject, BUDGET_FOR_EFFORT, asArray, asRecord, compact, dropBuiltinTools, eventData, num, OpenCalls, str, textOf, unreadKeys, type Json } from './shared';
+import { argumentsObject, asArray, asRecord, budgetOf, compact, dropBuiltinTools, eventData, num, OpenCalls, str, textOf, unreadKeys, type Json } from './shared';
 
 const READ = ['model', 'max_tokens', 'messages', 'system', 'stream', 'tools', 'tool_choice', 'temperature', 'top_p', 'stop_sequences', 'thinking'];
 
@@ -152,7 +152,7 @@ export function encodeRequest(request: CanonicalRequest, options: RequestOptions
   });
   let thinking: Json | undefined;
   if (request.reasoning) {
-    const budget = request.reasoning.budgetTokens ?? (request.reasoning.effort ? BUDGET_FOR_EFFORT[request.reasoning.effort] : undefined);
+    const budget = budgetOf(request);
     // The budget must be at least 1024 and below max_tokens.
     const fitted = budget === undefined ? undefined : Math.min(budget, maxTokens - 1);
     if (fitted !== undefined && fitted >= MIN_BUDGET) thinking = { type: 'enabled', budget_tokens: fitted };

@@ -4,13 +4,11 @@
  */
 import { responsesUsage } from '../protocols/responses';
 import type {
-  BuiltinTool,
   AnswerContext,
   CanonicalEvent,
   CanonicalRequest,
   CanonicalResponse,
   FinishReason,
-  FunctionTool,
   Message,
   OutputPart,
   ProtocolTranslator,
@@ -22,11 +20,26 @@ import type {
   Usage,
   WireEvent,
 } from './canonical';
-import { effortForBudget } from './chat-completions';
-import { appendPart, asArray, asRecord, builtinToolOf, compact, eventData, imageFromUrl, imageToUrl, num, OpenCalls, str, textOf, unreadKeys, type Json } from './shared';
+import {
+  appendPart,
+  asArray,
+  asRecord,
+  compact,
+  decodeOpenAiTools,
+  effortOf,
+  eventData,
+  imageFromUrl,
+  imageToUrl,
+  num,
+  OPENAI_EFFORTS,
+  OpenCalls,
+  str,
+  textOf,
+  unreadKeys,
+  type Json,
+} from './shared';
 
 const READ = ['model', 'input', 'instructions', 'stream', 'max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text', 'reasoning'];
-const EFFORTS = new Set(['minimal', 'low', 'medium', 'high']);
 
 function decodeContent(content: unknown, role: Message['role'], messages: Message[], dropped: Set<string>): void {
   if (typeof content === 'string') {
@@ -85,18 +98,7 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
       if (text) appendPart(messages, 'assistant', { type: 'reasoning', text });
     } else dropped.add(`input.${String(type)}`);
   }
-  const tools: FunctionTool[] = [];
-  const builtinTools: BuiltinTool[] = [];
-  for (const tool of asArray(b.tools)) {
-    const t = asRecord(tool);
-    const builtin = builtinToolOf(t);
-    if (builtin) builtinTools.push(builtin);
-    if (t.type !== 'function') {
-      if (!builtin) dropped.add(`tools.${String(t.type)}`);
-      continue;
-    }
-    tools.push(compact({ name: str(t.name) ?? '', description: str(t.description) ?? undefined, parameters: asRecord(t.parameters) }));
-  }
+  const { tools, builtinTools } = decodeOpenAiTools(b.tools, dropped, (t) => t);
   const reasoning = asRecord(b.reasoning);
   const effort = str(reasoning.effort);
   if (reasoning.summary !== undefined && reasoning.summary !== null) dropped.add('reasoning.summary');
@@ -112,7 +114,7 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
     temperature: num(b.temperature),
     topP: num(b.top_p),
     maxOutputTokens: num(b.max_output_tokens),
-    reasoning: effort && EFFORTS.has(effort) ? { effort: effort as ReasoningEffort } : undefined,
+    reasoning: effort && OPENAI_EFFORTS.has(effort) ? { effort: effort as ReasoningEffort } : undefined,
     stream: b.stream === true,
   });
   return { value, dropped: [...dropped] };
@@ -147,8 +149,7 @@ export function encodeRequest(request: CanonicalRequest, options: { model: strin
   if (request.stop) dropped.add('stop');
   const format = request.responseFormat;
   const choice = request.toolChoice;
-  let effort = request.reasoning?.effort;
-  if (!effort && request.reasoning?.budgetTokens !== undefined) effort = effortForBudget(request.reasoning.budgetTokens);
+  const effort = effortOf(request);
   const tools: Json[] = [
     // Responses makes function tools strict by default; a schema written for another vendor may not be.
     ...(request.tools ?? []).map((t) => compact({ type: 'function', name: t.name, description: t.description, parameters: t.parameters, strict: false })),
