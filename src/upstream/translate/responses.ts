@@ -1,8 +1,8 @@
 /**
  * OpenAI Responses ⇄ canonical. Wire reference: platform.openai.com/docs/api-reference/responses
  * (request, the `response` object) and /responses-streaming (typed events with `sequence_number`).
- * The translator's three halves: requests in `responses-request.ts`, answers in `responses-answer.ts`,
- * streams in `responses-stream.ts`; this file is the entry other code imports.
+ * The translator's three halves: requests in `responses-request.ts`,
+ * answers in `responses-answer.ts`, streams in `responses-stream.ts`; this file is the entry other code imports.
  */
 import type { ProtocolTranslator } from './canonical';
 import { decodeResponse, encodeResponse } from './responses-answer';
