@@ -1,6 +1,7 @@
 /** OpenAI Responses answers ⇄ canonical answers: the `response` object with its output items, status and usage
  * (the stream encoder builds the same object around what it streamed). */
 import { responsesUsage } from '../protocols/responses';
+import { formatOut, toolChoiceOut } from './responses-request';
 import type { AnswerContext, CanonicalResponse, FinishReason, OutputPart, Usage } from './canonical';
 import { asArray, asRecord, compact, num, str, type Json } from './shared';
 
@@ -87,8 +88,8 @@ export function responseObject(id: string, context: AnswerContext, created: numb
     reasoning: { effort: r?.reasoning?.effort ?? null, summary: null },
     store: false,
     temperature: r?.temperature ?? 1,
-    text: { format: format ? (format.type === 'json_schema' ? compact({ type: 'json_schema', name: format.name ?? 'response', schema: format.schema, strict: format.strict }) : { type: format.type }) : { type: 'text' } },
-    tool_choice: !r?.toolChoice ? 'auto' : r.toolChoice.type === 'tool' ? { type: 'function', name: r.toolChoice.name } : r.toolChoice.type,
+    text: { format: format ? formatOut(format) : { type: 'text' } },
+    tool_choice: r?.toolChoice ? toolChoiceOut(r.toolChoice) : 'auto',
     tools: (r?.tools ?? []).map((t) => compact({ type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters, strict: false })),
     top_p: r?.topP ?? 1,
     truncation: 'disabled',

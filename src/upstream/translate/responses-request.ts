@@ -98,6 +98,13 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
   return { value, dropped: [...dropped] };
 }
 
+/** A tool choice as Responses writes it, in a request and in the response object that echoes it. */
+export const toolChoiceOut = (choice: ToolChoice): Json | string => (choice.type === 'tool' ? { type: 'function', name: choice.name } : choice.type);
+
+/** `text.format` as Responses writes it, in a request and in the response object that echoes it. */
+export const formatOut = (format: ResponseFormat): Json =>
+  format.type === 'json_schema' ? compact({ type: 'json_schema', name: format.name ?? 'response', schema: format.schema, strict: format.strict }) : { type: format.type };
+
 export function encodeRequest(request: CanonicalRequest, options: { model: string }): { value: Json; dropped: string[] } {
   const dropped = new Set<string>();
   const input: Json[] = [];
@@ -143,11 +150,9 @@ export function encodeRequest(request: CanonicalRequest, options: { model: strin
     top_p: request.topP,
     // Responses makes function tools strict by default; a schema written for another vendor may not be.
     tools: tools.length > 0 ? tools : undefined,
-    tool_choice: !choice ? undefined : choice.type === 'tool' ? { type: 'function', name: choice.name } : choice.type,
+    tool_choice: choice ? toolChoiceOut(choice) : undefined,
     parallel_tool_calls: request.parallelToolCalls,
-    text: !format
-      ? undefined
-      : { format: format.type === 'json_schema' ? compact({ type: 'json_schema', name: format.name ?? 'response', schema: format.schema, strict: format.strict }) : { type: format.type } },
+    text: format ? { format: formatOut(format) } : undefined,
     reasoning: effort ? { effort } : undefined,
   });
   return { value, dropped: [...dropped] };
