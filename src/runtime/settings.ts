@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CallCommit } from '../commands/ledger';
+import { DEFAULT_PGLITE_SHARED_BUFFERS_MB } from '../storage/pglite-settings';
 import { POLLER_SETTINGS } from '../tasks/poller-settings';
 import { DEFAULT_UPLOAD_SPOOL_LIMIT_MB } from '../http/media/images/upload-settings';
 import { corsOriginsOf, trustProxyOf, type CorsOrigins, type TrustProxy } from '../http/edge-settings';
@@ -40,6 +41,8 @@ export interface Settings {
   /** UPLOAD_SPOOL_LIMIT_MB: the most disk the files of multipart image edits in flight may take
    * (DATA_DIR/uploads; default 1024), one account at most half of it. */
   readonly uploadSpoolLimitMb: number;
+  /** PGLITE_SHARED_BUFFERS_MB: the embedded database's buffer pool (default 32); unused with DATABASE_URL. */
+  readonly pgliteSharedBuffersMb: number;
   /** PROJECTIONS: `in-process` (default), this process applies the log to the read models; `external`,
    * a `gateway projections run` worker does, and this process only follows its checkpoints (Postgres only). */
   readonly projections: 'in-process' | 'external';
@@ -94,6 +97,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     },
     taskPollIntervalMs: pollIntervalOf(blank(env.TASK_POLL_INTERVAL_MS)),
     uploadSpoolLimitMb: uploadSpoolLimitOf(blank(env.UPLOAD_SPOOL_LIMIT_MB)),
+    pgliteSharedBuffersMb: sharedBuffersOf(blank(env.PGLITE_SHARED_BUFFERS_MB)),
     projections: projectionsOf(blank(env.PROJECTIONS), blank(env.DATABASE_URL)),
     env,
   };
@@ -157,6 +161,14 @@ function uploadSpoolLimitOf(value: string | undefined): number {
   if (value === undefined) return DEFAULT_UPLOAD_SPOOL_LIMIT_MB;
   const mb = /^\d+$/.test(value) ? Number(value) : NaN;
   if (!(mb >= 2 && mb <= 1_048_576)) throw new SettingError(`UPLOAD_SPOOL_LIMIT_MB must be a whole number of MB from 2 to 1048576, not "${value}"`);
+  return mb;
+}
+
+/** Whole MB from 1 to 1024 (PGlite's memory is a 32-bit WASM heap of at most 2 GB). */
+function sharedBuffersOf(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_PGLITE_SHARED_BUFFERS_MB;
+  const mb = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(mb >= 1 && mb <= 1024)) throw new SettingError(`PGLITE_SHARED_BUFFERS_MB must be a whole number of MB from 1 to 1024, not "${value}"`);
   return mb;
 }
 
