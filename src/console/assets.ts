@@ -22,7 +22,7 @@ h2 { font-size: 1.15rem; margin: 1.4em 0 0.5em; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(160px, 1fr)); gap: 12px; }
 .card { border: 1px solid var(--line); border-radius: 8px; padding: 12px; background: var(--panel); }
 .card .label { color: var(--muted); font-size: 0.85rem; }
-.card .value { font-size: 1.35rem; font-weight: 600; }
+.card .value { font-size: 1.35rem; font-weight: 600; overflow-wrap: anywhere; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; font-size: 0.92rem; }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
@@ -41,7 +41,7 @@ form.inline input[name="reason"] { width: 12em; }
 form.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(180px, 1fr)); gap: 10px; align-items: end; }
 label { display: block; font-size: 0.9rem; }
 input, select, button { font: inherit; padding: 6px 8px; border: 1px solid var(--line); border-radius: 4px; max-width: 100%; }
-input[type="text"], input[type="search"], input[type="datetime-local"], input[type="number"], select { width: 100%; }
+input[type="text"], input[type="search"], input[type="date"], input[type="datetime-local"], input[type="number"], select { width: 100%; }
 button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; }
 button.secondary { background: #fff; color: var(--accent); }
 button.danger { background: var(--bad); border-color: var(--bad); }

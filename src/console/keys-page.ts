@@ -42,7 +42,7 @@ ${csrfField(viewer)}
 <input type="hidden" name="tz" value="${form?.values.tz ?? ''}" data-zone>
 ${input('name', 'key-name', 'Name', html`<input type="text" id="key-name" name="name" required maxlength="200" placeholder="laptop"`)}
 ${input('allowed_models', 'key-models', 'Allowed models (comma-separated; empty: all)', html`<input type="text" id="key-models" name="allowed_models" list="model-ids" placeholder="gpt-4o-mini"`)}
-${input('expires_at', 'key-expires', html`Expires on (the key stops working as this day begins in your time zone, <span data-tz>${form?.values.tz || 'UTC'}</span>; empty: never)`, html`<input type="date" id="key-expires" name="expires_at"`)}
+${input('expires_at', 'key-expires', html`Expires on (from the start of this day in your time zone, <span data-tz>${form?.values.tz || 'UTC'}</span>; empty: never)`, html`<input type="date" id="key-expires" name="expires_at"`)}
 ${input('spend_cap_usd', 'key-cap', 'Spend cap in USD (empty: none)', html`<input type="text" id="key-cap" name="spend_cap_usd" inputmode="decimal" placeholder="10.00"`)}
 <div><button type="submit">Create key</button></div>
 </form>

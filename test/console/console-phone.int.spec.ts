@@ -99,7 +99,7 @@ describe('the console on a 360 px phone', () => {
       expect(box.x + box.width).toBeLessThanOrEqual(360);
     }
     await expect(costCell.textContent()).resolves.toMatch(/^\$\d/);
-    await screenshot(page, 'overview-phone');
+    await screenshot(page, 'overview-360-usage');
 
     // On a desktop the wide drawing is shown, its labels readable too.
     await page.setViewportSize({ width: 1280, height: 900 });
@@ -134,7 +134,7 @@ describe('the console on a 360 px phone', () => {
       '2031-05-17',
       '12,50',
     ]);
-    await screenshot(page, 'key-form-error-phone');
+    await screenshot(page, 'key-form-error-360');
 
     await page.getByLabel('Spend cap in USD (empty: none)').fill('12.50');
     await page.getByRole('button', { name: 'Create key' }).click();
