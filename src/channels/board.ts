@@ -1,5 +1,5 @@
 import type { Failure } from '../upstream/upstream-call';
-import { failover, type AttemptOutcome, type CallState, type Verdict } from './failover';
+import { failover, type AttemptOutcome, type CallSignalState, type Verdict } from './failover';
 import {
   DEFAULT_HEALTH_POLICY,
   FRESH_STATE,
@@ -68,7 +68,7 @@ export class ChannelBoard {
   }
 
   /** The failover decision for a failed attempt of a call of `account` (null: the gateway's own), its outcome recorded on the channel. */
-  failed(channelId: string, failure: Failure, call: CallState, latencyMs: number, account: string | null): Verdict {
+  failed(channelId: string, failure: Failure, call: CallSignalState, latencyMs: number, account: string | null): Verdict {
     const verdict = failover(failure, call, latencyMs);
     if (verdict.outcome) this.record(channelId, verdict.outcome, callOf(account));
     return verdict;

@@ -11,8 +11,8 @@ export type AttemptOutcome =
   /** The upstream refused the channel's own credentials (401/403, Gemini's 400 API_KEY_INVALID): a probe decides. */
   | { readonly kind: 'credentials'; readonly message: string };
 
-/** The call an attempt belonged to, as far as the decision needs it. */
-export interface CallState {
+/** The call an attempt belonged to, as far as the decision needs it: how its `CallSignal` (src/upstream/upstream-call.ts) stands. */
+export interface CallSignalState {
   /** The call's whole budget ran out. */
   readonly expired: boolean;
   /** The gateway is shutting down and ended the call. */
@@ -40,7 +40,7 @@ export const NO_CHANNEL_LEFT = 'no channel of this model could serve the request
  * 4xx is the caller's and ends the ladder with the upstream's answer passed through (a 429 among them,
  * though it counts against the channel); the call's own budget and the gateway's shutdown end it too.
  */
-export function failover(failure: Failure, call: CallState, latencyMs = 0): Verdict {
+export function failover(failure: Failure, call: CallSignalState, latencyMs = 0): Verdict {
   const ended = call.expired || call.shuttingDown;
   if (failure.kind === 'shutdown') return { next: false, outcome: null, failure };
   // The client left or the hold was refused: the abort is ours, not the channel's.
@@ -62,7 +62,7 @@ export function failover(failure: Failure, call: CallState, latencyMs = 0): Verd
  * every channel's credentials refused), never on the caller's own 4xx, and not once the call's budget ran
  * out, the gateway is shutting down or the call was stopped.
  */
-export function fallsBack(failure: Failure, call: CallState): boolean {
+export function fallsBack(failure: Failure, call: CallSignalState): boolean {
   if (call.expired || call.shuttingDown || call.aborted) return false;
   switch (failure.kind) {
     case 'status':

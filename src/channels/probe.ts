@@ -1,11 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import type { ChannelConfig, ChatProtocol } from '../config/schema';
-import type { ProtocolAdapter } from '../upstream/contract';
-import { chatCompletions } from '../upstream/protocols/chat-completions';
-import { generateContent } from '../upstream/protocols/generate-content';
-import { messages } from '../upstream/protocols/messages';
-import { responses } from '../upstream/protocols/responses';
+import { CHAT_PROTOCOLS, type ChannelConfig, type ChatProtocol } from '../config/schema';
+import { chatProtocol } from '../upstream/protocols/registry';
 import { TASKS_PATH } from '../upstream/protocols/tasks';
 import { scrubberOf } from '../upstream/scrub';
 import { CallSignal, classify, statusFailure, upstreamAgent, upstreamTarget } from '../upstream/upstream-call';
@@ -13,18 +9,6 @@ import type { ChannelBoard } from './board';
 import { channelDispatcher, shapedHeaders, shapedPath, withChannelQuery } from '../upstream/shaping';
 import { failover } from './failover';
 import { PROBE, type ChannelState } from './health';
-
-/** The smallest request of each chat protocol: one short user turn, a one- or few-token answer. */
-const MINIMAL: Readonly<Record<ChatProtocol, { adapter: ProtocolAdapter; body: (model: string) => unknown; params?: (model: string) => { model: string } }>> = {
-  'chat-completions': { adapter: chatCompletions, body: (model) => ({ model, messages: [{ role: 'user', content: 'ping' }], max_tokens: 1 }) },
-  messages: { adapter: messages, body: (model) => ({ model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }) },
-  responses: { adapter: responses, body: (model) => ({ model, input: 'ping', max_output_tokens: 16 }) },
-  'generate-content': {
-    adapter: generateContent,
-    body: () => ({ contents: [{ role: 'user', parts: [{ text: 'ping' }] }], generationConfig: { maxOutputTokens: 1 } }),
-    params: (model) => ({ model }),
-  },
-};
 
 /** Media protocols on the content-generation tasks API: probed with a GET of a task id nobody submitted. */
 const TASK_PROTOCOLS = new Set(['videos', 'music', 'transcripts', 'avatars']);
@@ -42,7 +26,8 @@ interface ProbeRequest {
 
 /**
  * The neutral request a channel is probed with, shaped like its calls (headers, auth header, query; its
- * proxy is the dispatcher's): chat protocols their minimal call for the channel's first model; media
+ * proxy is the dispatcher's): chat protocols their minimal call for the channel's first model (each
+ * protocol's `probe` in src/upstream/protocols/registry.ts), read by its native adapter; media
  * protocols an authenticated request that starts no paid job — a task protocol `GET …/tasks/{unknown id}`
  * (a 404 means the key is fine), an OpenAI media API `GET /v1/models`. Null: nothing to probe with.
  */
@@ -51,18 +36,18 @@ export function probeRequest(channel: ChannelConfig): ProbeRequest | null {
   if (TASK_PROTOCOLS.has(channel.protocol))
     return { method: 'GET', path: withChannelQuery(channel, `${TASKS_PATH}/${encodeURIComponent(`probe-${randomUUID()}`)}`), headers: bearer() };
   if (OPENAI_MEDIA_PROTOCOLS.has(channel.protocol)) return { method: 'GET', path: withChannelQuery(channel, '/v1/models'), headers: bearer() };
-  if (!Object.hasOwn(MINIMAL, channel.protocol)) return null;
-  const minimal = MINIMAL[channel.protocol as ChatProtocol];
+  if (!(CHAT_PROTOCOLS as readonly string[]).includes(channel.protocol)) return null;
+  const { adapter, probe } = chatProtocol(channel.protocol as ChatProtocol);
   const upstreamModel = Array.isArray(channel.models) ? channel.models[0] : Object.values(channel.models)[0];
   if (upstreamModel === undefined) return null;
-  const body = minimal.body(upstreamModel);
-  const info = minimal.adapter.inspect(body, minimal.params?.(upstreamModel) ?? {});
+  const body = probe.body(upstreamModel);
+  const info = adapter.inspect(body, probe.params?.(upstreamModel) ?? {});
   if ('invalid' in info) throw new Error(`probe of ${channel.protocol} is not a valid request: ${info.invalid}`);
-  const request = minimal.adapter.upstream(body, info, upstreamModel);
+  const request = adapter.upstream(body, info, upstreamModel);
   return {
     method: 'POST',
     path: shapedPath(channel, request.path, upstreamModel),
-    headers: { 'content-type': 'application/json', ...shapedHeaders(channel, minimal.adapter.authHeaders(channel.api_key)) },
+    headers: { 'content-type': 'application/json', ...shapedHeaders(channel, adapter.authHeaders(channel.api_key)) },
     body: JSON.stringify(request.body),
   };
 }

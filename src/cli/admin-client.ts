@@ -2,20 +2,22 @@
 // saved in DATA_DIR), and the ones whose answer it prints in its own form (login links, re-rating tables).
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative as relativePath, resolve as resolvePath, sep } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { pageFromMarkdown } from '../commands/knowledge/markdown';
 import { adminTokenOf, type Settings } from '../runtime/settings';
+import { failed, table, type Column } from './output';
 import { UsageError } from './usage';
 import { wholeNumber } from './flags';
 
+/** A client command's context: the settings (where the gateway is, its token) and whether --json was given. */
+export interface Client {
+  readonly settings: Settings;
+  readonly json: boolean;
+}
+
 /** `accounts login-link ID`: the link alone on its line (to paste into a message), and its expiry. */
-export async function loginLink(settings: Settings, accountId: string) {
-  const response = await adminRequest(settings, 'POST', `/accounts/${accountId}/login-link`, {});
-  if (!response.ok) {
-    process.stdout.write(`${response.text}\n`);
-    process.exitCode = 1;
-    return;
-  }
+export async function loginLink(cli: Client, accountId: string) {
+  const response = await adminRequest(cli.settings, 'POST', `/accounts/${accountId}/login-link`, {});
+  if (!response.ok) return failed(response, cli.json);
+  if (cli.json) return void process.stdout.write(`${response.text}\n`);
   const answer = JSON.parse(response.text) as { url: string; expires_at: number };
   process.stdout.write(`${answer.url}\nworks once, until ${new Date(answer.expires_at * 1000).toISOString()}\n`);
 }
@@ -31,19 +33,38 @@ async function adminRequest(settings: Settings, method: string, path: string, bo
     headers,
     ...(raw ? { body: raw.bytes } : body !== undefined ? { body: JSON.stringify(body) } : {}),
   }).catch((error: unknown) => {
-    throw new Error(`cannot reach the gateway at ${base} (${(error as Error).message}); start it with "gateway serve" or set GATEWAY_URL`);
+    throw Object.assign(new Error(`cannot reach the gateway at ${base} (${(error as Error).message}); start it with "gateway serve" or set GATEWAY_URL`), { code: 'gateway_unreachable' });
   });
   return { ok: response.ok, status: response.status, text: await response.text() };
 }
 
-export async function admin(settings: Settings, method: string, path: string, body?: unknown) {
-  const response = await adminRequest(settings, method, path, body);
+/** The admin API's answer as it is (JSON) on stdout; an error answer on stderr. */
+export async function admin(cli: Client, method: string, path: string, body?: unknown) {
+  const response = await adminRequest(cli.settings, method, path, body);
+  if (!response.ok) return failed(response, cli.json);
   process.stdout.write(`${response.text}\n`);
-  if (!response.ok) process.exitCode = 1;
+}
+
+/** A list (`{data: [...], next_cursor?}`) as a table of `columns`, or its JSON with --json. */
+export async function adminList(cli: Client, path: string, columns: readonly Column[]) {
+  const response = await adminRequest(cli.settings, 'GET', path);
+  if (!response.ok) return failed(response, cli.json);
+  if (cli.json) return void process.stdout.write(`${response.text}\n`);
+  const answer = JSON.parse(response.text) as { data: Record<string, unknown>[]; next_cursor?: string | null };
+  process.stdout.write(answer.data.length === 0 ? '(none)\n' : table(answer.data, columns));
+  if (answer.next_cursor) process.stdout.write(`(more after these: --json shows next_cursor ${answer.next_cursor})\n`);
+}
+
+/** A command's answer as one line of `say` (the API's JSON with --json). */
+export async function adminSay(cli: Client, method: string, path: string, say: (answer: Record<string, unknown>) => string) {
+  const response = await adminRequest(cli.settings, method, path, method === 'GET' ? undefined : {});
+  if (!response.ok) return failed(response, cli.json);
+  process.stdout.write(`${cli.json ? response.text : say(JSON.parse(response.text) as Record<string, unknown>)}\n`);
 }
 
 /** A price file: the price object itself (`{input: "0.10", output: "0.40"}`), or `{price: {...}}`. */
 export async function readPriceFile(path: string): Promise<unknown> {
+  const { parse: parseYaml } = await import('yaml');
   const parsed: unknown = parseYaml(await readFile(path, 'utf8'));
   if (parsed && typeof parsed === 'object' && 'price' in parsed) return (parsed as { price: unknown }).price;
   return parsed;
@@ -59,13 +80,10 @@ interface RerateReport {
 }
 
 /** `ledger rerate`: the admin API's answer as two tab-separated tables (calls, then accounts). */
-export async function rerate(settings: Settings, body: Record<string, unknown>) {
-  const response = await adminRequest(settings, 'POST', '/rerates', body);
-  if (!response.ok) {
-    process.stderr.write(`${response.text}\n`);
-    process.exitCode = 1;
-    return;
-  }
+export async function rerate(cli: Client, body: Record<string, unknown>) {
+  const response = await adminRequest(cli.settings, 'POST', '/rerates', body);
+  if (!response.ok) return failed(response, cli.json);
+  if (cli.json) return void process.stdout.write(`${response.text}\n`);
   const report = JSON.parse(response.text) as RerateReport;
   const lines = ['account_id\trequest_id\tsubmitted_at\told_cost_usd\tnew_cost_usd\tdifference_usd'];
   for (const c of report.calls) lines.push([c.account_id, c.request_id, c.submitted_at, c.old_cost_usd, c.new_cost_usd, c.difference_usd].join('\t'));
@@ -82,7 +100,9 @@ export async function rerate(settings: Settings, body: Record<string, unknown>) 
 
 /** Imports a folder of Markdown files (front matter optional) into a knowledge base,
  * storing each file as the page's source. */
-export async function importKnowledge(settings: Settings, accountId: string, dir: string, kbId: string, withSources: boolean) {
+export async function importKnowledge(cli: Client, accountId: string, dir: string, kbId: string, withSources: boolean) {
+  const { settings } = cli;
+  const { pageFromMarkdown } = await import('../commands/knowledge/markdown');
   const root = resolvePath(dir);
   const files = (await readdir(root, { recursive: true, withFileTypes: true }))
     .filter((entry) => entry.isFile() && /\.(md|markdown)$/i.test(entry.name))
@@ -132,21 +152,17 @@ export async function importKnowledge(settings: Settings, accountId: string, dir
 }
 
 /** `accounts limits ID --rpm N`: the limit not named keeps its value (the API's PUT sets both). */
-export async function setLimits(settings: Settings, accountId: string, rpm: string | undefined, concurrency: string | undefined) {
+export async function setLimits(cli: Client, accountId: string, rpm: string | undefined, concurrency: string | undefined) {
   if (rpm === undefined && concurrency === undefined) throw new UsageError('accounts limits needs --rpm and/or --concurrency (a whole number, or "none" for no limit)');
   const body: { rpm?: number | null; concurrency?: number | null } = {};
   if (rpm !== undefined) body.rpm = wholeNumber(rpm, '--rpm', 'none');
   if (concurrency !== undefined) body.concurrency = wholeNumber(concurrency, '--concurrency', 'none');
   if (rpm === undefined || concurrency === undefined) {
-    const account = await adminRequest(settings, 'GET', `/accounts/${accountId}`);
-    if (!account.ok) {
-      process.stdout.write(`${account.text}\n`);
-      process.exitCode = 1;
-      return;
-    }
+    const account = await adminRequest(cli.settings, 'GET', `/accounts/${accountId}`);
+    if (!account.ok) return failed(account, cli.json);
     const current = (JSON.parse(account.text) as { limits: { rpm: number | null; concurrency: number | null } }).limits;
     body.rpm = rpm === undefined ? current.rpm : body.rpm!;
     body.concurrency = concurrency === undefined ? current.concurrency : body.concurrency!;
   }
-  return admin(settings, 'PUT', `/accounts/${accountId}/limits`, body);
+  return admin(cli, 'PUT', `/accounts/${accountId}/limits`, body);
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { isWebUrl } from '../probe/checks';
-import type { CLIP_LIMITS } from '../probe/rules';
+import { isWebUrl } from '../media-check/checks';
+import type { CLIP_LIMITS } from '../media-check/rules';
 import type { ClipScene } from './templates';
 
 // The smart-clip SKUs' body (spec, "Smart clip"): one schema for the three, and per SKU which fields it

@@ -1,10 +1,10 @@
-import { firstBroken, type MediaCheck } from '../probe/checks';
-import type { Probe } from '../probe/port';
-import { CLIP_LIMITS, MATERIAL_IMAGE_SECONDS, MATERIALS_MAX_SECONDS } from '../probe/rules';
+import { firstBroken, type MediaCheck } from '../media-check/checks';
+import type { MediaProbeResult } from '../media-check/port';
+import { CLIP_LIMITS, MATERIAL_IMAGE_SECONDS, MATERIALS_MAX_SECONDS } from '../media-check/rules';
 import { urlsOf, type ClipBody } from './fields';
 
 // The spec's "Media limits for clip inputs" applied to a clip body: which limit each URL answers to
-// (pure), and the verdict (pure); the probes themselves: src/probe/checks.ts.
+// (pure), and the verdict (pure); the probes themselves: src/media-check/checks.ts.
 
 export interface ClipMediaCheck extends MediaCheck {
   /** A material, for the materials' total. */
@@ -21,11 +21,11 @@ export function mediaChecks(body: ClipBody): ClipMediaCheck[] {
 }
 
 /**
- * The first limit broken, as the 400's message, or null (src/probe/checks.ts: a refused URL is a 400, an
+ * The first limit broken, as the 400's message, or null (src/media-check/checks.ts: a refused URL is a 400, an
  * unprobed one passes). Then the materials' total: each image 2 s, each video its probed length (unknown:
  * 0, the upstream decides).
  */
-export function judgeMedia(checks: readonly ClipMediaCheck[], probes: ReadonlyMap<string, Probe>): string | null {
+export function judgeMedia(checks: readonly ClipMediaCheck[], probes: ReadonlyMap<string, MediaProbeResult>): string | null {
   const broken = firstBroken(checks, probes);
   if (broken) return broken;
   let total = 0;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { MediaFacts, Probe, UrlProbe } from '../probe/port';
+import type { MediaFacts, MediaProbeResult, UrlProbe } from '../media-check/port';
 import { ClipBody } from './fields';
-import { probeAll } from '../probe/checks';
+import { probeMediaUrls } from '../media-check/checks';
 import { judgeMedia, mediaChecks } from './media';
 
-const facts = (url: string, more: Partial<MediaFacts>): Probe => ({
+const facts = (url: string, more: Partial<MediaFacts>): MediaProbeResult => ({
   kind: 'probed',
   facts: { url, contentType: null, bytes: null, format: null, width: null, height: null, durationS: null, ...more },
 });
@@ -35,8 +35,8 @@ describe('mediaChecks and judgeMedia', () => {
 
   it('passes what could not be probed, and refuses a refused URL naming its field', () => {
     expect(judgeMedia(checks, new Map())).toBeNull();
-    expect(judgeMedia(checks, new Map([['https://e.com/2.mp4', { kind: 'unprobed', reason: 'x' } as Probe]]))).toBeNull();
-    expect(judgeMedia(checks, new Map([['https://e.com/c.jpg', { kind: 'refused', message: 'private' } as Probe]]))).toBe('cover_url: private');
+    expect(judgeMedia(checks, new Map([['https://e.com/2.mp4', { kind: 'unprobed', reason: 'x' } as MediaProbeResult]]))).toBeNull();
+    expect(judgeMedia(checks, new Map([['https://e.com/c.jpg', { kind: 'refused', message: 'private' } as MediaProbeResult]]))).toBe('cover_url: private');
   });
 
   it('names the first limit broken', () => {
@@ -56,7 +56,7 @@ describe('mediaChecks and judgeMedia', () => {
   });
 });
 
-describe('probeAll', () => {
+describe('probeMediaUrls', () => {
   it('probes each distinct URL once, all at the same time, and gives up on the slow ones at the budget', async () => {
     const asked: string[] = [];
     let running = 0;
@@ -72,7 +72,7 @@ describe('probeAll', () => {
       },
     };
     const started = Date.now();
-    const results = await probeAll(probe, ['https://a', 'https://b', 'https://a', 'https://slow'], 200);
+    const results = await probeMediaUrls(probe, ['https://a', 'https://b', 'https://a', 'https://slow'], 200);
     expect(Date.now() - started).toBeLessThan(1000);
     expect(asked).toEqual(['https://a', 'https://b', 'https://slow']);
     expect(most).toBe(3);
@@ -81,7 +81,7 @@ describe('probeAll', () => {
   });
 
   it('takes a probe that throws as unprobed', async () => {
-    const results = await probeAll({ probe: async () => Promise.reject(new Error('boom')) }, ['https://x'], 100);
+    const results = await probeMediaUrls({ probe: async () => Promise.reject(new Error('boom')) }, ['https://x'], 100);
     expect(results.get('https://x')).toMatchObject({ kind: 'unprobed' });
   });
 });

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { ChannelBoard } from '../channels/board';
-import { failover, type CallState } from '../channels/failover';
+import { failover, type CallSignalState } from '../channels/failover';
 import { callOf } from '../channels/health';
 import type { ModelRegistry } from '../config/registry';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../config/schema';
@@ -113,7 +113,7 @@ export class ClipTemplates {
       // The one failover rule of every ladder, its outcome on the channel's health; a template lookup has no
       // call budget of its own. Its answer is cached for every account, so it is the gateway's own: its
       // failures alone never cool or disable the channel, a probe decides (src/channels/health.ts).
-      const verdict = board ? board.failed(channel.id, last.failure, NO_CALL_STATE, latencyMs, null) : failover(last.failure, NO_CALL_STATE);
+      const verdict = board ? board.failed(channel.id, last.failure, NO_CALL_SIGNAL_STATE, latencyMs, null) : failover(last.failure, NO_CALL_SIGNAL_STATE);
       last = { kind: 'failed', failure: verdict.failure };
       if (!verdict.next) return last;
     }
@@ -125,7 +125,7 @@ export class ClipTemplates {
 const GATEWAY = callOf(null);
 
 /** A template lookup runs within the probes' budget, not a call's: never expired or ended by the shutdown here. */
-const NO_CALL_STATE: CallState = { expired: false, shuttingDown: false, aborted: false };
+const NO_CALL_SIGNAL_STATE: CallSignalState = { expired: false, shuttingDown: false, aborted: false };
 
 /** Only answers are kept: a failure is asked again next time. A 404 is not kept either, so a template
  * the upstream adds is seen at once. */

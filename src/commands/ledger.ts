@@ -1,3 +1,6 @@
+/** The Ledger facade. Long (over 400 lines) and kept whole: one method per command of the wallet, key
+ * and idempotent-call aggregates, each a few lines over the shared command handlers; splitting the
+ * class would scatter one facade that every caller reads as a whole. */
 import { createHash, randomUUID } from 'node:crypto';
 import {
   idempotentCallStream,

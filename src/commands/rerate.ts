@@ -1,4 +1,4 @@
-import type { FamilyDiscount, ModelConfig } from '../config/schema';
+import type { ModelConfig, SharedDiscount } from '../config/schema';
 import { parseUsd } from '../money/usd';
 import { CAPTURE_FACTOR } from '../upstream/capture';
 import { costOf, pricingOf } from '../upstream/pricing';
@@ -63,14 +63,14 @@ export function rerateable(model: ModelConfig): boolean {
  * billed; an image call per image. Never above the bound its capture had: the hold for images, the
  * hold × CAPTURE_FACTOR for chat (src/upstream/capture.ts). At the prices in force, its cost.
  */
-export function costAt(model: ModelConfig, call: BilledCall, families: readonly FamilyDiscount[] = []): bigint {
+export function costAt(model: ModelConfig, call: BilledCall, shared: readonly SharedDiscount[] = []): bigint {
   if (model.kind === 'image') {
     if (model.price.per_image === undefined) throw new RerateError(`the price of ${model.id} has no per_image`);
     return bounded(parseUsd(model.price.per_image) * BigInt(call.unitCount ?? 0), call.hold);
   }
   if (model.kind !== 'text') throw new RerateError(`re-rating supports token-billed and per-image models, not ${model.kind} (${model.id})`);
   const tokens = costOf(
-    { ...pricingOf(model, families), toolFees: new Map() },
+    { ...pricingOf(model, shared), toolFees: new Map() },
     {
       promptTokens: call.inputTokens,
       cachedTokens: call.cachedTokens,
@@ -86,11 +86,11 @@ export function costAt(model: ModelConfig, call: BilledCall, families: readonly 
 const bounded = (cost: bigint, bound: bigint | null): bigint => (bound !== null && cost > bound ? bound : cost);
 
 /** Prices every call again at `model`'s price and keeps those whose cost changes. */
-export function planRerate(model: ModelConfig, calls: readonly BilledCall[], families: readonly FamilyDiscount[] = []): ReratePlan {
+export function planRerate(model: ModelConfig, calls: readonly BilledCall[], shared: readonly SharedDiscount[] = []): ReratePlan {
   const byAccount = new Map<string, { calls: RatedCall[]; oldCost: bigint; newCost: bigint }>();
   let unchanged = 0;
   for (const call of calls) {
-    const newCost = costAt(model, call, families);
+    const newCost = costAt(model, call, shared);
     if (newCost === call.cost) {
       unchanged += 1;
       continue;

@@ -61,13 +61,14 @@ const EMPTY_WINDOW = { message: 'a discount ends (until) after it starts (from)'
 export const DiscountSchema = z.object(DiscountFields).strict().refine(windowIsOpen, EMPTY_WINDOW);
 export type Discount = z.infer<typeof DiscountSchema>;
 
-/** A discount on a family: the models of one vendor (`owned_by`) or a list of model ids. */
-export const FamilyDiscountSchema = z
+/** A discount shared by several models (the spec's discount on a model family; the docs' family discount): the
+ * models of one vendor (`owned_by`) or a list of model ids. `family` in code is a task family's word. */
+export const SharedDiscountSchema = z
   .object({ ...DiscountFields, owned_by: z.string().min(1).optional(), models: z.array(z.string().min(1)).min(1).optional() })
   .strict()
   .refine(windowIsOpen, EMPTY_WINDOW)
   .refine((d) => (d.owned_by === undefined) !== (d.models === undefined), { message: 'a family discount names either owned_by or models' });
-export type FamilyDiscount = z.infer<typeof FamilyDiscountSchema>;
+export type SharedDiscount = z.infer<typeof SharedDiscountSchema>;
 
 export const PriceSchema = z
   .object({
@@ -155,7 +156,7 @@ export function channelServes(channel: { protocol: string; translation?: boolean
  * What a video SKU accepts and how it is billed beyond its prices (the spec's per-SKU rules):
  * `resolutions`: the values `resolution` may take (others are a 400; absent: any); `resolution_required`:
  * the lite tier, whose calls must name one; `default_resolution`: the tier a call without `resolution` is
- * priced at (absent: the dearest tier, the worst case); `video_mode`: the one family that takes
+ * priced at (absent: the dearest tier, the worst case); `video_mode`: the one SKU line that takes (the spec's "SKU family")
  * `video_mode` with a reference video; `token_billing`: a `video_url` item in `content` bills the task per
  * `per_1m_completion_tokens` instead of per second.
  */
@@ -222,7 +223,7 @@ export type Presets = z.infer<typeof PresetsSchema>;
 
 /**
  * How the gateway probes media URLs a client names (clip inputs, digital-human sources) before any money
- * moves (src/probe, docs/media.md "Media URL probing"). Absent: probing on, with these defaults.
+ * moves (src/media-check, docs/media.md "Media URL probing"). Absent: probing on, with these defaults.
  */
 export const MediaProbeConfigSchema = z
   .object({
@@ -250,7 +251,7 @@ const ByteSize = z
   })
   .pipe(z.number().int().min(KiB, 'at least 1KB').max(KiB * KiB * KiB, 'at most 1GB'));
 
-/** The largest request body of each route family (src/http/intake/families.ts); absent: that family's
+/** The largest request body of each body class of routes (src/http/intake/body-classes.ts); absent: that class's
  * default. Applied when the server starts (a reload does not change them). */
 export const BodyLimitsSchema = z
   .object({
@@ -270,8 +271,8 @@ export const ConfigSchema = z
   .object({
     channels: z.array(ChannelSchema).default([]),
     models: z.array(ModelSchema).default([]),
-    /** Family-level discounts; a model's own `discount` is looked at first. */
-    discounts: z.array(FamilyDiscountSchema).optional(),
+    /** Discounts shared by several models; a model's own `discount` is looked at first. */
+    discounts: z.array(SharedDiscountSchema).optional(),
     /** Absent: none. */
     presets: PresetsSchema.optional(),
     /** Absent: probing on, with the defaults. */
@@ -281,7 +282,7 @@ export const ConfigSchema = z
     agents: z.object({ default_model: z.string().min(1).optional() }).strict().optional(),
     /** Absent: the defaults (cool down after 3 failures in a row, 30 s doubling up to 30 min). */
     channel_health: ChannelHealthSchema.optional(),
-    /** Absent: each route family's default body limit. */
+    /** Absent: each body class's default body limit. */
     body_limits: BodyLimitsSchema.optional(),
   })
   .strict()

@@ -22,7 +22,7 @@ h2 { font-size: 1.15rem; margin: 1.4em 0 0.5em; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(160px, 1fr)); gap: 12px; }
 .card { border: 1px solid var(--line); border-radius: 8px; padding: 12px; background: var(--panel); }
 .card .label { color: var(--muted); font-size: 0.85rem; }
-.card .value { font-size: 1.35rem; font-weight: 600; }
+.card .value { font-size: 1.35rem; font-weight: 600; overflow-wrap: anywhere; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; font-size: 0.92rem; }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
@@ -41,22 +41,32 @@ form.inline input[name="reason"] { width: 12em; }
 form.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(180px, 1fr)); gap: 10px; align-items: end; }
 label { display: block; font-size: 0.9rem; }
 input, select, button { font: inherit; padding: 6px 8px; border: 1px solid var(--line); border-radius: 4px; max-width: 100%; }
-input[type="text"], input[type="search"], input[type="datetime-local"], input[type="number"], select { width: 100%; }
+input[type="text"], input[type="search"], input[type="date"], input[type="datetime-local"], input[type="number"], select { width: 100%; }
 button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; }
 button.secondary { background: #fff; color: var(--accent); }
 button.danger { background: var(--bad); border-color: var(--bad); }
 .actions { display: flex; flex-wrap: wrap; gap: 6px; }
+.chart { margin: 0 0 12px; }
 .chart svg { width: 100%; height: auto; max-height: 260px; }
+.chart-title { font-weight: 600; font-size: 0.95rem; }
+.chart-narrow { display: none; }
+.chart-table summary { cursor: pointer; color: var(--accent); }
+td.model { word-break: break-word; }
+.field-error { color: var(--bad); font-size: 0.85rem; margin: 4px 0 0; }
+input[aria-invalid="true"] { border-color: var(--bad); }
+footer.zone-note { max-width: 1100px; margin: 0 auto; padding: 8px 16px 24px; font-size: 0.85rem; }
 .legend { display: flex; flex-wrap: wrap; gap: 10px; list-style: none; padding: 0; font-size: 0.85rem; }
 .sw { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 .s0 { fill: #1f5fbf; background: #1f5fbf; } .s1 { fill: #e07b00; background: #e07b00; } .s2 { fill: #2e8b57; background: #2e8b57; }
 .s3 { fill: #8e44ad; background: #8e44ad; } .s4 { fill: #c0392b; background: #c0392b; } .s5 { fill: #7f8c8d; background: #7f8c8d; }
-.axis { fill: var(--muted); font-size: 11px; }
+.axis { fill: var(--muted); font-size: 13px; }
+.chart-narrow .axis { font-size: 12px; }
 .grid-line { stroke: var(--line); }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 14px; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; word-break: break-word; }
-@media (max-width: 600px) { main { padding: 10px; } th, td { padding: 5px; } .hide-narrow { display: none; } }
+@media (max-width: 600px) { main { padding: 10px; } th, td { padding: 5px; } .hide-narrow { display: none; }
+  .chart-wide { display: none; } .chart-narrow { display: block; } }
 `;
 
 export const CONSOLE_JS = `
@@ -69,11 +79,16 @@ export const CONSOLE_JS = `
     if (!isNaN(d)) { t.title = t.textContent; t.textContent = fmt.format(d); }
   });
   // The call log's filter dates are days in the viewer's time zone: say which, and send it.
-  var tz = document.getElementById('f-tz');
+  // So are the key form's expiry day and the overview chart's days (a cookie tells the server the zone).
   var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  if (tz && !tz.value && zone) {
-    tz.value = zone;
-    document.querySelectorAll('[data-tz]').forEach(function (s) { s.textContent = zone; });
+  var shown = zone;
+  document.querySelectorAll('input[data-zone]').forEach(function (i) {
+    if (!i.value && zone) i.value = zone;
+    shown = i.value || shown;
+  });
+  if (shown) document.querySelectorAll('[data-tz]').forEach(function (s) { s.textContent = shown; });
+  if (zone && document.cookie.indexOf('console_tz=' + encodeURIComponent(zone)) < 0) {
+    document.cookie = 'console_tz=' + encodeURIComponent(zone) + '; path=/console; max-age=31536000; samesite=lax';
   }
   // The sign-in code travels in the link's fragment (never sent to the server, never logged).
   var code = document.getElementById('token');

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../config/schema';
 import type { LogRow } from '../projections/call-log/queries';
+import { holderErrorText } from './call-errors';
+import { yTicks } from './chart';
 import { html, usd } from './html';
 import { fromOwnOrigin } from './origin';
 import { receiptOf } from './receipt';
@@ -149,5 +151,30 @@ describe('fromOwnOrigin (a form from the console\'s own pages)', () => {
     expect(fromOwnOrigin({ origin: 'https://attacker.example', referer: 'http://gw.example:8080/console/', host })).toBe(false);
     expect(fromOwnOrigin({ origin: 'http://gw.example:8080', host: undefined })).toBe(false);
     expect(fromOwnOrigin({ origin: 'http://attacker.example', host: 'gw.example@attacker.example' })).toBe(false);
+  });
+});
+
+describe("the usage chart's y axis", () => {
+  it('has round values from 0 up to at least the largest day, 4 to 5 lines, written with enough decimals', () => {
+    const nano = (usd: number) => BigInt(Math.round(usd * 1e9));
+    expect(yTicks(nano(0.0081))).toEqual({ top: 0.01, ticks: [0, 0.0025, 0.005, 0.0075, 0.01], decimals: 4 });
+    expect(yTicks(nano(3.7))).toEqual({ top: 4, ticks: [0, 1, 2, 3, 4], decimals: 2 });
+    expect(yTicks(nano(12))).toEqual({ top: 15, ticks: [0, 5, 10, 15], decimals: 2 });
+    expect(yTicks(0n).ticks).toHaveLength(5);
+    for (const max of [0.000_001, 0.3, 7.77, 1234]) {
+      const axis = yTicks(nano(max));
+      expect(axis.top).toBeGreaterThanOrEqual(max);
+      expect(axis.ticks.length).toBeGreaterThanOrEqual(4);
+      expect(axis.ticks.length).toBeLessThanOrEqual(6);
+    }
+  });
+});
+
+describe("a call's error in the holder's words", () => {
+  it('never names an operator variable', () => {
+    expect(holderErrorText('gateway_shutting_down', 'the gateway shut down before the stream finished (SHUTDOWN_GRACE_S ran out)')).toMatch(/^The gateway was restarting/);
+    expect(holderErrorText('some_new_code', 'gave up (UPSTREAM_TIMEOUT_MS ran out)')).toBe('Gave up.');
+    expect(holderErrorText('some_new_code', 'MAX_BODY_BYTES is too small')).toBe('A gateway setting is too small.');
+    expect(holderErrorText('upstream_error', null)).toBe('The call did not complete.');
   });
 });

@@ -66,6 +66,7 @@ ${
 <main id="main" tabindex="-1">
 ${body}
 </main>
+${viewer ? html`<footer class="zone-note muted">Dates and times are in your time zone, <span data-tz>UTC</span> (UTC when scripts are off).</footer>` : ''}
 </body>
 </html>`.text;
 }

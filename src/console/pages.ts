@@ -5,6 +5,7 @@ import type { AgentRow, KeyRequestRow } from '../projections/enterprises/queries
 import type { AgentKeyRow, KeyRow } from '../projections/keys/queries';
 import type { Credit, LedgerLine } from '../projections/ledger/queries';
 import type { ReadableKb, SearchHit } from '../projections/knowledge/queries';
+import { holderErrorText } from './call-errors';
 import { usageChart } from './chart';
 import { html, usd, when, type Html } from './html';
 import { csrfField, notice, type ConsoleViewer } from './layout';
@@ -30,6 +31,8 @@ export interface OverviewData {
   readonly keys: readonly KeyRow[];
   readonly credits: readonly Credit[];
   readonly days: readonly string[];
+  /** the time zone the days are in */
+  readonly zone: string;
   readonly daily: readonly DailyUsage[];
   readonly total: UsageTotals;
   readonly byModel: ReadonlyMap<string, UsageTotals>;
@@ -46,14 +49,14 @@ export function overviewPage(d: OverviewData): Html {
 <div class="card"><div class="label">Spent, last 30 days</div><div class="value">${money(d.total.cost)}</div></div>
 </section>
 <h2>Usage over the last ${d.days.length} days</h2>
-${d.total.total_requests === 0 ? notice(html`No calls yet. Create a key on the <a href="/console/keys">API keys</a> page and call a model with it; its cost shows here.`) : usageChart(d.days, d.daily)}
+${d.total.total_requests === 0 ? notice(html`No calls yet. Create a key on the <a href="/console/keys">API keys</a> page and call a model with it; its cost shows here.`) : usageChart(d.days, d.daily, d.zone)}
 ${
   d.byModel.size > 0
-    ? html`<div class="table-wrap"><table><caption class="muted">Totals by model, last 30 days</caption>
-<thead><tr><th scope="col">Model</th><th scope="col" class="num">Calls</th><th scope="col" class="num">Errors</th><th scope="col" class="num">Input tokens</th><th scope="col" class="num">Output tokens</th><th scope="col" class="num">Cost</th></tr></thead>
+    ? html`<div class="table-wrap"><table id="by-model"><caption class="muted">Totals by model, last 30 days</caption>
+<thead><tr><th scope="col">Model</th><th scope="col" class="num">Cost</th><th scope="col" class="num">Calls</th><th scope="col" class="num">Errors</th><th scope="col" class="num hide-narrow">Input tokens</th><th scope="col" class="num hide-narrow">Output tokens</th></tr></thead>
 <tbody>${[...d.byModel.entries()].map(
         ([model, t]) =>
-          html`<tr><td>${model}</td><td class="num">${t.total_requests}</td><td class="num">${t.error_requests + t.rejected_requests + t.interrupted_requests}</td><td class="num">${t.input_tokens}</td><td class="num">${t.output_tokens}</td><td class="num">${money(t.cost)}</td></tr>`,
+          html`<tr><td class="model">${model}</td><td class="num">${money(t.cost)}</td><td class="num">${t.total_requests}</td><td class="num">${t.error_requests + t.rejected_requests + t.interrupted_requests}</td><td class="num hide-narrow">${t.input_tokens}</td><td class="num hide-narrow">${t.output_tokens}</td></tr>`,
       )}</tbody></table></div>`
     : ''
 }
@@ -77,63 +80,6 @@ ${
         (c) => html`<tr><td>${when(c.at)}</td><td>${c.type === 'grant' ? 'grant' : 'top-up'}</td><td>${c.reference ?? ''}</td><td class="num">${money(c.amount)}</td></tr>`,
       )}</tbody></table></div>`
 }`;
-}
-
-function keyState(k: KeyRow, now: number): Html {
-  if (k.status === 'revoked') return html`<span class="bad">revoked</span>`;
-  if (!k.enabled) return html`<span class="bad">disabled</span>`;
-  if (k.expiresAt !== null && k.expiresAt <= now) return html`<span class="bad">expired</span>`;
-  return html`<span class="ok">active</span>`;
-}
-
-export function secretBox(label: string, raw: string): Html {
-  return html`<section class="notice" aria-labelledby="secret-label">
-<p id="secret-label"><strong>${label}</strong></p>
-<div class="secret"><code id="raw-key">${raw}</code><button type="button" class="secondary" data-copy="raw-key" hidden>Copy</button></div>
-<p class="muted">Store it now, in a password manager or your app's secrets. This page is not kept: reloading it will not show the key again.</p>
-</section>`;
-}
-
-export function keysPage(viewer: ConsoleViewer, keys: readonly KeyRow[], now: number, top: Html | null, models: readonly string[]): Html {
-  return html`<h1>API keys</h1>
-${top}
-<h2>Create a key</h2>
-<form method="post" action="/console/keys" class="grid">
-${csrfField(viewer)}
-<div><label for="key-name">Name</label><input type="text" id="key-name" name="name" required maxlength="200" placeholder="laptop"></div>
-<div><label for="key-models">Allowed models (comma-separated; empty: all)</label><input type="text" id="key-models" name="allowed_models" list="model-ids" placeholder="gpt-4o-mini"></div>
-<div><label for="key-expires">Expires on (UTC date; empty: never)</label><input type="text" id="key-expires" name="expires_at" placeholder="YYYY-MM-DD" pattern="\\d{4}-\\d{2}-\\d{2}"></div>
-<div><label for="key-cap">Spend cap in USD (empty: none)</label><input type="text" id="key-cap" name="spend_cap_usd" inputmode="decimal" placeholder="10.00"></div>
-<div><button type="submit">Create key</button></div>
-</form>
-<datalist id="model-ids">${models.map((m) => html`<option value="${m}">`)}</datalist>
-<h2>Your keys</h2>
-${
-  keys.length === 0
-    ? html`<p class="muted">No keys yet: create one above, then send it as <code>Authorization: Bearer …</code>.</p>`
-    : html`<div class="table-wrap"><table id="keys"><thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">State</th><th scope="col" class="hide-narrow">Models</th><th scope="col" class="hide-narrow">Expires</th><th scope="col" class="num">Spent / cap</th><th scope="col" class="hide-narrow">Last used</th><th scope="col">Actions</th></tr></thead><tbody>${keys.map(
-        (k) => html`<tr data-key="${k.keyId}"><td>${k.name}</td><td><code>${k.prefix}…</code></td><td>${keyState(k, now)}</td>
-<td class="hide-narrow">${k.allowedModels === null ? html`<span class="muted">all</span>` : k.allowedModels.join(', ')}</td>
-<td class="hide-narrow">${k.expiresAt === null ? html`<span class="muted">never</span>` : when(k.expiresAt)}</td>
-<td class="num">${money(k.spent)}${k.spendCap !== null ? html` / ${money(k.spendCap)}` : ''}</td>
-<td class="hide-narrow">${when(k.lastUsedAt)}</td>
-<td><div class="actions">${
-          k.status === 'revoked'
-            ? ''
-            : html`${k.revealable ? html`<a href="/console/keys/${k.keyId}/reveal">Reveal</a>` : ''}
-<form method="post" action="/console/keys/${k.keyId}/${k.enabled ? 'disable' : 'enable'}" class="inline">${csrfField(viewer)}<button type="submit" class="secondary">${k.enabled ? 'Disable' : 'Enable'}</button></form>
-<form method="post" action="/console/keys/${k.keyId}/revoke" class="inline" data-confirm="Revoke ${k.name}? Calls with it will be refused at once; this cannot be undone.">${csrfField(viewer)}<button type="submit" class="danger">Revoke</button></form>`
-        }
-<form method="post" action="/console/keys/${k.keyId}/delete" class="inline" data-confirm="Delete ${k.name}? It disappears from this list and can never be revealed again.">${csrfField(viewer)}<button type="submit" class="danger">Delete</button></form></div></td></tr>`,
-      )}</tbody></table></div>`
-}`;
-}
-
-export function revealConfirmPage(viewer: ConsoleViewer, key: KeyRow): Html {
-  return html`<h1>Reveal ${key.name}</h1>
-<p>The raw key gives whoever sees it the use of your wallet. Revealing it is recorded in your account's audit trail.</p>
-<form method="post" action="/console/keys/${key.keyId}/reveal">${csrfField(viewer)}
-<div class="actions"><button type="submit">Reveal the key</button> <a href="/console/keys">Cancel</a></div></form>`;
 }
 
 export function logTable(rows: readonly LogRow[]): Html {
@@ -161,7 +107,7 @@ export function logsPage(filters: LogFilters, keys: readonly KeyRow[], rows: rea
   const option = (value: string, label: string, current: string) => html`<option value="${value}"${value === current ? html` selected` : ''}>${label}</option>`;
   return html`<h1>Call log</h1>
 <form method="get" action="/console/logs" class="grid" aria-label="Filters">
-<input type="hidden" id="f-tz" name="tz" value="${filters.tz}">
+<input type="hidden" id="f-tz" name="tz" value="${filters.tz}" data-zone>
 <div><label for="f-from">From (date, <span data-tz>${filters.tz || 'UTC'}</span>)</label><input type="text" id="f-from" name="from" value="${filters.from}" placeholder="YYYY-MM-DD"></div>
 <div><label for="f-to">To (date, <span data-tz>${filters.tz || 'UTC'}</span>, exclusive)</label><input type="text" id="f-to" name="to" value="${filters.to}" placeholder="YYYY-MM-DD"></div>
 <div><label for="f-model">Model</label><input type="text" id="f-model" name="model" value="${filters.model}"></div>
@@ -189,7 +135,7 @@ export function callPage(row: LogRow, ledger: readonly LedgerLine[], receipt: Re
 ${fact('When', when(row.created_at))}
 ${fact('Model', row.model)}
 ${fact('Status', html`<span class="status-${row.status}">${row.status}</span>`)}
-${row.error_code ? fact('Error', `${row.error_code}: ${row.error_message ?? ''}`) : ''}
+${row.error_code ? fact('What happened', html`${holderErrorText(row.error_code, row.error_message)} <span class="muted">(<code>${row.error_code}</code>)</span>`) : ''}
 ${fact('Key', row.key_name ? `${row.key_name} (${row.key_prefix}…)` : null)}
 ${fact('Request id', html`<code>${row.request_id}</code>`)}
 ${row.task_id ? fact('Task id', html`<code>${row.task_id}</code>`) : ''}

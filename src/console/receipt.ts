@@ -1,4 +1,4 @@
-import type { ModelConfig, FamilyDiscount } from '../config/schema';
+import type { ModelConfig, SharedDiscount } from '../config/schema';
 import { formatUsd, parseUsd } from '../money/usd';
 import type { LogRow } from '../projections/call-log/queries';
 import { chargeOf, pricingOf } from '../upstream/pricing';
@@ -43,13 +43,13 @@ function exactPerMillion(scaled: bigint): string {
  * times their price per million, the multipliers, one rounding up, the built-in tool fees. Models
  * priced per unit show units times the unit price; anything else shows the captured amount only.
  */
-export function receiptOf(model: ModelConfig | undefined, row: LogRow, families: readonly FamilyDiscount[]): Receipt {
+export function receiptOf(model: ModelConfig | undefined, row: LogRow, shared: readonly SharedDiscount[]): Receipt {
   const captured = parseUsd(row.cost_usd) + parseUsd(row.adjustment_usd);
   const charged = formatUsd(captured);
   if (row.status === 'rejected') return { lines: [], multipliers: [], computed: '0.00', charged, matches: captured === 0n, note: 'A rejected call is never charged: nothing was held.' };
   if (!model) return { lines: [], multipliers: [], computed: charged, charged, matches: true, note: 'The model is no longer in the price list; the ledger shows what was captured.' };
   if (model.kind === 'text') {
-    const pricing = pricingOf(model, families);
+    const pricing = pricingOf(model, shared);
     const cached = Math.min(row.cached_tokens, row.input_tokens);
     const uncached = row.input_tokens - cached;
     const line = (label: string, tokens: number, price: bigint): ReceiptLine => ({

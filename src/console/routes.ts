@@ -7,9 +7,8 @@ import type { Enterprises } from '../commands/enterprise/service';
 import { available, escrowLeft } from '../commands/wallet/state';
 import { STATUS_OF } from '../http/admin/admin-error';
 import type { ModelRegistry } from '../config/registry';
-import { UsdString } from '../config/schema';
 import type { Position } from '../events/store/port';
-import { formatUsd, parseUsd } from '../money/usd';
+import { formatUsd } from '../money/usd';
 import { CSV_ROW_CAP, DEFAULT_WINDOW_S, dailyUsage, queryLogs, usageTotals, type LogFilter } from '../projections/call-log/queries';
 import { auditTail } from '../projections/audit/queries';
 import { enterpriseAgents, keyRequests } from '../projections/enterprises/queries';
@@ -18,16 +17,18 @@ import { callLedger, credits } from '../projections/ledger/queries';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { Sql } from '../storage/sql';
 import { logsCsv } from '../http/admin/logs';
-import type { RouteDoc } from '../http/openapi/route-doc';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets';
 import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
-import { callPage, enterprisePage, keysPage, knowledgePage, logsPage, overviewPage, revealConfirmPage, secretBox, signInPage, type LogFilters } from './pages';
+import { doc, DateText, FORM_BYTES } from './forms';
+import { keyRoutes } from './key-routes';
+import { secretBox } from './keys-page';
+import { callPage, enterprisePage, knowledgePage, logsPage, overviewPage, signInPage, type LogFilters } from './pages';
 import { receiptOf } from './receipt';
 import type { ConsoleSessions } from './sessions';
 import { ConsoleRefusal, field, guardConsole, INACTIVE, notFoundPage, sessionIdOf, SESSION_COOKIE } from './guard';
 import { SignInLimit } from './sign-in-limit';
-import { isTimeZone, startOfDay } from './zone';
+import { isTimeZone, offsetAt, startOfDay } from './zone';
 
 export interface ConsoleOptions {
   readonly ledger: Ledger;
@@ -50,31 +51,6 @@ declare module 'fastify' {
     readonly consolePublic?: boolean;
   }
 }
-
-/** A form is a few short fields. */
-const FORM_BYTES = 16 * 1024;
-
-const doc = (operationId: string, summary: string, method: 'GET' | 'POST', extra: Partial<RouteDoc> = {}): RouteDoc => ({
-  operationId,
-  summary,
-  tags: ['console'],
-  responses: { 200: { description: 'An HTML page.', mediaTypes: ['text/html'] } },
-  ...(method === 'POST' ? { body: { raw: 'A form (application/x-www-form-urlencoded) with the session\'s CSRF token in `_csrf`.' } } : {}),
-  ...extra,
-});
-
-const DateText = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date is written YYYY-MM-DD')
-  .refine((text) => !Number.isNaN(Date.parse(`${text}T00:00:00Z`)), 'is not a date');
-const dateToUnix = (text: string) => Math.floor(Date.parse(`${text}T00:00:00Z`) / 1000);
-
-const NewKey = z.object({
-  name: z.string().trim().min(1, 'give the key a name').max(200, 'a name is at most 200 characters'),
-  allowed_models: z.string().max(20_000),
-  expires_at: z.union([z.literal(''), DateText]),
-  spend_cap_usd: z.union([z.literal(''), UsdString.refine((v) => parseUsd(v) <= parseUsd('1000000000'), 'a spend cap is at most 1000000000 USD')]),
-});
 
 /** The account holders' console under /console/ (docs/console.md). */
 export function consoleRoutes(options: ConsoleOptions) {
@@ -155,12 +131,16 @@ export function consoleRoutes(options: ConsoleOptions) {
       const to = at + 1;
       const from = to - DEFAULT_WINDOW_S;
       const wallet = await ledger.wallet(viewer.accountId);
-      const firstDay = Math.floor((at - 29 * 86400) / 86400);
+      // The chart's days are the viewer's (console.js keeps the zone in a cookie; UTC until then).
+      const cookieZone = request.cookies.console_tz ?? '';
+      const zone = cookieZone.length <= 64 && isTimeZone(cookieZone) ? cookieZone : 'UTC';
+      const offset = offsetAt(at, zone);
+      const firstDay = Math.floor((at + offset - 29 * 86400) / 86400);
       const days = Array.from({ length: 30 }, (_, i) => new Date((firstDay + i) * 86400_000).toISOString().slice(0, 10));
       const [keys, credited, daily, totals, lastCalls] = await Promise.all([
         accountKeys(sql, viewer.accountId),
         credits(sql, viewer.accountId),
-        dailyUsage(sql, viewer.accountId, firstDay * 86400, to),
+        dailyUsage(sql, viewer.accountId, firstDay * 86400 - offset, to, offset),
         usageTotals(sql, viewer.accountId, from, to),
         queryLogs(sql, { accountId: viewer.accountId, from, to }, 5),
       ]);
@@ -168,7 +148,7 @@ export function consoleRoutes(options: ConsoleOptions) {
         reply,
         200,
         'Overview',
-        overviewPage({ balance: wallet.balance, held: wallet.held, keys, credits: credited, days, daily, total: totals.total, byModel: totals.byModel, lastCalls: lastCalls.slice(0, 5) }),
+        overviewPage({ balance: wallet.balance, held: wallet.held, keys, credits: credited, days, zone, daily, total: totals.total, byModel: totals.byModel, lastCalls: lastCalls.slice(0, 5) }),
         viewer,
         '/console/',
       );
@@ -179,75 +159,7 @@ export function consoleRoutes(options: ConsoleOptions) {
     );
 
     // ---- keys ----
-    const callableModels = registry.config.models.filter((m) => m.callable !== false).map((m) => m.id);
-    const keysView = async (request: FastifyRequest, reply: FastifyReply, status: number, top: Html | null) => {
-      const viewer = viewerOf(request);
-      return send(reply, status, 'API keys', keysPage(viewer, await accountKeys(sql, viewer.accountId), now(), top, callableModels), viewer, '/console/keys');
-    };
-    const DONE: Record<string, string> = { enabled: 'The key is enabled.', disabled: 'The key is disabled: calls with it are refused until you enable it.', revoked: 'The key is revoked: calls with it are refused.', deleted: 'The key is deleted.' };
-
-    app.get<{ Querystring: { done?: string } }>('/keys', { config: { openapi: doc('consoleKeys', 'API keys: list and create', 'GET') } }, async (request, reply) =>
-      keysView(request, reply, 200, request.query.done && DONE[request.query.done] ? notice(DONE[request.query.done]!) : null),
-    );
-
-    app.post('/keys', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleCreateKey', 'Create a key: the raw key is shown once in the answer', 'POST') } }, async (request, reply) => {
-      const viewer = viewerOf(request);
-      const parsed = NewKey.safeParse({
-        name: field(request.body, 'name'),
-        allowed_models: field(request.body, 'allowed_models'),
-        expires_at: field(request.body, 'expires_at').trim(),
-        spend_cap_usd: field(request.body, 'spend_cap_usd').trim(),
-      });
-      if (!parsed.success) return keysView(request, reply, 400, notice(`The key was not created: ${parsed.error.issues.map((i) => i.message).join('; ')}.`, 'error'));
-      const body = parsed.data;
-      const models = body.allowed_models.split(',').map((m) => m.trim()).filter((m) => m !== '');
-      const unknown = models.filter((m) => !registry.resolve(m));
-      if (unknown.length > 0) return keysView(request, reply, 400, notice(`The key was not created: unknown models ${unknown.slice(0, 10).join(', ')}. Pick ids from the list.`, 'error'));
-      const expiresAt = body.expires_at === '' ? null : dateToUnix(body.expires_at);
-      if (expiresAt !== null && expiresAt <= now()) return keysView(request, reply, 400, notice('The key was not created: its expiry date has passed.', 'error'));
-      const result = await ledger.issueKey(
-        viewer.accountId,
-        { name: body.name, allowed_models: models.length > 0 ? models : null, expires_at: expiresAt, enabled: true, spend_cap: body.spend_cap_usd === '' ? null : parseUsd(body.spend_cap_usd) },
-        viewer.actor,
-      );
-      if (!result.ok) return keysView(request, reply, 409, notice(`The key was not created: ${result.error.message}.`, 'error'));
-      await settled(result.position);
-      return keysView(request, reply, 201, secretBox(`Your new key “${body.name}”. It is shown this once:`, result.raw));
-    });
-
-    /** The viewer's own key, or a 404 page: another account's key is as absent as an unknown one. */
-    async function ownKey(request: FastifyRequest<{ Params: { id: string } }>) {
-      const viewer = viewerOf(request);
-      const key = (await accountKeys(sql, viewer.accountId)).find((k) => k.keyId === request.params.id);
-      if (!key) throw new ConsoleRefusal(404, 'Not found', html`${notice('No such key in your account.', 'error')}<p><a href="/console/keys">Your keys</a></p>`);
-      return key;
-    }
-
-    app.get<{ Params: { id: string } }>('/keys/:id/reveal', { config: { openapi: doc('consoleRevealConfirm', 'Confirm revealing a key', 'GET') } }, async (request, reply) => {
-      const key = await ownKey(request);
-      return send(reply, 200, 'Reveal key', revealConfirmPage(viewerOf(request), key), viewerOf(request), '/console/keys');
-    });
-
-    app.post<{ Params: { id: string } }>('/keys/:id/reveal', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleRevealKey', 'Reveal a key (recorded as an audit event)', 'POST') } }, async (request, reply) => {
-      const key = await ownKey(request);
-      const result = await ledger.revealKey(key.keyId, viewerOf(request).actor);
-      if (!result.ok) return keysView(request, reply, 409, notice(`The key cannot be revealed: ${result.error.message}.`, 'error'));
-      await settled(result.position);
-      return keysView(request, reply, 200, secretBox(`The key “${key.name}”:`, result.raw));
-    });
-
-    const keyAction = (action: 'enable' | 'disable' | 'revoke' | 'delete', done: string, run: (keyId: string, actor: string) => ReturnType<Ledger['revokeKey']>) =>
-      app.post<{ Params: { id: string } }>(`/keys/:id/${action}`, { bodyLimit: FORM_BYTES, config: { openapi: doc(`console${action[0]!.toUpperCase()}${action.slice(1)}Key`, `${action[0]!.toUpperCase()}${action.slice(1)} a key`, 'POST') } }, async (request, reply) => {
-        const key = await ownKey(request);
-        const result = await run(key.keyId, viewerOf(request).actor);
-        if (!result.ok) return keysView(request, reply, 409, notice(`Nothing changed: ${result.error.message}.`, 'error'));
-        await settled(result.position);
-        return reply.redirect(`/console/keys?done=${done}`, 303);
-      });
-    keyAction('enable', 'enabled', (id, actor) => ledger.updateKey(id, { enabled: true }, actor));
-    keyAction('disable', 'disabled', (id, actor) => ledger.updateKey(id, { enabled: false }, actor));
-    keyAction('revoke', 'revoked', (id, actor) => ledger.revokeKey(id, 'revoked in the console', actor));
-    keyAction('delete', 'deleted', (id, actor) => ledger.deleteKey(id, actor));
+    keyRoutes(app, { ledger, sql, registry, settled, now, viewerOf, send });
 
     // ---- call log ----
     const LogFilterQuery = z.object({

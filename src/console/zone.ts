@@ -11,7 +11,7 @@ export function isTimeZone(name: string): boolean {
 }
 
 /** The zone's offset from UTC at an instant, in seconds (east positive). */
-function offsetAt(unixSeconds: number, timeZone: string): number {
+export function offsetAt(unixSeconds: number, timeZone: string): number {
   const parts = Object.fromEntries(
     new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
       .formatToParts(new Date(unixSeconds * 1000))

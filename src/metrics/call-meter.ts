@@ -1,4 +1,5 @@
 import type { CallRecord } from '../events/catalog';
+import { isCredentialRefusal } from '../channels/credential-refusal';
 import type { Failure } from '../upstream/upstream-call';
 import type { AccessCall } from './access-log';
 import type { AttemptResult, GatewayMetrics } from './metrics';
@@ -9,6 +10,8 @@ export function attemptResult(failure: Failure | null): AttemptResult {
   if (failure.kind === 'no_channel') return 'unreachable';
   if (failure.kind !== 'status') return failure.kind;
   if (failure.status === 429) return 'rate_limited';
+  // The channel's own key, not the caller's request: failed over and probed, never the client's 4xx.
+  if (isCredentialRefusal(failure)) return 'credentials';
   return failure.status < 500 ? 'client_error' : 'server_error';
 }
 

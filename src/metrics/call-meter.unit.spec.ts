@@ -46,6 +46,12 @@ describe('attemptResult', () => {
     expect(attemptResult({ kind: 'status', status: 429, body: '', headers: {} })).toBe('rate_limited');
     expect(attemptResult({ kind: 'status', status: 404, body: '', headers: {} })).toBe('client_error');
     expect(attemptResult({ kind: 'status', status: 503, body: '', headers: {} })).toBe('server_error');
+    // The channel's own key refused (issue 33): not the caller's 4xx.
+    expect(attemptResult({ kind: 'status', status: 401, body: '', headers: {} })).toBe('credentials');
+    expect(attemptResult({ kind: 'status', status: 403, body: '', headers: {} })).toBe('credentials');
+    const gemini = JSON.stringify({ error: { code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT' } });
+    expect(attemptResult({ kind: 'status', status: 400, body: gemini, headers: {} })).toBe('credentials');
+    expect(attemptResult({ kind: 'status', status: 400, body: '{}', headers: {} })).toBe('client_error');
   });
 });
 

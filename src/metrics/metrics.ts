@@ -1,25 +1,14 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { TASK_FAMILIES, type CallRecord, type TaskFamily } from '../events/catalog';
+import { Counter, Histogram, Registry } from 'prom-client';
+import type { CallRecord } from '../events/catalog';
 import type { RunOutcome } from '../jobs/port';
-import type { OpenHolds } from '../projections/accounts/open-holds';
-import type { ProjectionLag } from '../projections/runner/lag';
+import { ChannelStateMetrics, type ChannelStateSource } from './channel-state';
 import { processRegistry } from './process';
-import { sampled } from './sampled';
+import { scrapedGauges, type MetricSources } from './scraped';
+
+export type { MetricSources } from './scraped';
 
 /** How one upstream attempt ended: `ok` (an answer began), or why it failed. */
-export type AttemptResult = 'ok' | 'timeout' | 'unreachable' | 'unreadable' | 'rate_limited' | 'client_error' | 'server_error' | 'shutdown';
-
-
-
-/** What the gateway's metrics read at each scrape. A gauge whose source is absent is not registered. */
-export interface MetricSources {
-  /** Events parked per projection (see src/projections/runner/parked.ts), every projection named. */
-  parkedEvents?(): Promise<ReadonlyMap<string, number>>;
-  projectionLag?(): Promise<ReadonlyMap<string, ProjectionLag>>;
-  openHolds?(): Promise<OpenHolds>;
-  /** Media tasks in flight per family (the task views); a family absent from the map has none. */
-  tasksInFlight?(): Promise<ReadonlyMap<TaskFamily, number>>;
-}
+export type AttemptResult = 'ok' | 'timeout' | 'unreachable' | 'unreadable' | 'rate_limited' | 'credentials' | 'client_error' | 'server_error' | 'shutdown';
 
 export interface MetricsOptions {
   /** The catalogue id a call's model text names (an id or an alias), else undefined: model labels
@@ -211,7 +200,7 @@ export class GatewayMetrics {
     });
     this.attempts = new Counter({
       name: 'gateway_upstream_attempts_total',
-      help: 'Upstream requests by channel and result: ok (an answer began), timeout, unreachable, rate_limited (429), client_error (other 4xx), server_error (5xx).',
+      help: 'Upstream requests by channel and result: ok (an answer began), timeout, unreachable, unreadable, rate_limited (429), credentials (the channel\'s own key refused: 401/403, Gemini\'s API_KEY_INVALID), client_error (other 4xx), server_error (5xx), shutdown.',
       labelNames: ['channel', 'result'],
       registers,
     });
@@ -271,90 +260,7 @@ export class GatewayMetrics {
     this.appendSeconds = this.appendDuration.labels(this.engine).observe;
     this.appendBatch = this.appendCommands.labels(this.engine).observe;
 
-    this.scraped(sources, onError, sampleMs);
-  }
-
-  /** The gauges read at each scrape. */
-  private scraped(sources: MetricSources, onError: (error: unknown) => void, sampleMs: number) {
-    const registers = [this.registry];
-    // A failed read keeps the last values: the scrape still answers, with the other metrics.
-    const each = <T>(read: () => Promise<T>, apply: (value: T) => void) => {
-      const sample = sampled(read, sampleMs);
-      return async () => {
-        try {
-          apply(await sample());
-        } catch (error) {
-          onError(error);
-        }
-      };
-    };
-    const { parkedEvents, projectionLag, openHolds, tasksInFlight } = sources;
-    if (parkedEvents) {
-      const collect = each(parkedEvents.bind(sources), (counts) => {
-        for (const [projection, count] of counts) parked.set({ projection }, count);
-      });
-      const parked: Gauge<'projection'> = new Gauge({
-        name: 'gateway_projection_parked_events',
-        help: 'Events a projection could not apply and parked (their streams are left as they were before them); see `gateway ledger verify --parked`.',
-        labelNames: ['projection'],
-        registers,
-        collect,
-      });
-    }
-    if (projectionLag) {
-      const collect = each(projectionLag.bind(sources), (lags) => {
-        for (const [projection, lag] of lags) {
-          events.set({ projection }, lag.events);
-          seconds.set({ projection }, lag.seconds);
-        }
-      });
-      const events: Gauge<'projection'> = new Gauge({
-        name: 'gateway_projection_lag_events',
-        help: 'Events in the log after a projection\'s checkpoint (counted up to 100,000; EventStoreDB: 1,000).',
-        labelNames: ['projection'],
-        registers,
-        collect,
-      });
-      const seconds: Gauge<'projection'> = new Gauge({
-        name: 'gateway_projection_lag_seconds',
-        help: 'Age of the oldest event a projection has not applied; 0 at the head of the log.',
-        labelNames: ['projection'],
-        registers,
-        collect,
-      });
-    }
-    if (openHolds) {
-      const collect = each(openHolds.bind(sources), (holds) => {
-        open.set(holds.open);
-        oldest.set(holds.oldestAgeSeconds);
-        expired.set(holds.expired);
-      });
-      const open = new Gauge({ name: 'gateway_holds_open', help: 'Holds open (the holds read model).', registers, collect });
-      const oldest = new Gauge({
-        name: 'gateway_holds_open_oldest_age_seconds',
-        help: 'Age of the oldest open hold; 0 when none is open. A call holds for at most its time limit plus two minutes.',
-        registers,
-        collect,
-      });
-      const expired = new Gauge({
-        name: 'gateway_holds_open_expired',
-        help: 'Open holds past their deadline, which the hold sweeper releases (every 30 s).',
-        registers,
-        collect,
-      });
-    }
-    if (tasksInFlight) {
-      const collect = each(tasksInFlight.bind(sources), (counts) => {
-        for (const family of TASK_FAMILIES) tasks.set({ family }, counts.get(family) ?? 0);
-      });
-      const tasks: Gauge<'family'> = new Gauge({
-        name: 'gateway_tasks_in_flight',
-        help: 'Media tasks created and not yet ended (the task views), by family; each holds its reservation until it ends.',
-        labelNames: ['family'],
-        registers,
-        collect,
-      });
-    }
+    scrapedGauges(this.registry, sources, onError, sampleMs);
   }
 
   /** The text exposition format. */
@@ -397,6 +303,11 @@ export class GatewayMetrics {
       this.uncharged.inc({ model }, Number(timings.uncharged) / 1e9);
       this.capped.inc({ model });
     }
+  }
+
+  /** Channel health from this instance's board (src/metrics/channel-state.ts); once per gateway. */
+  channelStates(board: ChannelStateSource, channelIds: () => readonly string[]): ChannelStateMetrics {
+    return new ChannelStateMetrics(this.registry, board, channelIds);
   }
 
   upstreamAttempt(channel: string, result: AttemptResult): void {

@@ -22,8 +22,8 @@ LOOPBACK.addAddress('::1', 'ipv6');
 export function isLoopbackHost(host: string): boolean {
   const name = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
   if (name === 'localhost') return true;
-  const family = isIP(name);
-  return family !== 0 && LOOPBACK.check(name, family === 4 ? 'ipv4' : 'ipv6');
+  const ipVersion = isIP(name);
+  return ipVersion !== 0 && LOOPBACK.check(name, ipVersion === 4 ? 'ipv4' : 'ipv6');
 }
 
 /** Who may scrape: anybody with the token when one is set; without one, anybody only when nobody but

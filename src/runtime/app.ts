@@ -41,7 +41,7 @@ import { hostedFileRoutes } from '../http/media/hosted/files';
 import { videoRoutes } from '../http/media/video/videos';
 import { clipTemplateRoutes } from '../http/media/video/clip-templates';
 import { ClipTemplates } from '../clip/templates';
-import { NO_PROBE, type UrlProbe } from '../probe/port';
+import { NO_MEDIA_PROBE, type UrlProbe } from '../media-check/port';
 import { avatarRoutes } from '../http/media/video/avatars';
 import { speechRoutes } from '../http/media/speech/speech';
 import type { SpeechTimings } from '../http/media/speech/speech-calls';
@@ -80,6 +80,8 @@ export interface AppDeps {
   readonly hosted: HostedOutputs;
   /** Where the files of multipart image edits wait on disk while their call runs (DATA_DIR/uploads). */
   readonly uploadsDir: string;
+  /** The most bytes those files may take at once (UPLOAD_SPOOL_LIMIT_MB); default 1024 MB. */
+  readonly uploadSpoolLimit?: number;
   /** Media tasks: their commands, their views, and what moves them outside requests. */
   readonly tasks: TaskService;
   readonly taskQueries: TaskQueries;
@@ -87,7 +89,7 @@ export interface AppDeps {
   /** The upstream's time limit for accepting a media task; the spec's 60 s unless a test shortens it. */
   readonly taskSubmitTimeoutMs?: number;
   /** Probing of media URLs named in bodies (digital humans, clips); default none: every URL passed on. */
-  readonly probe?: UrlProbe;
+  readonly mediaProbe?: UrlProbe;
   /** How long a transcript request waits (the spec's 55 s) and how often it polls; shorter in tests. */
   readonly transcriptTimings?: Partial<TranscriptTimings>;
   /** Per-account requests per minute and concurrency (Redis-shared or in-process). */
@@ -238,8 +240,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       background: deps.workflows.background,
       hosted: deps.hosted,
       uploadsDir: deps.uploadsDir,
+      ...(deps.uploadSpoolLimit !== undefined ? { uploadSpoolLimit: deps.uploadSpoolLimit } : {}),
       viewsAt: (position: Position | null) => deps.runner.waitFor(position),
-      probe: deps.probe ?? NO_PROBE,
+      mediaProbe: deps.mediaProbe ?? NO_MEDIA_PROBE,
     }),
   );
   if (deps.hosted) await app.register(hostedFileRoutes(deps.hosted, now));
@@ -254,8 +257,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Smart-clip templates, kept 10 minutes on the gateway's clock (tests move it with `now`).
   const clipTemplates = new ClipTemplates(deps.registry, { now: () => now() * 1000, board: router.board });
   await app.register(clipTemplateRoutes(clipTemplates));
-  await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE, clipTemplates }));
-  await app.register(avatarRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, probe: deps.probe ?? NO_PROBE }));
+  await app.register(videoRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, mediaProbe: deps.mediaProbe ?? NO_MEDIA_PROBE, clipTemplates }));
+  await app.register(avatarRoutes({ ...taskSubmit, registry: deps.registry, router, queries: deps.taskQueries, mediaProbe: deps.mediaProbe ?? NO_MEDIA_PROBE }));
   const speech = {
     ...taskSubmit,
     registry: deps.registry,
@@ -265,7 +268,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     hosted: deps.hosted,
     publicBaseUrl: deps.publicBaseUrl,
     timings: deps.speechTimings,
-    probe: deps.probe ?? NO_PROBE,
+    mediaProbe: deps.mediaProbe ?? NO_MEDIA_PROBE,
   };
   await app.register(speechRoutes(speech));
   await app.register(voiceRoutes(speech));
@@ -273,7 +276,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(musicRoutes(music));
   await app.register(musicAssetRoutes(music));
   await app.register(
-    transcriptRoutes({ ...taskSubmit, registry: deps.registry, router, background: deps.workflows.background, timings: { ...TRANSCRIPT_TIMINGS, ...deps.transcriptTimings }, probe: deps.probe ?? NO_PROBE }),
+    transcriptRoutes({ ...taskSubmit, registry: deps.registry, router, background: deps.workflows.background, timings: { ...TRANSCRIPT_TIMINGS, ...deps.transcriptTimings }, mediaProbe: deps.mediaProbe ?? NO_MEDIA_PROBE }),
   );
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));

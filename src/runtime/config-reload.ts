@@ -8,7 +8,7 @@ import type { ModelRegistry } from '../config/registry';
 import { readConfig } from '../config/reload';
 import { ConfigApplied, GATEWAY_CONFIG_STREAM } from '../events/catalog';
 import type { EventStore } from '../events/store/port';
-import type { ConfiguredProbe } from '../probe/from-config';
+import type { ConfiguredProbe } from '../media-check/from-config';
 import type { ProjectionRunner } from '../projections/runner/runner';
 import type { Settings } from './settings';
 

@@ -20,14 +20,15 @@ import { TaskService } from '../commands/task/service';
 import { createJobQueue } from '../jobs';
 import { TaskQueries } from '../projections/tasks/queries';
 import type { PollerSettings } from '../tasks/poller';
-import { ConfiguredProbe } from '../probe/from-config';
-import type { UrlProbe } from '../probe/port';
+import { ConfiguredProbe } from '../media-check/from-config';
+import type { UrlProbe } from '../media-check/port';
 import { TaskWorkflows, type TaskWorkflowLog } from '../tasks/workflows';
 import { allProjections } from '../projections';
 import { openHolds } from '../projections/accounts/open-holds';
 import { KnowledgeQueries } from '../projections/knowledge/queries';
 import { meteredStore } from '../metrics/event-store';
 import { GatewayMetrics } from '../metrics/metrics';
+import { VERSION } from './version';
 import { metricsRoute, metricsTokenOf } from '../metrics/route';
 import { ProjectionRunner, type Parking } from '../projections/runner/runner';
 import { KeyCipher } from '../secrets/api-key';
@@ -116,11 +117,9 @@ export interface GatewayOverrides {
   readonly taskSubmitTimeoutMs?: number;
   /** How long a transcript request waits and how often it polls (default 55 s, 1 s). */
   readonly transcriptTimings?: AppDeps['transcriptTimings'];
-  /** The media URL probe instead of the config's `media_probe` (tests: a fake, or NO_PROBE). */
-  readonly probe?: UrlProbe;
+  /** The media URL probe instead of the config's `media_probe` (tests: a fake, or NO_MEDIA_PROBE). */
+  readonly mediaProbe?: UrlProbe;
 }
-
-const VERSION = '0.1.0';
 
 export async function createGateway(settings: Settings, overrides: GatewayOverrides = {}): Promise<Gateway> {
   const config = overrides.config ?? loadConfig(settings.configPath).config;
@@ -243,6 +242,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   // Channel health (src/channels): its changes appended to the log, chat channels probed.
   const channelBoard = new ChannelBoard(healthPolicyOf(config.channel_health));
   registry.followHealth(channelBoard);
+  metrics.channelStates(channelBoard, () => registry.config.channels.map((c) => c.id));
   await restoreDisabled(channelBoard, store, config.channels);
   const channelAudit = auditChannelChanges(channelBoard, store, (error, channelId) => app.log.error({ err: error, channelId }, 'a channel state change could not be appended to the log'));
   // What other instances record (an operator's disable or enable, credentials refused, a probe's success) is
@@ -283,10 +283,11 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     objects,
     hosted,
     uploadsDir: join(settings.dataDir, 'uploads'),
+    uploadSpoolLimit: settings.uploadSpoolLimitMb * 1024 * 1024,
     tasks,
     taskQueries,
     workflows,
-    probe: overrides.probe ?? mediaProbe,
+    mediaProbe: overrides.mediaProbe ?? mediaProbe,
     ...(overrides.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: overrides.taskSubmitTimeoutMs } : {}),
     ...(overrides.transcriptTimings ? { transcriptTimings: overrides.transcriptTimings } : {}),
     publicBaseUrl: settings.publicBaseUrl,

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CallCommit } from '../commands/ledger';
-import { POLLER_SETTINGS } from '../tasks/poller';
-import { corsOriginsOf, trustProxyOf, type CorsOrigins, type TrustProxy } from '../http/edge';
+import { DEFAULT_PGLITE_SHARED_BUFFERS_MB } from '../storage/pglite-settings';
+import { POLLER_SETTINGS } from '../tasks/poller-settings';
+import { DEFAULT_UPLOAD_SPOOL_LIMIT_MB } from '../http/media/images/upload-settings';
+import { corsOriginsOf, trustProxyOf, type CorsOrigins, type TrustProxy } from '../http/edge-settings';
 
 // The gateway's settings from the environment (every variable the README documents that the gateway
 // itself reads), each refused at start with its name when it cannot be used; and the secrets generated
@@ -36,6 +38,11 @@ export interface Settings {
   readonly warmStart: { readonly keys: number; readonly budgetMs: number };
   /** TASK_POLL_INTERVAL_MS: how often an upstream media task is asked about (default 5000). */
   readonly taskPollIntervalMs: number;
+  /** UPLOAD_SPOOL_LIMIT_MB: the most disk the files of multipart image edits in flight may take
+   * (DATA_DIR/uploads; default 1024), one account at most half of it. */
+  readonly uploadSpoolLimitMb: number;
+  /** PGLITE_SHARED_BUFFERS_MB: the embedded database's buffer pool (default 32); unused with DATABASE_URL. */
+  readonly pgliteSharedBuffersMb: number;
   /** PROJECTIONS: `in-process` (default), this process applies the log to the read models; `external`,
    * a `gateway projections run` worker does, and this process only follows its checkpoints (Postgres only). */
   readonly projections: 'in-process' | 'external';
@@ -89,6 +96,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
       budgetMs: secondsOf('WARM_START_BUDGET_S', blank(env.WARM_START_BUDGET_S), 15) * 1000,
     },
     taskPollIntervalMs: pollIntervalOf(blank(env.TASK_POLL_INTERVAL_MS)),
+    uploadSpoolLimitMb: uploadSpoolLimitOf(blank(env.UPLOAD_SPOOL_LIMIT_MB)),
+    pgliteSharedBuffersMb: sharedBuffersOf(blank(env.PGLITE_SHARED_BUFFERS_MB)),
     projections: projectionsOf(blank(env.PROJECTIONS), blank(env.DATABASE_URL)),
     env,
   };
@@ -145,6 +154,22 @@ function pollIntervalOf(value: string | undefined): number {
   const ms = /^\d+$/.test(value) ? Number(value) : NaN;
   if (!(ms >= 10 && ms <= 3_600_000)) throw new SettingError(`TASK_POLL_INTERVAL_MS must be a whole number of milliseconds from 10 to 3600000, not "${value}"`);
   return ms;
+}
+
+/** Whole MB, at least 2 (one account may take half) and at most 1 TiB. */
+function uploadSpoolLimitOf(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_UPLOAD_SPOOL_LIMIT_MB;
+  const mb = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(mb >= 2 && mb <= 1_048_576)) throw new SettingError(`UPLOAD_SPOOL_LIMIT_MB must be a whole number of MB from 2 to 1048576, not "${value}"`);
+  return mb;
+}
+
+/** Whole MB from 1 to 1024 (PGlite's memory is a 32-bit WASM heap of at most 2 GB). */
+function sharedBuffersOf(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_PGLITE_SHARED_BUFFERS_MB;
+  const mb = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(mb >= 1 && mb <= 1024)) throw new SettingError(`PGLITE_SHARED_BUFFERS_MB must be a whole number of MB from 1 to 1024, not "${value}"`);
+  return mb;
 }
 
 /** A secret from the environment, else the one generated into DATA_DIR on first start. */

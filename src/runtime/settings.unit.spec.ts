@@ -27,6 +27,13 @@ describe('settingsFromEnv', () => {
     expect(() => settingsFromEnv({ READY_MAX_PROJECTION_LAG_S: 'never' })).toThrow(/READY_MAX_PROJECTION_LAG_S must be a number of seconds or "off"/);
   });
 
+  it('reads UPLOAD_SPOOL_LIMIT_MB (default 1024 MB), refusing anything but whole MB from 2', () => {
+    expect(settingsFromEnv({}).uploadSpoolLimitMb).toBe(1024);
+    expect(settingsFromEnv({ UPLOAD_SPOOL_LIMIT_MB: ' 4 ' }).uploadSpoolLimitMb).toBe(4);
+    for (const value of ['1', '0', '1.5', 'lots', '-2'])
+      expect(() => settingsFromEnv({ UPLOAD_SPOOL_LIMIT_MB: value })).toThrow(new SettingError(`UPLOAD_SPOOL_LIMIT_MB must be a whole number of MB from 2 to 1048576, not "${value}"`));
+  });
+
   it('reads LEDGER_CALL_COMMIT: unset (or empty) leaves it to the event store (defaultCallCommit), anything but sync or async is refused', () => {
     expect(settingsFromEnv({}).callCommit).toBeUndefined();
     expect(settingsFromEnv({ LEDGER_CALL_COMMIT: '' }).callCommit).toBeUndefined();

@@ -3,6 +3,7 @@
  * decides the reply — echo text, tool calls, or a sentence about tool results — and its token counts.
  */
 import { stripMarkers } from './scenarios';
+import { sampleOf } from './schema-sample';
 import {
   CACHE_MARKER,
   cachedTokensFor,
@@ -45,6 +46,8 @@ export interface Turn {
   readonly maxTokens: number | undefined;
   readonly reasoning: ReasoningEffort | undefined;
   readonly json: boolean;
+  /** the schema the JSON answer must satisfy (json_schema formats, Gemini's responseSchema), if any */
+  readonly jsonSchema?: unknown;
 }
 
 export interface ToolCall {
@@ -88,7 +91,7 @@ export function effortFrom(value: unknown): ReasoningEffort | null | undefined {
 export function decideReply(turn: Turn, scenario: ScenarioSet): Reply {
   const cacheRequested = turn.systemText.includes(CACHE_MARKER);
   const reasoningTokens = reasoningTokensFor(turn.reasoning);
-  const calls = turn.toolResults.length === 0 ? requestedCalls(turn) : [];
+  const calls = turn.toolResults.length === 0 ? requestedCalls(turn, scenario.toolCall) : [];
   let text = '';
   let truncated = false;
   if (calls.length === 0) {
@@ -121,7 +124,9 @@ function replyText(turn: Turn): string {
     return turn.toolResults.map((r) => `Tool ${r.name} returned: ${stripMarkers(r.content)}`).join('\n');
   }
   const said = stripMarkers(turn.userText);
-  return turn.json ? JSON.stringify({ echo: said }) : `Echo: ${said}`;
+  if (!turn.json) return `Echo: ${said}`;
+  const shaped = turn.jsonSchema === undefined ? undefined : sampleOf(turn.jsonSchema, said);
+  return JSON.stringify(shaped === undefined ? { echo: said } : shaped);
 }
 
 function escapeRe(s: string): string {
@@ -131,15 +136,15 @@ function escapeRe(s: string): string {
 /**
  * Tool-call rule (function tools only, never after tool results, never with tool choice "none"):
  * - a named tool choice calls that tool;
- * - otherwise every tool whose name appears (as a whole word) after the word "call" in the user text
- *   is called, in order of appearance ("call get_weather and get_time" → two parallel calls);
- * - with tool choice "required"/"any" and no name in the text, the first tool is called;
+ * - otherwise every tool whose name appears (as a whole word) after the word "call" or "use" in the user
+ *   text is called, in order of appearance ("call get_weather and get_time" → two parallel calls);
+ * - with tool choice "required"/"any", or the scenario `tool_call`, and no name in the text, the first
+ *   tool is called (`tool_call:<name>`: that tool, when offered);
  * - parallel tool calls disabled → only the first of them.
- * Arguments: a JSON object written right after the tool name in the text (`call f {"x":1}`), else a
- * sample built from the parameter schema (string "test", number/integer 1, boolean true, array [],
- * enum → its first value, object → each property).
+ * Arguments: a JSON object written right after the tool name in the text (`call f {"x":1}`), else values
+ * generated from the parameter schema (valid against it; the same for the same text).
  */
-function requestedCalls(turn: Turn): ToolCall[] {
+function requestedCalls(turn: Turn, forced: string | undefined): ToolCall[] {
   if (turn.tools.length === 0 || turn.toolChoice.kind === 'none') return [];
   const text = stripMarkers(turn.userText);
   const picked: { name: string; argsAt: number | undefined }[] = [];
@@ -152,7 +157,7 @@ function requestedCalls(turn: Turn): ToolCall[] {
     const m = find(turn.toolChoice.name, 0);
     picked.push({ name: turn.toolChoice.name, argsAt: m ? m.index + m[0].length : undefined });
   } else {
-    const call = /\bcall\b/i.exec(text);
+    const call = /\b(?:call|use)\b/i.exec(text);
     if (call) {
       const found: { name: string; at: number; end: number }[] = [];
       for (const tool of turn.tools) {
@@ -162,13 +167,14 @@ function requestedCalls(turn: Turn): ToolCall[] {
       found.sort((a, b) => a.at - b.at);
       for (const f of found) picked.push({ name: f.name, argsAt: f.end });
     }
-    if (picked.length === 0 && turn.toolChoice.kind === 'required') picked.push({ name: turn.tools[0]!.name, argsAt: undefined });
+    if (picked.length === 0 && forced !== undefined && forced !== '' && turn.tools.some((t) => t.name === forced)) picked.push({ name: forced, argsAt: undefined });
+    if (picked.length === 0 && (turn.toolChoice.kind === 'required' || forced !== undefined)) picked.push({ name: turn.tools[0]!.name, argsAt: undefined });
   }
   const chosen = turn.parallelToolCalls ? picked : picked.slice(0, 1);
   return chosen.map(({ name, argsAt }) => {
     const explicit = argsAt === undefined ? undefined : jsonObjectAt(text, argsAt);
     const spec = turn.tools.find((t) => t.name === name);
-    const args = explicit ?? sampleFromSchema(spec?.parameters) ?? {};
+    const args = explicit ?? sampleOf(spec?.parameters ?? { type: 'object' }, `${name}\n${text}`) ?? {};
     return { name, arguments: JSON.stringify(typeof args === 'object' && args !== null && !Array.isArray(args) ? args : {}) };
   });
 }
@@ -201,35 +207,6 @@ function jsonObjectAt(text: string, from: number): unknown {
     }
   }
   return undefined;
-}
-
-function sampleFromSchema(schema: unknown): unknown {
-  if (typeof schema !== 'object' || schema === null) return undefined;
-  const s = schema as Record<string, unknown>;
-  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
-  if ('const' in s) return s.const;
-  let type = s.type;
-  if (Array.isArray(type)) type = type.find((t) => t !== 'null' && t !== 'NULL');
-  const t = typeof type === 'string' ? type.toLowerCase() : s.properties ? 'object' : undefined;
-  switch (t) {
-    case 'object': {
-      const out: Record<string, unknown> = {};
-      const props = (s.properties ?? {}) as Record<string, unknown>;
-      for (const [k, v] of Object.entries(props)) out[k] = sampleFromSchema(v) ?? null;
-      return out;
-    }
-    case 'string':
-      return 'test';
-    case 'number':
-    case 'integer':
-      return 1;
-    case 'boolean':
-      return true;
-    case 'array':
-      return [];
-    default:
-      return undefined;
-  }
 }
 
 /** Text pieces for streaming: split after each whitespace run ("Echo: hi there" → "Echo: ", "hi ", "there"). */

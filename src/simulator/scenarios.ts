@@ -31,6 +31,8 @@ export function validateScenario(name: string): void {
     return;
   }
   const m = /^([a-z_]+):(\d+)$/.exec(n);
+  // `tool_call` / `tool_call:<tool name>`: answer with a call of an offered tool.
+  if (n === 'tool_call' || /^tool_call:[A-Za-z0-9_.-]{1,64}$/.test(n)) return;
   if (m && WITH_NUMBER.has(m[1]!)) {
     if (AT_LEAST_ONE.has(m[1]!) && Number(m[2]) < 1) throw new ScenarioError(`scenario ${n}: the argument must be >= 1`);
     return;
@@ -78,6 +80,10 @@ export function toScenarioSet(names: readonly string[]): ScenarioSet {
     const http = /^http_(\d{3})$/.exec(name);
     if (http) {
       set.status = Number(http[1]);
+      continue;
+    }
+    if (name === 'tool_call' || name.startsWith('tool_call:')) {
+      set.toolCall = name.slice('tool_call:'.length);
       continue;
     }
     const [key, arg] = name.split(':');

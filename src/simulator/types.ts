@@ -45,6 +45,9 @@ export type Scenario =
   | 'hang'
   /** the visible reply text is padded / cut to exactly n tokens (before the max-tokens cap) */
   | `reply_tokens:${number}`
+  /** chat: answer with a call of the first offered tool (or of the named one) even if the text asks for none */
+  | 'tool_call'
+  | `tool_call:${string}`
   /** tasks: the task ends `failed` (with `error`) instead of `succeeded` */
   | 'task_failed'
   /** tasks: the task ends `expired` (with `error`) instead of `succeeded` */
@@ -73,6 +76,8 @@ export interface ScenarioSet {
   errorFrameAfter?: number;
   noUsage?: boolean;
   replyTokens?: number;
+  /** `tool_call[:name]`: answer with a tool call ('' = the first tool offered, or the ones the text names) */
+  toolCall?: string;
   /** how a task ends when not `succeeded` (set at submit) */
   taskEnd?: 'failed' | 'expired' | 'cancelled';
   taskPolls?: number;
@@ -111,7 +116,7 @@ export interface RecordedRequest {
   readonly headers: IncomingHttpHeaders;
   /** parsed JSON body; for multipart `{...textFields, files: UploadedFile[]}`; undefined when empty */
   readonly body: unknown;
-  /** the endpoint family, when the path is one of the simulated endpoints */
+  /** the simulated protocol, when the path is one of the simulated endpoints */
   readonly protocol: Protocol | undefined;
   /** the model id as received (body `model` or the generate-content path segment) */
   readonly model: string | undefined;

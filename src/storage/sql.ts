@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFromStdin } from 'pg-copy-streams';
 import type { PGlite } from '@electric-sql/pglite';
+import { DEFAULT_PGLITE_SHARED_BUFFERS_MB } from './pglite-settings';
 
 /** The little of a SQL connection that the stores and projections need; PGlite and
  * a `pg` pool both provide it, so the same SQL runs embedded and on Postgres. */
@@ -83,10 +84,10 @@ export function pgliteSql(db: PGlite): Sql {
   };
 }
 
-export async function openPglite(dataDir?: string): Promise<Sql> {
+export async function openPglite(dataDir?: string, sharedBuffersMb = DEFAULT_PGLITE_SHARED_BUFFERS_MB): Promise<Sql> {
   // Loaded here, not at module load: a gateway on DATABASE_URL never needs PGlite.
   const { PGlite } = await import('@electric-sql/pglite');
-  const db = new PGlite(dataDir);
+  const db = new PGlite(dataDir, { postgresqlconf: [`shared_buffers=${sharedBuffersMb}MB`] });
   await db.waitReady;
   return pgliteSql(db);
 }

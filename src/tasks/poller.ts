@@ -12,16 +12,8 @@ export const POLL_JOB = 'task.poll';
 /** The job of one task: one per task at a time (its id), rescheduling itself until the task ends. */
 export const pollJobId = (taskId: string) => `poll:${taskId}`;
 
-export interface PollerSettings {
-  /** How often an upstream task is asked about (the spec asks clients for 5-10 s). */
-  readonly pollEveryMs: number;
-  /** One poll's time limit. */
-  readonly requestTimeoutMs: number;
-  /** A task created but never recorded as accepted (its submitting request died) is failed this long after its creation. */
-  readonly submitGraceS: number;
-}
-
-export const POLLER_SETTINGS: PollerSettings = { pollEveryMs: 5_000, requestTimeoutMs: 30_000, submitGraceS: 300 };
+export { POLLER_SETTINGS, type PollerSettings } from './poller-settings';
+import type { PollerSettings } from './poller-settings';
 
 export interface PollerDeps {
   readonly tasks: TaskService;

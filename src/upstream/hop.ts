@@ -1,7 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { BodyTooLargeError } from './bounded-body';
 import type { Scrub } from './scrub';
-import { CallSignal, classify, statusFailure, unreadable, upstreamAgent, type Failure } from './upstream-call';
+import { brokenAnswer, CallSignal, classify, statusFailure, upstreamAgent, type Failure } from './upstream-call';
 
 /** What one upstream request gave: the answer read, or why there was none. */
 export type HopResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: Failure };
@@ -24,14 +23,15 @@ export interface Hop {
 
 /**
  * Sends one non-streamed upstream request and reads its 2xx answer with `read` (which bounds it). An
- * error status keeps the first MiB of its body; a 2xx answer over its bound is `unreadable` (the upstream
- * said it did the work, the gateway cannot use what came back), the hop's own limit a time-out like the
- * call's. A body that broke off after its 2xx is a failed connection (docs/media.md).
+ * error status keeps the first MiB of its body; a 2xx answer over its bound, or whose body broke off after
+ * its status, is `unreadable` (the upstream said it did the work, the gateway cannot use what came back:
+ * `brokenAnswer`), the hop's own limit a time-out like the call's (docs/media.md, "Sent upstream once").
  */
 export async function postHop<T>(hop: Hop, read: (response: Dispatcher.ResponseData) => Promise<T>): Promise<HopResult<T>> {
   const signal = new CallSignal(hop.timeoutMs, hop.call);
+  let response: Dispatcher.ResponseData;
   try {
-    const response = await (hop.dispatcher ?? upstreamAgent).request({
+    response = await (hop.dispatcher ?? upstreamAgent).request({
       origin: hop.target.origin,
       path: hop.target.path,
       method: 'POST',
@@ -41,12 +41,16 @@ export async function postHop<T>(hop: Hop, read: (response: Dispatcher.ResponseD
       headersTimeout: hop.timeoutMs,
       bodyTimeout: hop.timeoutMs,
     });
+  } catch (error) {
+    signal.clear();
+    return { ok: false, failure: signal.expired ? { kind: 'timeout', message: 'the upstream did not answer in time' } : classify(error, hop.call) };
+  }
+  try {
     hop.onStatus?.(response.statusCode);
     if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body, hop.scrub) };
     return { ok: true, value: await read(response) };
   } catch (error) {
-    if (error instanceof BodyTooLargeError) return { ok: false, failure: unreadable(error.message) };
-    return { ok: false, failure: signal.expired ? { kind: 'timeout', message: 'the upstream did not answer in time' } : classify(error, hop.call) };
+    return { ok: false, failure: brokenAnswer(error, hop.call, signal.expired) };
   } finally {
     signal.clear();
   }

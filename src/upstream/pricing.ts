@@ -1,4 +1,4 @@
-import { FEE_TOOLS, type Discount, type FamilyDiscount, type FeeTool, type ModelConfig } from '../config/schema';
+import { FEE_TOOLS, type Discount, type SharedDiscount, type FeeTool, type ModelConfig } from '../config/schema';
 import { ceilDiv, parseUsd, UNITS_PER_USD } from '../money/usd';
 import type { Usage } from './contract';
 
@@ -13,7 +13,7 @@ export interface TokenPricing {
   /** Nano-dollars per built-in tool call, by tool (`image_generation`: per image, `tool_call_fee` or else
    * the text model's `per_image`). */
   readonly toolFees: ReadonlyMap<FeeTool, bigint>;
-  /** The model's own discount first, then the family discounts that name it. */
+  /** The model's own discount first, then the shared discounts that name it. */
   readonly discounts: readonly PricedDiscount[];
 }
 
@@ -29,27 +29,27 @@ export interface PricedDiscount {
 const ONE = UNITS_PER_USD;
 const PER_MILLION = 1_000_000n;
 
-const NO_FAMILIES: readonly FamilyDiscount[] = [];
-const parsed = new WeakMap<readonly FamilyDiscount[], WeakMap<ModelConfig, TokenPricing>>();
+const NO_SHARED: readonly SharedDiscount[] = [];
+const parsed = new WeakMap<readonly SharedDiscount[], WeakMap<ModelConfig, TokenPricing>>();
 
-/** Parsed once per model: the catalogue (and its family discounts) is read-only while the process runs. */
-export function pricingOf(model: ModelConfig, families: readonly FamilyDiscount[] = NO_FAMILIES): TokenPricing {
-  const byModel = parsed.get(families) ?? parsed.set(families, new WeakMap()).get(families)!;
+/** Parsed once per model: the catalogue (and its shared discounts) is read-only while the process runs. */
+export function pricingOf(model: ModelConfig, shared: readonly SharedDiscount[] = NO_SHARED): TokenPricing {
+  const byModel = parsed.get(shared) ?? parsed.set(shared, new WeakMap()).get(shared)!;
   let pricing = byModel.get(model);
   if (!pricing) {
-    pricing = parsePricing(model, families);
+    pricing = parsePricing(model, shared);
     byModel.set(model, pricing);
   }
   return pricing;
 }
 
-/** The discounts that apply to a model: its own, then every family discount naming it or its vendor. */
-export function discountsOf(model: ModelConfig, families: readonly FamilyDiscount[] = []): Discount[] {
-  const family = families.filter((d) => (d.models ? d.models.includes(model.id) : d.owned_by === model.owned_by));
-  return [...(model.discount ? [model.discount] : []), ...family.map(({ multiplier, from, until }) => ({ multiplier, from, until }))];
+/** The discounts that apply to a model: its own, then every shared discount naming it or its vendor. */
+export function discountsOf(model: ModelConfig, shared: readonly SharedDiscount[] = []): Discount[] {
+  const naming = shared.filter((d) => (d.models ? d.models.includes(model.id) : d.owned_by === model.owned_by));
+  return [...(model.discount ? [model.discount] : []), ...naming.map(({ multiplier, from, until }) => ({ multiplier, from, until }))];
 }
 
-function parsePricing(model: ModelConfig, families: readonly FamilyDiscount[]): TokenPricing {
+function parsePricing(model: ModelConfig, shared: readonly SharedDiscount[]): TokenPricing {
   const input = parseUsd(model.price.input ?? '0');
   // The image tool's images are priced like the model's own images when no fee names them.
   const fees: Partial<Record<FeeTool, string>> = { ...(model.price.per_image !== undefined ? { image_generation: model.price.per_image } : {}), ...model.price.tool_call_fee };
@@ -60,7 +60,7 @@ function parsePricing(model: ModelConfig, families: readonly FamilyDiscount[]): 
     cacheWriteMultiplier: model.cache_write_multiplier !== undefined ? parseUsd(model.cache_write_multiplier) : ONE,
     longContext: model.long_context ? { thresholdTokens: model.long_context.threshold_tokens, multiplier: parseUsd(model.long_context.multiplier) } : null,
     toolFees: new Map(FEE_TOOLS.flatMap((tool) => (fees[tool] !== undefined ? [[tool, parseUsd(fees[tool])] as const] : []))),
-    discounts: discountsOf(model, families).map((d) => ({ multiplier: parseUsd(d.multiplier), written: d.multiplier, from: d.from ?? null, until: d.until ?? null })),
+    discounts: discountsOf(model, shared).map((d) => ({ multiplier: parseUsd(d.multiplier), written: d.multiplier, from: d.from ?? null, until: d.until ?? null })),
   };
 }
 

@@ -87,18 +87,18 @@ discounts:
     expect(discounted).toEqual({ amount: 4_050_000n + 30_000_000n, tokens: 4_050_000n, toolCalls: 3, toolFee: 30_000_000n, discount: '0.9' });
   });
 
-  it('applies the discount in force at submission, inside the one rounding: the model’s own first, then its family’s', () => {
+  it('applies the discount in force at submission, inside the one rounding: the model’s own first, then a shared one naming its vendor', () => {
     // $0.0021 per 1M tokens is 2.1 nano-dollars a token.
     const u = usage(1, 0);
     expect(costOf(pricingOf(model('promo')), u, AT)).toBe(2n); // ceil(2.1 × 0.7 = 1.47); rounding first would give ceil(3 × 0.7) = 3
     expect(costOf(pricing('promo'), u, AT + 3599)).toBe(2n);
     expect(costOf(pricing('promo'), usage(10, 0), AT)).toBe(15n); // ceil(14.7)
-    // Its own window over: the family's 0.9.
+    // Its own window over: the shared discount's 0.9.
     expect(costOf(pricing('promo'), usage(10, 0), AT + 3600)).toBe(19n); // ceil(18.9)
     expect(chargeOf(pricing('promo'), u, AT + 3600).discount).toBe('0.9');
-    // Before its own window: the family's too.
+    // Before its own window: the shared one's too.
     expect(chargeOf(pricing('promo'), u, AT - 1).discount).toBe('0.9');
-    // A family discount by model list, until a moment (exclusive): 7 × 150 + 3 × 600 = 2850 nano-dollars.
+    // A shared discount by model list, until a moment (exclusive): 7 × 150 + 3 × 600 = 2850 nano-dollars.
     expect(chargeOf(pricing('plain'), usage(7, 3), AT - 1)).toMatchObject({ discount: '0.5', amount: 1425n });
     expect(chargeOf(pricing('plain'), usage(7, 3), AT)).toMatchObject({ discount: null, amount: 2850n });
     // Long context and the discount, still one rounding: 1000 × 2.1 × 2 × 0.7 = 2940 nano-dollars.

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { ERROR_BODY_BYTES, textWithin } from './bounded-body';
+import { BodyTooLargeError, ERROR_BODY_BYTES, textWithin } from './bounded-body';
 import { scrubKeyShaped, type Scrub } from './scrub';
 import { Agent } from 'undici';
 
@@ -112,6 +112,21 @@ export function classify(error: unknown, deadline: CallSignal): Failure {
  * generations' ladders stop at it (src/channels/failover.ts, `mayHaveBeenAccepted`). */
 export function unreadable(why: string): Failure {
   return { kind: 'unreadable', message: `the upstream answered 2xx but its answer could not be read (${why}); it may have accepted the work, so the request was not sent to another channel` };
+}
+
+/**
+ * What an error thrown while a 2xx answer's body was read says: over its bound, or broken off after the
+ * status (a reset, a closed connection), the answer is `unreadable`: the upstream said it accepted the work,
+ * so a paid generation is not sent to another channel (`mayHaveBeenAccepted`), it ends with 502, its hold
+ * released. The call's budget or the hop's own limit running out stays a time-out, the shutdown a shutdown.
+ * `hopExpired`: the hop's own time limit (within the call's) ran out. Chat reads its answers itself
+ * (src/http/protocols/relay.ts) and resends either way.
+ */
+export function brokenAnswer(error: unknown, call: CallSignal, hopExpired = false): Failure {
+  if (error instanceof BodyTooLargeError) return unreadable(error.message);
+  if (hopExpired) return { kind: 'timeout', message: 'the upstream did not answer in time' };
+  const failure = classify(error, call);
+  return failure.kind === 'unreachable' ? unreadable('its body broke off after the 2xx status') : failure;
 }
 
 /** The failure of an upstream answer with an error status: its body's first MiB (the message is

@@ -15,7 +15,7 @@ import { generateContent } from '../../src/upstream/protocols/generate-content';
 import { GenerateCountTokensBody } from '../../src/http/protocols/count-tokens';
 import { messages } from '../../src/upstream/protocols/messages';
 import { responses } from '../../src/upstream/protocols/responses';
-import { zodMessage } from '../../src/upstream/protocols/chat-completions';
+import { zodMessage } from '../../src/config/zod-message';
 import { startTestGateway, type TestGateway } from '../support/gateway';
 import { schemaArbitraries, type Schema } from '../support/json-schema-arbitrary';
 import { OPENAPI_31_STRUCTURE } from '../support/openapi-structure';

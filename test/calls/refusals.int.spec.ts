@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
-import OpenAI from 'openai';
+import { gzipSync } from 'node:zlib';
+import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Ledger } from '../../src/commands/ledger';
 import { parseUsd } from '../../src/money/usd';
@@ -9,7 +10,8 @@ import { KeyVault } from '../../src/secrets/key-vault';
 import { limiterOptions, setLimits } from '../limits/support';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 import { rejectedCall } from '../support/call-record';
-import { callLog, callsConfig, summary } from './support';
+import { sendPartial } from '../intake/support';
+import { callLog, callsConfig, summary, type LogRow } from './support';
 
 // Issue 23, finding 3: every refusal of a known key at submission is a call-log row (`rejected`,
 // cost 0), on every billable endpoint, whichever layer refused it; usage and CSV count it.
@@ -180,6 +182,36 @@ describe('a 402 or 429 row names the model asked for (official SDKs)', () => {
     expect(await statusOf(anthropic.messages.create({ model: 'msg-model', max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] }))).toBe(402);
     const models = await rejected(accountId, key, 'quota_exceeded');
     expect(new Set(models)).toEqual(new Set(['chat-model', 'msg-model']));
+  });
+
+  it('402: a multipart image edit (openai) names its model field, an over-size body the model read before its limit; a compressed body says why it names none', async () => {
+    const { accountId, key } = await h.t.accountWithKey();
+    const ledger = h.t.gateway.ledger;
+    expect((await ledger.reserve(accountId, { holdId: `drain-${accountId}`, amount: parseUsd('40.44'), keyId: null, purpose: 'test', ttlSeconds: 60 })).ok).toBe(true);
+    expect((await ledger.settle(accountId, `drain-${accountId}`, parseUsd('40.44'))).ok).toBe(true);
+    const { openai } = sdks(key);
+    await expect.poll(() => statusOf(openai.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'hello' }] })), { timeout: 5000 }).toBe(402);
+
+    // The file part comes before the model field: the scan reads past it.
+    const image = await toFile(Buffer.alloc(256 * 1024, 7), 'in.png', { type: 'image/png' });
+    expect(await statusOf(openai.images.edit({ image, prompt: 'make it blue', model: 'img-model' }))).toBe(402);
+    // Over the chat route's 8 MB, the model first: refused at authentication, before the size is checked.
+    const big = Buffer.from(JSON.stringify({ model: 'oversize-model', messages: [{ role: 'user', content: 'x'.repeat(9 * 1024 * 1024) }] }));
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: gateway.test\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${big.length}\r\n\r\n`;
+    expect((await sendPartial(h.baseUrl, head, big)).status).toBe(402);
+    const gzipped = await fetch(`${h.baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(JSON.stringify({ model: 'chat-model', messages: [{ role: 'user', content: 'hello' }] })),
+    });
+    expect(gzipped.status).toBe(402);
+
+    const rows = (await callLog(h, accountId, key)) as Array<LogRow & { error_message: string }>;
+    const quota = rows.filter((r) => r.error_code === 'quota_exceeded');
+    expect(quota.filter((r) => r.unit_type === 'image').map((r) => r.model)).toEqual(['img-model']);
+    const chat = quota.filter((r) => r.unit_type !== 'image');
+    expect(chat.filter((r) => r.model === '')).toEqual([expect.objectContaining({ error_message: expect.stringContaining('its body is compressed (Content-Encoding: gzip)') })]);
+    expect(chat.filter((r) => r.model === 'oversize-model')).toHaveLength(1);
   });
 });
 

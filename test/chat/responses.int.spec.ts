@@ -3,6 +3,7 @@ import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cachedTokensFor, countTokens, outputTokens, promptTokens, reasoningTokensFor, startSimulator } from '../../src/simulator';
 import { parseUsd } from '../../src/money/usd';
+import type { CallRecord } from '../../src/events/catalog';
 import { startTestGateway } from '../support/gateway';
 import { chatConfig, expectedCost, startChatHarness, type ChatHarness } from './support';
 
@@ -33,22 +34,11 @@ async function walletEvents(accountId: string) {
   return h.t.gateway.storage.store.readStream(`wallet-${accountId}`);
 }
 
-interface CallRow {
-  status: string;
-  error_code: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number;
-  attempts_count: number;
-  channel_id: string | null;
-  endpoint: string;
-}
-
 async function lastSettled(accountId: string) {
   await expect.poll(async () => (await wallet(accountId)).held).toBe(0n);
   const events = await walletEvents(accountId);
   const settled = events.filter((e) => e.type === 'HoldSettled').at(-1)!;
-  return settled.data as { captured: string; call: CallRow };
+  return settled.data as { captured: string; call: CallRecord };
 }
 
 /** The key sequence of the spec's responses stream, in order (other events may sit between). */
@@ -290,8 +280,8 @@ describe('POST /v1/responses with the openai SDK', () => {
     expect(await balance(accountId)).toBe(GRANT);
     await expect.poll(async () => (await wallet(accountId)).held).toBe(0n);
     const released = (await walletEvents(accountId)).filter((e) => e.type === 'HoldReleased');
-    expect(released.map((e) => (e.data as { call: CallRow }).call.error_code)).toEqual(['invalid_request', 'rate_limit_exceeded', 'upstream_error']);
-    expect((released.at(-1)!.data as { call: CallRow }).call.attempts_count).toBe(2);
+    expect(released.map((e) => (e.data as { call: CallRecord }).call.error_code)).toEqual(['invalid_request', 'rate_limit_exceeded', 'upstream_error']);
+    expect((released.at(-1)!.data as { call: CallRecord }).call.attempts_count).toBe(2);
   });
 
   it('answers gateway errors in the chat shape: invalid body, 402, unknown model', async () => {

@@ -230,7 +230,7 @@ describe('call-log filter dates', () => {
     expect(utc.statusCode).toBe(200);
     expect(utc.body).toContain('From (date, <span data-tz>UTC</span>)');
     const paris = await get(s.cookie, '/console/logs?from=2026-07-01&to=2026-07-02&tz=Europe%2FParis');
-    expect(paris.body).toContain('<input type="hidden" id="f-tz" name="tz" value="Europe/Paris">');
+    expect(paris.body).toContain('<input type="hidden" id="f-tz" name="tz" value="Europe/Paris" data-zone>');
     expect(paris.body).toContain('From (date, <span data-tz>Europe/Paris</span>)');
     // The CSV link carries the zone, so the export covers the same days.
     expect(paris.body).toContain('tz=Europe%2FParis');

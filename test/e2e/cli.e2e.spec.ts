@@ -33,7 +33,9 @@ describe('the README path: serve, create an account and a key, read the balance;
 
     const badTopup = await gw.run(['accounts', 'topup', accountId, '100']);
     expect(badTopup.code).toBe(1);
-    expect(badTopup.stdout).toContain('topup_below_minimum');
+    // A server's refusal: one readable line on stderr (issue 33), nothing on stdout.
+    expect(badTopup.stdout).toBe('');
+    expect(badTopup.stderr).toMatch(/^gateway: HTTP 400 topup_below_minimum: .+\n$/);
     expect((await gw.run(['accounts', 'topup', accountId, '134.80', '--reference', 'inv-1'])).code).toBe(0);
 
     // The web console: a sign-in link from the CLI opens a session (docs/console.md).

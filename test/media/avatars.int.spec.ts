@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
-import { MediaProbe } from '../../src/probe/media-probe';
+import { MediaProbe } from '../../src/media-check/media-probe';
 import type { Scenario, Simulator } from '../../src/simulator';
-import { startMediaServer, type MediaServer } from '../probe/media-server';
+import { startMediaServer, type MediaServer } from '../media-check/media-server';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
 
@@ -12,7 +12,7 @@ import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness 
 // the spec's record, owner-only reads, delete rules, presets, Errors rule 8, idempotent creation, and the
 // source probed (real small files on a local server; loopback allowed for this gateway's probe).
 
-const fixture = (name: string) => readFileSync(new URL(`../probe/fixtures/${name}`, import.meta.url));
+const fixture = (name: string) => readFileSync(new URL(`../media-check/fixtures/${name}`, import.meta.url));
 const FILES = {
   'photo.jpg': { body: fixture('photo-100x100.jpg'), type: 'image/jpeg' },
   'animated.webp': { body: fixture('animated-32x32.webp'), type: 'image/webp' },
@@ -38,7 +38,7 @@ let h: SimulatedGateway;
 let http: ReturnType<typeof api>;
 beforeAll(async () => {
   media = await startMediaServer(FILES);
-  h = await startTaskHarness(config, { probe: new MediaProbe({ allowPrivateAddresses: true, timeoutMs: 3000 }) });
+  h = await startTaskHarness(config, { mediaProbe: new MediaProbe({ allowPrivateAddresses: true, timeoutMs: 3000 }) });
   http = api(h);
 });
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
-import { NO_PROBE } from '../../src/probe/port';
+import { NO_MEDIA_PROBE } from '../../src/media-check/port';
 import { CLIP_TEMPLATES, type Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
@@ -30,7 +30,7 @@ const clock = () => stoppedAt ?? Math.floor(Date.now() / 1000) + skewS;
 let h: SimulatedGateway;
 let http: ReturnType<typeof api>;
 beforeAll(async () => {
-  h = await startTaskHarness(config, { probe: NO_PROBE, now: clock });
+  h = await startTaskHarness(config, { mediaProbe: NO_MEDIA_PROBE, now: clock });
   http = api(h);
 });
 afterAll(() => h.close());

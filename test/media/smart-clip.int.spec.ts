@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { parseUsd } from '../../src/money/usd';
-import { forbiddenAddressClass } from '../../src/probe/address';
-import { MediaProbe } from '../../src/probe/media-probe';
-import { NO_PROBE } from '../../src/probe/port';
+import { forbiddenAddressClass } from '../../src/media-check/address';
+import { MediaProbe } from '../../src/media-check/media-probe';
+import { NO_MEDIA_PROBE } from '../../src/media-check/port';
 import { DEFAULT_CLIP_SECONDS, type Simulator } from '../../src/simulator';
 import type { SimulatedGateway } from '../support/gateway';
-import { mp4WithSeconds, png, wav } from '../probe/make-media';
-import { startMediaServer, type MediaServer } from '../probe/media-server';
+import { mp4WithSeconds, png, wav } from '../media-check/make-media';
+import { startMediaServer, type MediaServer } from '../media-check/media-server';
 import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness } from './task-support';
 
 // POST /v1/videos/generations with the smart-clip SKUs (clip-realman, clip-mixcut, clip-news): the spec's
@@ -57,7 +57,7 @@ function harness(options: Parameters<typeof startTaskHarness>[1]) {
 }
 
 describe('smart clip', () => {
-  const { state, submits, submit } = harness({ probe: NO_PROBE });
+  const { state, submits, submit } = harness({ mediaProbe: NO_MEDIA_PROBE });
 
   it('clip-realman: holds 300 s, sends only what applies, settles on the delivered seconds with a call-log row', async () => {
     const { h, http } = state;
@@ -329,9 +329,9 @@ describe('smart clip', () => {
   });
 });
 
-// Real small files on a local server (test/probe/fixtures): the probe may fetch from 127.0.0.1, and
+// Real small files on a local server (test/media-check/fixtures): the probe may fetch from 127.0.0.1, and
 // refuses every other non-public address as it would in production.
-const fixture = (name: string) => readFileSync(new URL(`../probe/fixtures/${name}`, import.meta.url));
+const fixture = (name: string) => readFileSync(new URL(`../media-check/fixtures/${name}`, import.meta.url));
 const clip = fixture('clip-faststart.mp4');
 const FILES = {
   'talk.mp4': { body: clip, type: 'video/mp4' },
@@ -354,7 +354,7 @@ describe('smart clip: media limits, probed before any money moves', () => {
     { allowPrivateAddresses: false, timeoutMs: 3000, maxReadBytes: 1024 * 1024 },
     { forbidden: (address) => (address === '127.0.0.1' ? null : forbiddenAddressClass(address)) },
   );
-  const { state, submits, submit } = harness({ probe });
+  const { state, submits, submit } = harness({ mediaProbe: probe });
   let media: MediaServer;
   beforeAll(async () => {
     media = await startMediaServer(FILES);

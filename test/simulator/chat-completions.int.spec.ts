@@ -133,7 +133,8 @@ describe('chat completions (openai SDK)', () => {
     expect(finish).toBe('tool_calls');
     expect(calls.map((c) => c.name)).toEqual(['get_weather', 'get_time']);
     expect(JSON.parse(calls[0]!.arguments)).toEqual({ city: 'Paris', unit: 'c' });
-    expect(JSON.parse(calls[1]!.arguments)).toEqual({ tz: 'test' });
+    // Arguments not written in the text are generated from the schema (a string for tz).
+    expect(JSON.parse(calls[1]!.arguments)).toEqual({ tz: expect.any(String) });
     expect(argumentChunks).toBeGreaterThan(2);
     expect(usage!.completion_tokens).toBe(outputTokens('', calls));
 
@@ -183,7 +184,8 @@ describe('chat completions (openai SDK)', () => {
       .finalChatCompletion();
     expect(final.choices[0]!.finish_reason).toBe('tool_calls');
     const call = final.choices[0]!.message.tool_calls![0]!;
-    expect(call.type === 'function' && JSON.parse(call.function.arguments)).toEqual({ city: 'test', unit: 'c' });
-    expect(final.usage!.completion_tokens).toBe(outputTokens('', [{ name: 'get_weather', arguments: '{"city":"test","unit":"c"}' }]));
+    const args = call.type === 'function' ? call.function.arguments : '';
+    expect(JSON.parse(args)).toEqual({ city: expect.any(String), unit: expect.stringMatching(/^[cf]$/) });
+    expect(final.usage!.completion_tokens).toBe(outputTokens('', [{ name: 'get_weather', arguments: args }]));
   });
 });

@@ -53,8 +53,8 @@ export interface TestGatewayOptions {
   readonly transcriptTimings?: GatewayOverrides['transcriptTimings'];
   /** REDIS_URL of the gateway (BullMQ jobs, rate limits); default none (in-process). */
   readonly redisUrl?: string;
-  /** The media URL probe (a fake, NO_PROBE); default the config's `media_probe` (on, private addresses refused). */
-  readonly probe?: GatewayOverrides['probe'];
+  /** The media URL probe (a fake, NO_MEDIA_PROBE); default the config's `media_probe` (on, private addresses refused). */
+  readonly mediaProbe?: GatewayOverrides['mediaProbe'];
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -101,7 +101,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.jobsPrefix ? { jobsPrefix: options.jobsPrefix } : {}),
     ...(options.taskSubmitTimeoutMs ? { taskSubmitTimeoutMs: options.taskSubmitTimeoutMs } : {}),
     ...(options.transcriptTimings ? { transcriptTimings: options.transcriptTimings } : {}),
-    ...(options.probe ? { probe: options.probe } : {}),
+    ...(options.mediaProbe ? { mediaProbe: options.mediaProbe } : {}),
   });
   // Tests start from a ready gateway: /readyz answers 200 once the warm start has ended.
   await gateway.warmed;

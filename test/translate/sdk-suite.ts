@@ -36,7 +36,8 @@ export function clientSuite(client: ChatProtocol): void {
         const calls = await conversation.ask('Now call get_weather {"city":"Paris"} and get_time', { stream, tools: true });
         expect(calls.calls.map((c) => c.name)).toEqual(['get_weather', 'get_time']);
         expect(calls.calls[0]!.args).toEqual({ city: 'Paris' });
-        expect(calls.calls[1]!.args).toEqual({ timezone: 'test' });
+        // Arguments not written in the text are generated from the schema (a string timezone).
+        expect(calls.calls[1]!.args).toEqual({ timezone: expect.any(String) });
         expect(calls.finish).toBe(FINISH[client].tools);
 
         const answered = await conversation.answer((c) => (c.name === 'get_weather' ? `sunny in ${(c.args as { city: string }).city}` : '14:05'), { stream });

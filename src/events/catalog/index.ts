@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { zodMessage } from '../../config/zod-message';
 import type { NewEvent, RecordedEvent } from '../store/port';
 import { jsonForm } from '../store/json';
 import type { EventDefinition } from './codec';
@@ -45,7 +46,7 @@ export function isKnownEvent(type: string): boolean {
 
 /** Why the catalog cannot decode some data, in one line: `path: message; ...` for a schema's refusal. */
 export function decodeFailure(error: unknown): string {
-  if (error instanceof z.ZodError) return error.issues.map((i) => `${i.path.join('.') || 'data'}: ${i.message}`).join('; ');
+  if (error instanceof z.ZodError) return zodMessage(error, 'data');
   return error instanceof Error ? error.message : String(error);
 }
 

@@ -1,5 +1,7 @@
 /**
  * The event store port on EventStoreDB (gRPC, `@eventstore/db-client`).
+ * Long (over 400 lines) and kept whole on purpose: the one-file rule below keeps every name of the
+ * client library in this file, so its error translation and subscriptions cannot move out.
  *
  * ONE-FILE RULE: every name that comes from the client library (the client class, its
  * constants such as NO_STREAM / ANY / START / END, its error classes, `jsonEvent`,

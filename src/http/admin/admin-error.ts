@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { DomainError } from '../../commands/decision';
+import { zodMessage } from '../../config/zod-message';
 
 /** The admin API's errors: `{error: {code, message}}` with an HTTP status. */
 export class AdminError extends Error {
@@ -41,6 +42,5 @@ export const fromDomain = (error: DomainError) => new AdminError(STATUS_OF[error
 export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body);
   if (result.success) return result.data;
-  const detail = result.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
-  throw new AdminError(400, 'invalid_request', detail);
+  throw new AdminError(400, 'invalid_request', zodMessage(result.error));
 }

@@ -3,13 +3,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOption
 import fp from 'fastify-plugin';
 import { GatewayError, requestTooLarge as tooLarge, sendError } from '../errors';
 import { addRouteHook } from '../plugins/route-hooks';
-import { BODY_RULES, familyOf, type BodyFamily, type JsonRule } from './families';
+import { BODY_RULES, bodyClassOf, type BodyClass, type JsonRule } from './body-classes';
 import { hasNulEscape, jsonBoundsProblem, StringLengthWatch } from './json-shape';
 import { redactUrl } from '../../metrics/redact';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Set by the intake plugin from the route's family (see families.ts), or from the route's own
+    /** Set by the intake plugin from the route's body class (see body-classes.ts), or from the route's own
      * `bodyLimit` when it declares one. */
     readonly body?: { readonly limit: number; readonly deadlineMs: number; readonly refuseNul: boolean; readonly json: JsonRule | null };
   }
@@ -66,7 +66,7 @@ const isMultipart = (raw: IncomingMessage): boolean => /^\s*multipart\//i.test(r
 const MiB = 1024 * 1024;
 const sizeText = (bytes: number) => (bytes % MiB === 0 ? `${bytes / MiB} MB` : `${bytes} bytes`);
 
-/** A JSON body over its family's own bounds: the whole body (where the family has its own JSON limit),
+/** A JSON body over its class's own bounds: the whole body (where the class has its own JSON limit),
  * or one string in it. */
 function jsonTooLarge(rule: JsonRule, what: 'body' | 'string'): GatewayError {
   const over = what === 'body' ? `the JSON body is over this endpoint's limit of ${sizeText(rule.limit ?? 0)}` : `a string in the JSON body (a data URI) is over this endpoint's limit of ${sizeText(rule.stringLimit)} for one value`;
@@ -123,12 +123,12 @@ export function jsonRpcError(error: GatewayError): unknown {
 
 export interface IntakeOptions {
   readonly timings: IntakeTimings;
-  /** The config's `body_limits`: a family's limit instead of the table's (a route's own limit still wins). */
-  readonly bodyLimits?: Partial<Record<BodyFamily, number>>;
+  /** The config's `body_limits`: a body class's limit instead of the table's (a route's own limit still wins). */
+  readonly bodyLimits?: Partial<Record<BodyClass, number>>;
 }
 
 /**
- * Request intake at the edge: each route's body limit from the family table, a body refused
+ * Request intake at the edge: each route's body limit from the body-class table, a body refused
  * before it is read (unknown path, a route that takes none, a length over the limit, a refused
  * key), JSON bounded in size, time, depth and count before it is parsed, NUL characters refused
  * in paths and queries, and a connection closed rather than drained when its body was refused.
@@ -137,10 +137,10 @@ export const intakePlugin = fp<IntakeOptions>(
   async (app: FastifyInstance, { timings, bodyLimits = {} }) => {
     app.addHook('onRoute', (route: RouteOptions) => {
       const methods = [route.method].flat();
-      const family = methods.map((m) => familyOf(m, route.url)).find((f) => f !== 'none') ?? 'none';
-      const rule = BODY_RULES[family];
-      // A route may declare its own limit (a test's stand-in route); else its family's applies.
-      const limit = route.bodyLimit ?? (rule.limit > 0 ? (bodyLimits[family] ?? rule.limit) : 0);
+      const bodyClass = methods.map((m) => bodyClassOf(m, route.url)).find((c) => c !== 'none') ?? 'none';
+      const rule = BODY_RULES[bodyClass];
+      // A route may declare its own limit (a test's stand-in route); else its body class's applies.
+      const limit = route.bodyLimit ?? (rule.limit > 0 ? (bodyLimits[bodyClass] ?? rule.limit) : 0);
       if (limit > 0) route.bodyLimit = limit;
       route.config = { ...(route.config ?? {}), body: { limit, deadlineMs: rule.deadlineMs || BODY_RULES.chat.deadlineMs, refuseNul: rule.refuseNul === true, json: rule.json ?? null } };
       // A route hook, so that it runs after authentication (the app's and the admin API's):

@@ -172,17 +172,126 @@ function decoded(raw: Buffer): string | undefined {
   }
 }
 
+/** Bytes kept of one part's headers: a `Content-Disposition` naming a field is far shorter. */
+const PART_HEADER_BYTES = 8 * 1024;
+const CRLF = Buffer.from('\r\n');
+const HEADERS_END = Buffer.from('\r\n\r\n');
+const DASHES = 0x2d;
+
+/** Whether a part's headers make it the text field `model`: `Content-Disposition: form-data; name="model"`
+ * without a `filename` (a part with one is a file). */
+function isModelField(headers: string): boolean {
+  const disposition = /^content-disposition:([^\r\n]*)$/im.exec(headers)?.[1];
+  if (disposition === undefined || !/^\s*form-data\s*;/i.test(disposition)) return false;
+  return /;\s*name\s*=\s*(?:"model"|model)\s*(?:;|$)/i.test(disposition) && !/;\s*filename\*?\s*=/i.test(disposition);
+}
+
 /**
- * The model a request's JSON body names, read from the request stream that nobody has read yet, as the
- * body arrives: at most `limit` bytes (the route's own JSON limit: what the call would have read had it
- * been admitted) and for at most `waitMs`; then whatever was found (undefined: nothing). Once the top-level
- * object has ended, or past either bound, the rest of the body is left to flow away unread, as Node
- * drains any body nobody reads.
+ * The `model` text field of a multipart/form-data body (RFC 7578), found in one pass as its bytes arrive:
+ * each part's headers are read (at most PART_HEADER_BYTES of them), every other part's content is skipped
+ * with `indexOf` for the next delimiter, and nothing is kept but the model's value (at most VALUE_BYTES) and
+ * a delimiter's length of the bytes before a chunk's end (a delimiter may span two chunks). The first
+ * `model` field is taken (the image routes refuse a body with two); the scan is then done. For the
+ * call-log row of a refusal, like TopLevelModel: a malformed body names nothing, harmlessly.
  */
-export function readRequestedModel(raw: IncomingMessage, limit: number, waitMs: number): Promise<string | undefined> {
+export class MultipartModel {
+  model: string | undefined = undefined;
+  done = false;
+  /** `\r\n--boundary`: the body is read as if it began with a CRLF, so the first delimiter has one too. */
+  private readonly delimiter: Buffer;
+  private state: 'skip' | 'after-delimiter' | 'headers' | 'value' = 'skip';
+  /** Bytes of the last chunk not yet decided (part of a delimiter, of the headers, of the CRLF after a delimiter). */
+  private carry: Buffer = CRLF;
+  private value: Buffer[] = [];
+  private valueBytes = 0;
+
+  constructor(boundary: string) {
+    this.delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1');
+  }
+
+  feed(chunk: Buffer): void {
+    if (this.done) return;
+    const data = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
+    this.carry = Buffer.alloc(0);
+    let i = 0;
+    while (!this.done) {
+      if (this.state === 'skip' || this.state === 'value') {
+        const at = data.indexOf(this.delimiter, i);
+        // Up to a delimiter's length at the end may be the start of one: kept for the next chunk.
+        const end = at === -1 ? Math.max(i, data.length - (this.delimiter.length - 1)) : at;
+        if (this.state === 'value') this.keepValue(data.subarray(i, end));
+        if (at === -1) return this.hold(data, end);
+        if (this.state === 'value') return this.found();
+        i = at + this.delimiter.length;
+        this.state = 'after-delimiter';
+      } else if (this.state === 'after-delimiter') {
+        if (data.length - i < 2) return this.hold(data, i);
+        // `--` after a delimiter closes the body.
+        if (data[i] === DASHES && data[i + 1] === DASHES) {
+          this.done = true;
+          return;
+        }
+        this.state = 'headers';
+      } else {
+        // The CRLF that ends the delimiter's line is the first of the headers' end when a part has none.
+        const lineEnd = data.indexOf(CRLF, i);
+        const end = lineEnd === -1 ? -1 : data.indexOf(HEADERS_END, lineEnd);
+        if (end === -1) {
+          if (data.length - i > PART_HEADER_BYTES) this.state = 'skip';
+          else return this.hold(data, i);
+          continue;
+        }
+        this.state = isModelField(data.toString('latin1', lineEnd + 2, end)) ? 'value' : 'skip';
+        // The content ends where the next delimiter (its CRLF included) begins.
+        i = end + HEADERS_END.length;
+      }
+    }
+  }
+
+  private hold(data: Buffer, from: number): void {
+    this.carry = Buffer.from(data.subarray(from));
+  }
+
+  private keepValue(bytes: Buffer): void {
+    this.valueBytes += bytes.length;
+    // Too long to be a model the call log keeps: not known.
+    if (this.valueBytes > VALUE_BYTES) {
+      this.done = true;
+      return;
+    }
+    if (bytes.length > 0) this.value.push(Buffer.from(bytes));
+  }
+
+  private found(): void {
+    this.model = Buffer.concat(this.value).toString('utf8');
+    this.done = true;
+  }
+}
+
+/** The boundary of a `multipart/form-data` content type; null when it is not one. */
+export function multipartBoundary(contentType: string | undefined): string | null {
+  if (!contentType || !/^\s*multipart\/form-data\s*(;|$)/i.test(contentType)) return null;
+  const match = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;"]{1,70}))/i.exec(contentType);
+  return match ? (match[1] ?? match[2]!) : null;
+}
+
+/** What finds the model in a body's bytes: the JSON scan or the multipart one. */
+export interface ModelScan {
+  readonly model: string | undefined;
+  readonly done: boolean;
+  feed(chunk: Buffer): void;
+}
+
+/**
+ * The model a request's body names, read from the request stream that nobody has read yet, as the body
+ * arrives: at most `limit` bytes (the route's own limit for that form of body: what the call would have
+ * read had it been admitted) and for at most `waitMs`; then whatever was found (undefined: nothing). Once
+ * the scan is done (the JSON's top-level object has ended, the multipart `model` field was read), or past
+ * either bound, the rest of the body is left to flow away unread, as Node drains any body nobody reads.
+ */
+export function readRequestedModel(raw: IncomingMessage, limit: number, waitMs: number, scan: ModelScan = new TopLevelModel()): Promise<string | undefined> {
   if (raw.readableEnded || raw.destroyed) return Promise.resolve(undefined);
   return new Promise((resolve) => {
-    const scan = new TopLevelModel();
     let received = 0;
     const finish = () => {
       clearTimeout(timer);
@@ -195,9 +304,12 @@ export function readRequestedModel(raw: IncomingMessage, limit: number, waitMs: 
       resolve(scan.model);
     };
     const onData = (chunk: Buffer) => {
+      // The bytes within the limit are still read: a model named before it is kept.
+      const room = limit - received;
       received += chunk.length;
+      if (room <= 0) return finish();
+      scan.feed(chunk.length > room ? chunk.subarray(0, room) : chunk);
       if (received > limit) return finish();
-      scan.feed(chunk);
       if (scan.done) finish();
     };
     const timer = setTimeout(finish, waitMs);

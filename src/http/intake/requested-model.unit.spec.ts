@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readRequestedModel, TopLevelModel } from './requested-model';
+import { MultipartModel, multipartBoundary, readRequestedModel, TopLevelModel } from './requested-model';
 
 const RUNS = Math.min(Number(process.env.FC_RUNS ?? 1_000), 1_000);
 
@@ -108,5 +108,56 @@ describe('readRequestedModel: from a request stream nobody has read', () => {
     raw.resume();
     await new Promise((resolve) => raw.once('end', resolve));
     expect(await readRequestedModel(raw, 1_000, 5_000)).toBeUndefined();
+  });
+});
+
+/** A multipart body as a client (undici's FormData, as fetch and the openai SDK build it) sends it. */
+async function multipart(parts: ReadonlyArray<{ name: string; value: string; file?: string }>): Promise<{ bytes: Buffer; boundary: string }> {
+  const form = new FormData();
+  for (const part of parts) {
+    if (part.file !== undefined) form.append(part.name, new Blob([part.value], { type: 'image/png' }), part.file);
+    else form.append(part.name, part.value);
+  }
+  const response = new Response(form);
+  const boundary = multipartBoundary(response.headers.get('content-type') ?? '')!;
+  return { bytes: Buffer.from(await response.arrayBuffer()), boundary };
+}
+
+function scanParts(bytes: Buffer, boundary: string, cuts: readonly number[] = []): MultipartModel {
+  const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  const scanner = new MultipartModel(boundary);
+  let from = 0;
+  for (const cut of [...at, bytes.length]) {
+    scanner.feed(bytes.subarray(from, cut));
+    from = cut;
+  }
+  return scanner;
+}
+
+describe('MultipartModel: the model field of a multipart body, without parsing it', () => {
+  it('finds the first text field named model, after files and other fields, however the bytes are cut', async () => {
+    const tricky = fc.string({ unit: fc.constantFrom('-', '\r', '\n', 'model', 'name="model"', 'a', 'é', '"', ';') });
+    const part = fc.record({ name: fc.constantFrom('prompt', 'image', 'n', 'mask', 'models', 'model[]'), value: tricky, file: fc.option(fc.constantFrom('a.png', 'model'), { nil: undefined }) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(part, { maxLength: 4 }), fc.array(part, { maxLength: 3 }), tricky, fc.array(fc.nat(), { maxLength: 8 }), async (before, after, model, cuts) => {
+        const { bytes, boundary } = await multipart([...before, { name: 'model', value: model }, ...after, { name: 'model', value: 'second' }]);
+        expect(scanParts(bytes, boundary, cuts).model).toBe(model.replace(/\r\n|\r|\n/g, '\r\n'));
+      }),
+      { numRuns: Math.min(RUNS, 300) },
+    );
+  });
+
+  it('a file part named model is no model; a body without the field names none', async () => {
+    const file = await multipart([{ name: 'model', value: 'not-a-model', file: 'model.png' }, { name: 'prompt', value: 'x' }]);
+    expect(scanParts(file.bytes, file.boundary).model).toBeUndefined();
+    expect(scanParts(file.bytes, file.boundary).done).toBe(true);
+    expect(multipartBoundary('multipart/form-data; boundary="a b"')).toBe('a b');
+    expect(multipartBoundary('application/json')).toBeNull();
+  });
+
+  it('reads a stream within its limit: a model named before the limit is kept', async () => {
+    const { bytes, boundary } = await multipart([{ name: 'model', value: 'img-model' }, { name: 'image', value: 'x'.repeat(100_000), file: 'a.png' }]);
+    const raw = Readable.from([bytes.subarray(0, 200), bytes.subarray(200)]) as unknown as IncomingMessage;
+    expect(await readRequestedModel(raw, 1_000, 1_000, new MultipartModel(boundary))).toBe('img-model');
   });
 });

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { MAX_KEY_LENGTH } from '../../idempotency/key';
 import type { ErrorShape } from '../../upstream/contract';
-import { BODY_RULES, familyOf } from '../intake/families';
+import { BODY_RULES, bodyClassOf } from '../intake/body-classes';
 import { REPLAYED_HEADER } from '../plugins/idempotency';
+import { ANSWER_SCHEMAS, OPERATION_ANSWERS } from './answers';
 import { ERROR_SCHEMAS, SHAPE_SCHEMA, type ErrorSchemaName } from './error-shapes';
-import { TAGS, type RouteDoc } from './route-doc';
+import { TAGS, type ResponseDoc, type RouteDoc } from './route-doc';
 
 /** JSON Schema 2020-12, OpenAPI 3.1's own dialect for Schema Objects. */
 export const JSON_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema';
@@ -70,6 +71,13 @@ function responseSchema(schema: z.ZodType): Json {
 
 const errorRef = (name: ErrorSchemaName) => ({ $ref: `#/components/schemas/${name}` });
 
+/** A JSON answer's schema: the route's own, else its named component (answers/), else any object. */
+function jsonAnswer(doc: RouteDoc, status: string, answer: ResponseDoc): Json {
+  if (answer.schema) return responseSchema(answer.schema);
+  const name = OPERATION_ANSWERS[doc.operationId]?.[Number(status)];
+  return name ? { $ref: `#/components/schemas/${name}` } : { type: 'object' };
+}
+
 /** A fastify URL as an OpenAPI path: `:id` is `{id}`; a wildcard needs the route's own `path`. */
 export function openApiPath(url: string, doc: RouteDoc): string {
   if (doc.path !== undefined) return doc.path;
@@ -126,9 +134,9 @@ function parameters(route: DescribedRoute, doc: RouteDoc, path: string): Json[] 
 
 const described = (schema: Json) => (typeof schema.description === 'string' ? { description: schema.description } : {});
 
-/** The intake's rules for the route's body (intake/families.ts): its size, and NUL characters. */
+/** The intake's rules for the route's body (intake/body-classes.ts): its size, and NUL characters. */
 function bodyRules(route: DescribedRoute): string {
-  const rule = BODY_RULES[familyOf(route.method, route.url)];
+  const rule = BODY_RULES[bodyClassOf(route.method, route.url)];
   const size = rule.limit % MiB === 0 ? `${rule.limit / MiB} MB` : `${rule.limit} bytes`;
   return `At most ${size}.${rule.refuseNul ? ' No NUL (U+0000) anywhere in it.' : ''}`;
 }
@@ -160,7 +168,8 @@ function successResponses(route: DescribedRoute, doc: RouteDoc): Record<string, 
     const content = Object.fromEntries(
       types.map((type) => [
         type,
-        { schema: JSON_TYPES.has(type) ? (answer.schema ? responseSchema(answer.schema) : { type: 'object' }) : { type: 'string' } },
+        // Other media types are bytes or text as they are (audio, files, CSV, server-sent events).
+        { schema: JSON_TYPES.has(type) ? jsonAnswer(doc, status, answer) : { type: 'string', contentMediaType: type } },
       ]),
     );
     responses[status] = {
@@ -211,7 +220,7 @@ function operation(route: DescribedRoute, doc: RouteDoc, path: string): Json {
 
 const DESCRIPTION = [
   'An event-sourced prepaid-wallet gateway in front of LLM providers: one API key, one USD wallet, many upstream providers.',
-  'Request schemas are generated from the zod schemas each route validates with.',
+  'Request schemas are generated from the zod schemas each route validates with; answers from the zod schemas of `src/http/openapi/answers/`, which the tests check real answers against.',
   'API keys are looked up in this order, the first present wins: `x-api-key`, `x-vendor-api-key` / `x-goog-api-key`, `?key=`, `Authorization: Bearer`.',
   "The operator's API under `/admin/v1` takes `Authorization: Bearer <ADMIN_TOKEN>`.",
 ].join('\n\n');
@@ -236,7 +245,7 @@ export function openApiDocument(routes: readonly DescribedRoute[], version: stri
     tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
-      schemas: Object.fromEntries(Object.entries(ERROR_SCHEMAS).map(([name, schema]) => [name, responseSchema(schema)])),
+      schemas: Object.fromEntries(Object.entries({ ...ERROR_SCHEMAS, ...ANSWER_SCHEMAS }).map(([name, schema]) => [name, responseSchema(schema)])),
       securitySchemes: SECURITY_SCHEMES,
     },
   };

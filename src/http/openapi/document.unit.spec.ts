@@ -54,7 +54,7 @@ describe('the operation of a route', () => {
     expect(names(operation(route('POST', '/v1/chat/completions', { auth: 'key' })))).toEqual([]);
   });
 
-  it('path and query parameters; a request body with the intake rules of its family', () => {
+  it('path and query parameters; a request body with the intake rules of its body class', () => {
     const query = z.looseObject({ from: UnixSecondsQuery.describe('start'), scope: z.enum(['a', 'b']) });
     const get = operation(route('GET', '/admin/v1/accounts/:id/logs', {}, [doc({ query })]));
     expect(get.parameters).toEqual([

@@ -4,7 +4,7 @@ import type { RouteDoc } from './route-doc';
 export const OPENAPI_DOC: RouteDoc = {
   operationId: 'getOpenApiDocument',
   summary: 'This API description (OpenAPI 3.1)',
-  description: 'Public: no key, not rate limited. Request schemas are generated from the zod schemas the routes validate with.',
+  description: 'Public: no key, not rate limited. Request and answer schemas are generated from zod schemas (the routes’ own, src/http/openapi/answers/).',
   tags: ['operations'],
   responses: { 200: { description: 'The OpenAPI 3.1 document.' } },
 };

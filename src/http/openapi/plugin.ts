@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { z } from 'zod';
-import { zodMessage } from '../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../config/zod-message';
 import { GatewayError } from '../errors';
 import { addRouteHook } from '../plugins/route-hooks';
 import { openApiDocument, type DescribedRoute, type OpenApiDocument, type RouteSettings } from './document';

@@ -23,7 +23,8 @@ export type Tag = keyof typeof TAGS;
 /** One answer of an operation. */
 export interface ResponseDoc {
   readonly description: string;
-  /** The JSON body's schema; a JSON object without further description when absent. */
+  /** The JSON body's schema; when absent, the operation's named answer (answers/ `OPERATION_ANSWERS`), else
+   * a JSON object without further description. */
   readonly schema?: z.ZodType;
   /** Media types of the body (default `application/json`); empty: no body. */
   readonly mediaTypes?: readonly string[];

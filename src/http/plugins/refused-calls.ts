@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import type { Ledger } from '../../commands/ledger';
 import { callRecord } from '../billable-call';
 import { sentError } from '../errors';
-import { readRequestedModel } from '../intake/requested-model';
+import { multipartBoundary, MultipartModel, readRequestedModel, TopLevelModel, type ModelScan } from '../intake/requested-model';
 import { addRouteHook } from './route-hooks';
 
 /** A billable route's calls have call-log rows: under which endpoint, and where its model is named. */
@@ -41,21 +41,32 @@ function bodyModel(body: unknown): string {
 
 const isJson = (request: FastifyRequest): boolean => /^\s*application\/json\b/i.test(request.headers['content-type'] ?? '');
 
+/** A refusal's unread body: read within `limit` bytes through `scan` for its model, or not readable (`unknown`: why). */
+type UnreadBody = { readonly limit: number; readonly scan: ModelScan } | { readonly unknown: string };
+
 /**
- * The byte limit within which a refusal's body is read for its model, or null when it is not read: the
- * body was parsed or read already, it is not plain JSON (a multipart image edit, a compressed body), or it
- * says it is larger than the route takes. The limit is the route's own JSON limit (intake/families.ts):
- * no more than the call would have read had it been admitted.
+ * How a refusal's body is read for its model, or null when it is not: the body was parsed or read
+ * already, or it is neither JSON nor multipart/form-data. The limit is the route's own for that form
+ * (intake/body-classes.ts: the images' 16 MB of JSON, their 95 MB of multipart): no more than the call would
+ * have read had it been admitted. A body that says it is larger is still read within the limit when the
+ * refusal came before its size was checked (402, 429): a model named before the limit is kept. A
+ * compressed body (`Content-Encoding`) is not read: the gateway accepts none on any route (an admitted
+ * one fails as JSON that does not parse), so the row says the model is not known, and why.
  */
-function unreadJsonLimit(request: FastifyRequest): number | null {
+function unreadBody(request: FastifyRequest, status: number): UnreadBody | null {
   const raw = request.raw;
-  if (request.body !== undefined || raw.readableDidRead || raw.readableEnded || !isJson(request)) return null;
-  const encoding = raw.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') return null;
+  if (request.body !== undefined || raw.readableDidRead || raw.readableEnded) return null;
+  const boundary = multipartBoundary(request.headers['content-type']);
+  if (boundary === null && !isJson(request)) return null;
+  const encoding = raw.headers['content-encoding']?.trim();
+  if (encoding && encoding.toLowerCase() !== 'identity')
+    return { unknown: `the model it names is not known: its body is compressed (Content-Encoding: ${encoding.slice(0, 40)}), which the gateway does not accept` };
   const rule = request.routeOptions.config.body;
-  const limit = rule?.json?.limit ?? rule?.limit ?? 0;
+  const limit = (boundary === null ? rule?.json?.limit : undefined) ?? rule?.limit ?? 0;
+  if (limit === 0) return null;
   const declared = Number(raw.headers['content-length'] ?? 0);
-  return limit > 0 && !(declared > limit) ? limit : null;
+  if (declared > limit && status !== 402 && status !== 429) return null;
+  return { limit, scan: boundary === null ? new TopLevelModel() : new MultipartModel(boundary) };
 }
 
 /**
@@ -70,9 +81,10 @@ function unreadJsonLimit(request: FastifyRequest): number | null {
  * The row names the model the client asked for (finance and the account holder need it): the path's
  * (generate-content) or the parsed body's. A 402 or 429 is decided in an onRequest hook (auth.ts,
  * rate-limit.ts), before the body is read, and stays there: no hold, no limiter slot and no parse for a
- * refused call. Its JSON body is then read here, only for its row: streamed through a scan that keeps
- * nothing but the top-level `model` (intake/requested-model.ts), never parsed, never buffered; within the
- * route's own JSON limit (what an admitted call reads), within REFUSED_BODY_WAIT_MS, only when the row
+ * refused call. Its body is then read here, only for its row: streamed through a scan that keeps
+ * nothing but the model (a JSON body's top-level `model`, a multipart body's `model` field:
+ * intake/requested-model.ts), never parsed, never buffered; within the route's own limit for that form
+ * (what an admitted call reads), within REFUSED_BODY_WAIT_MS, only when the row
  * will be written (the account's refusal budget, so a client hammering its 429 makes the gateway read at
  * most that many bodies a minute), and never before authentication (the caller is a known key by then).
  * The answer waits for it, as a parsed call waits for its body; a body too slow names no model.
@@ -89,19 +101,20 @@ export const refusedCallsPlugin = fp<RefusedCallsOptions>(
         // 401, which has no row: only a key that can be used is a caller whose calls are recorded.
         if (reply.statusCode < 400 || reply.statusCode === 401 || request.callRecorded || !request.caller) return done(null, payload);
         const named = callLog.model?.(request) ?? bodyModel(request.body);
-        const limit = named === '' ? unreadJsonLimit(request) : null;
-        if (limit === null || !ledger.recordsRejected(request.caller.accountId)) {
-          record(request, reply, callLog, named);
+        const body = named === '' ? unreadBody(request, reply.statusCode) : null;
+        if (body === null || 'unknown' in body || !ledger.recordsRejected(request.caller.accountId)) {
+          record(request, reply, callLog, named, body && 'unknown' in body ? body.unknown : null);
           return done(null, payload);
         }
-        readRequestedModel(request.raw, limit, REFUSED_BODY_WAIT_MS).then((model) => {
+        readRequestedModel(request.raw, body.limit, REFUSED_BODY_WAIT_MS, body.scan).then((model) => {
           record(request, reply, callLog, model ?? '');
           done(null, payload);
         });
       });
     });
 
-    function record(request: FastifyRequest, reply: FastifyReply, route: CallLogRoute, model: string) {
+    /** `unknown`: why the row names no model, added to its message. */
+    function record(request: FastifyRequest, reply: FastifyReply, route: CallLogRoute, model: string, unknown: string | null = null) {
       const caller = request.caller!;
       const error = sentError(request);
       const status = reply.statusCode;
@@ -117,7 +130,7 @@ export const refusedCallsPlugin = fp<RefusedCallsOptions>(
       const call = callRecord(facts, {
         status: status < 500 ? 'rejected' : 'error',
         error_code: error?.code ?? (status < 500 ? 'invalid_request' : 'internal_error'),
-        error_message: error?.message ?? `HTTP ${status}`,
+        error_message: `${error?.message ?? `HTTP ${status}`}${unknown ? ` (${unknown})` : ''}`,
         ...(route.unitType ? { unit_type: route.unitType } : {}),
       });
       ledger.recordRejected(caller.accountId, call, true).catch((failure: unknown) => request.log.error({ err: failure }, 'could not record a refused call'));

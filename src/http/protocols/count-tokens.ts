@@ -7,6 +7,7 @@ import type { ProtocolAdapter } from '../../upstream/contract';
 import { ERROR_BODY_BYTES, textWithin } from '../../upstream/bounded-body';
 import { tryJson } from '../../upstream/json';
 import { estimateUsage } from '../../upstream/pricing';
+import { chatProtocol, type TokenCount } from '../../upstream/protocols/registry';
 import type { Route } from '../../channels/routing';
 import { upstreamAgent, upstreamTarget } from '../../upstream/upstream-call';
 import { callableModel } from '../billable-call';
@@ -32,8 +33,7 @@ export async function countPromptTokens(deps: Pick<RelayDeps, 'registry' | 'rout
   const raw = request.body;
   // Gemini's countTokens may wrap the request: `{generateContentRequest: {...}}`.
   const inner = (raw as { generateContentRequest?: unknown } | null)?.generateContentRequest ?? raw;
-  const body = inner !== null && typeof inner === 'object' && !Array.isArray(inner) && adapter.protocol === 'messages' ? { max_tokens: 1, ...inner } : inner;
-  const info = adapter.inspect(body, params);
+  const info = adapter.inspect(tokenCountOf(adapter).inspected(inner), params);
   if ('invalid' in info) throw new GatewayError('invalid_request', info.invalid);
   const model = callableModel(deps.registry, request.caller!.key.settings.allowed_models, info.model);
   if ('code' in model) throw new GatewayError(model.code, model.message);
@@ -50,7 +50,8 @@ export async function countPromptTokens(deps: Pick<RelayDeps, 'registry' | 'rout
 /** The upstream's count, or null when it gave none (any failure: the local estimate answers). */
 async function upstreamCount(deps: Pick<RelayDeps, 'dispatcher'>, adapter: ProtocolAdapter, route: Route, body: unknown, request: FastifyRequest): Promise<number | null> {
   const { channel, upstreamModel } = route;
-  const asked = countRequest(adapter.protocol, upstreamModel, body);
+  const counting = tokenCountOf(adapter);
+  const asked = counting.request(upstreamModel, body);
   const target = upstreamTarget(channel.base_url, shapedPath(channel, asked.path, upstreamModel));
   try {
     const response = await (channelDispatcher(channel) ?? deps.dispatcher ?? upstreamAgent).request({
@@ -64,8 +65,7 @@ async function upstreamCount(deps: Pick<RelayDeps, 'dispatcher'>, adapter: Proto
     });
     const text = await textWithin(response.body, ERROR_BODY_BYTES);
     if (response.statusCode !== 200) return null;
-    const json = tryJson(text) as { input_tokens?: unknown; totalTokens?: unknown } | null;
-    const count = adapter.protocol === 'messages' ? json?.input_tokens : json?.totalTokens;
+    const count = counting.count(tryJson(text));
     return typeof count === 'number' && Number.isSafeInteger(count) && count >= 0 ? count : null;
   } catch (error) {
     request.log.info({ err: error, channel: channel.id }, 'upstream token count failed: the local estimate answers');
@@ -73,11 +73,9 @@ async function upstreamCount(deps: Pick<RelayDeps, 'dispatcher'>, adapter: Proto
   }
 }
 
-/** The count request of a protocol for a channel: its path and the client's body naming the upstream model. */
-function countRequest(protocol: string, upstreamModel: string, body: unknown): { path: string; body: unknown } {
-  const b = (body ?? {}) as Record<string, unknown>;
-  if (protocol === 'messages') return { path: '/v1/messages/count_tokens', body: { ...b, model: upstreamModel } };
-  const wrapped = b.generateContentRequest as Record<string, unknown> | undefined;
-  const sent = wrapped && typeof wrapped === 'object' ? { ...b, generateContentRequest: { ...wrapped, model: `models/${upstreamModel}` } } : b;
-  return { path: `/v1beta/models/${encodeURIComponent(upstreamModel)}:countTokens`, body: sent };
+/** The registration's token count of the protocol (only routes of a protocol that has one count). */
+function tokenCountOf(adapter: ProtocolAdapter): TokenCount {
+  const counting = chatProtocol(adapter.protocol).tokenCount;
+  if (!counting) throw new Error(`the ${adapter.protocol} protocol has no token count`);
+  return counting;
 }

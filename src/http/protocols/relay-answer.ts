@@ -218,5 +218,5 @@ const STREAM_ENDS: Readonly<Record<string, string>> = {
   client_disconnected: 'the client disconnected',
   client_timeout: 'the client did not read the stream within the request budget',
   internal_error: 'the gateway could not convert the end of the stream',
-  gateway_shutting_down: 'the gateway shut down before the stream finished (SHUTDOWN_GRACE_S ran out)',
+  gateway_shutting_down: 'the gateway shut down before the stream finished (its shutdown grace period ran out)',
 };

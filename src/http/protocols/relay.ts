@@ -37,7 +37,7 @@ export interface RelayDeps {
 export const CHAT_TIMEOUT_MS = 180_000;
 const HOLD_GRACE_S = 120;
 
-interface CallContext extends CallFacts {
+interface ChatCallFacts extends CallFacts {
   readonly adapter: ProtocolAdapter;
 }
 
@@ -63,7 +63,7 @@ export async function relayChat(
   params: { model?: string; stream?: boolean; pin?: string | undefined } = {},
 ): Promise<unknown> {
   const caller = request.caller!;
-  const ctx: CallContext = {
+  const ctx: ChatCallFacts = {
     request,
     adapter,
     endpoint: adapter.protocol,
@@ -138,7 +138,7 @@ class ChatLadder implements ChannelLadder<ChatAnswer, Stage> {
   constructor(
     readonly deps: RelayDeps,
     readonly reply: FastifyReply,
-    readonly facts: CallContext,
+    readonly facts: ChatCallFacts,
     readonly info: ChatRequestInfo,
     readonly stages: readonly Stage[],
     readonly call: CallSignal,

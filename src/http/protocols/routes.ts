@@ -1,10 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { chatCompletions } from '../../upstream/protocols/chat-completions';
-import { generateContent } from '../../upstream/protocols/generate-content';
-import { messages } from '../../upstream/protocols/messages';
+import { nativeAdapter } from '../../upstream/protocols/registry';
 import { countPromptTokens, GenerateCountTokensBody } from './count-tokens';
-import { responses } from '../../upstream/protocols/responses';
 import { GatewayError } from '../errors';
 import { redactUrl } from '../../metrics/redact';
 import type { RouteDoc } from '../openapi/route-doc';
@@ -12,6 +9,12 @@ import { relayChat, type RelayDeps } from './relay';
 import { prepareAgentCall, type AgentCallDeps } from '../agents/agent-call';
 import { usability } from '../../commands/key/decider';
 import { AUTH_MESSAGES } from '../plugins/auth';
+
+// Each endpoint with its protocol's native adapter (src/upstream/protocols/registry.ts).
+const chatCompletions = nativeAdapter('chat-completions');
+const messages = nativeAdapter('messages');
+const responses = nativeAdapter('responses');
+const generateContent = nativeAdapter('generate-content');
 
 const COUNT_TOKENS_DOC: RouteDoc = {
   operationId: 'countMessageTokens',

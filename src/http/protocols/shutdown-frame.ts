@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProtocolAdapter } from '../../upstream/contract';
+import { chatProtocol } from '../../upstream/protocols/registry';
 import { SHUTDOWN_MESSAGE } from '../../upstream/upstream-call';
 import { errorBody, GatewayError } from '../errors';
 import type { ClientStream } from './client-stream';
@@ -12,27 +13,15 @@ const BARE_GAP_MS = 50;
  * outlasted SHUTDOWN_GRACE_S: the error frame of the client's protocol, in the error shape of
  * its endpoint (code `gateway_shutting_down`), the way each vendor ends a stream that failed
  * (what the simulator's `error_frame_after` sends), so that SDKs raise an error rather than
- * take a cut stream for a finished one:
- * - chat-completions: `data: {"error": {...}}`, no `[DONE]`;
- * - responses: `event: error` with `{type: "error", code, message, param}`;
- * - messages: `event: error` with `{type: "error", error: {type: "overloaded_error", message}}`;
- * - generate-content over SSE: the bare error object outside the SSE framing, as Google sends it
- *   (`@google/genai` raises `ApiError` 503 on it); as a JSON array: the error object as its last
- *   element, and the array closed.
+ * take a cut stream for a finished one. Each protocol's frame is its registration's
+ * `shutdownFrame` (src/upstream/protocols/registry.ts); as a JSON array (generate-content without
+ * `alt=sse`) the frame is the error object as the array's last element, and the array closed.
  */
 export async function writeShutdownFrame(client: ClientStream, adapter: ProtocolAdapter, framing: 'sse' | 'json-array', elements: number): Promise<void> {
   const error = new GatewayError('gateway_shutting_down', SHUTDOWN_MESSAGE);
   const body = errorBody(adapter.shape, error);
   if (framing === 'json-array') return client.write(`${elements === 0 ? '[' : ',\r\n'}${JSON.stringify(body)}]`);
-  switch (adapter.protocol) {
-    case 'chat-completions':
-      return client.write(`data: ${JSON.stringify(body)}\n\n`);
-    case 'responses':
-      return client.write(`event: error\ndata: ${JSON.stringify({ type: 'error', code: error.code, message: error.message, param: null })}\n\n`);
-    case 'messages':
-      return client.write(`event: error\ndata: ${JSON.stringify(body)}\n\n`);
-    case 'generate-content':
-      await sleep(BARE_GAP_MS);
-      return client.write(JSON.stringify(body, null, 2));
-  }
+  const frame = chatProtocol(adapter.protocol).shutdownFrame(body, error);
+  if (frame.pauseFirst) await sleep(BARE_GAP_MS);
+  return client.write(frame.text);
 }

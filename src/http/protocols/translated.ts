@@ -8,19 +8,9 @@
 import { CHAT_PROTOCOLS, channelServes, type ChannelConfig, type ChatProtocol, type ModelConfig } from '../../config/schema';
 import type { ChatRequestInfo, ProtocolAdapter } from '../../upstream/contract';
 import { MAX_ESTIMATED_OUTPUT } from '../../upstream/pricing';
-import { chatCompletions } from '../../upstream/protocols/chat-completions';
-import { generateContent } from '../../upstream/protocols/generate-content';
-import { messages } from '../../upstream/protocols/messages';
-import { responses } from '../../upstream/protocols/responses';
+import { nativeAdapter, translatorOf } from '../../upstream/protocols/registry';
 import { MAX_CHANNELS_PER_REQUEST, type Route, type RouteSource } from '../../channels/routing';
-import { carriesBuiltinTool, streamBridge, TRANSLATORS, type AnswerContext, type CanonicalRequest, type StreamBridge } from '../../upstream/translate';
-
-const NATIVE: Readonly<Record<ChatProtocol, ProtocolAdapter>> = {
-  'chat-completions': chatCompletions,
-  messages,
-  responses,
-  'generate-content': generateContent,
-};
+import { carriesBuiltinTool, streamBridge, type AnswerContext, type CanonicalRequest, type StreamBridge } from '../../upstream/translate';
 
 /** A route to a channel of another protocol (`via`) that allows translation for the client's. */
 export interface TranslatedRoute extends Route {
@@ -56,7 +46,7 @@ export interface DecodedCall {
 }
 
 export function decodeCall(client: ProtocolAdapter, body: unknown, params: { model?: string; stream?: boolean }, info: ChatRequestInfo, created: number): DecodedCall {
-  const { value, dropped } = TRANSLATORS[client.protocol].decodeRequest(body, params);
+  const { value, dropped } = translatorOf(client.protocol).decodeRequest(body, params);
   const includeUsage = (body as { stream_options?: { include_usage?: unknown } | null } | null)?.stream_options?.include_usage === true;
   return { request: value, dropped, context: { model: info.model, created, includeUsage, request: value } };
 }
@@ -78,10 +68,10 @@ export interface Translation {
 }
 
 export function translationFor(call: DecodedCall, client: ProtocolAdapter, route: TranslatedRoute, model: ModelConfig): Translation {
-  const upstream = NATIVE[route.via];
+  const upstream = nativeAdapter(route.via);
   // Anthropic requires max_tokens: the cap the hold was computed with.
   const defaultMaxTokens = Math.min(model.default_max_tokens ?? MAX_ESTIMATED_OUTPUT, MAX_ESTIMATED_OUTPUT);
-  const encoded = TRANSLATORS[route.via].encodeRequest(call.request, { model: route.upstreamModel, defaultMaxTokens });
+  const encoded = translatorOf(route.via).encodeRequest(call.request, { model: route.upstreamModel, defaultMaxTokens });
   // Field names come from the client's JSON: only printable ASCII may go into a header.
   const warnings = [...new Set([...call.dropped, ...encoded.dropped].map((name) => name.replace(/[^\x20-\x7e]/g, '?')))];
   // Read with the channel's own adapter: the prompt the channel will count, and as many answers as
@@ -101,7 +91,7 @@ export function translationFor(call: DecodedCall, client: ProtocolAdapter, route
       'x-protocol-translation': `${client.protocol}->${route.via}`,
       ...(warnings.length > 0 ? { 'x-protocol-warning': warnings.join(', ') } : {}),
     },
-    answer: (body) => TRANSLATORS[client.protocol].encodeResponse(TRANSLATORS[route.via].decodeResponse(body), call.context),
-    bridge: () => streamBridge(TRANSLATORS[route.via].streamDecoder(), TRANSLATORS[client.protocol].streamEncoder(call.context)),
+    answer: (body) => translatorOf(client.protocol).encodeResponse(translatorOf(route.via).decodeResponse(body), call.context),
+    bridge: () => streamBridge(translatorOf(route.via).streamDecoder(), translatorOf(client.protocol).streamEncoder(call.context)),
   };
 }

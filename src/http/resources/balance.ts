@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { available } from '../../commands/wallet/state';
 import { formatUsd, max, min, usdNumber } from '../../money/usd';
+import type { BillingSubscription, BillingUsage, KeyBalance } from '../openapi/answers/account';
 import type { RouteDoc } from '../openapi/route-doc';
 import type { Caller } from '../plugins/auth';
 
@@ -55,7 +56,8 @@ const billingDocs = (prefix: string): { subscription: RouteDoc; usage: RouteDoc 
 /** `GET /v1/key/balance` and the billing-compatible views: free, usable at a zero
  * balance, and they do not count as using the key. */
 export async function balanceRoutes(app: FastifyInstance) {
-  app.get('/v1/key/balance', { config: { ...FREE, openapi: BALANCE_DOC } }, async (request) => {
+  // Typed by the answers /openapi.json publishes (openapi/answers/).
+  app.get('/v1/key/balance', { config: { ...FREE, openapi: BALANCE_DOC } }, async (request): Promise<z.output<typeof KeyBalance>> => {
     const b = keyBalance(request.caller!);
     return {
       object: 'key.balance',
@@ -68,7 +70,7 @@ export async function balanceRoutes(app: FastifyInstance) {
 
   for (const prefix of ['/v1', '']) {
     const docs = billingDocs(prefix);
-    app.get(`${prefix}/dashboard/billing/subscription`, { config: { ...FREE, openapi: docs.subscription } }, async (request) => {
+    app.get(`${prefix}/dashboard/billing/subscription`, { config: { ...FREE, openapi: docs.subscription } }, async (request): Promise<z.output<typeof BillingSubscription>> => {
       const b = keyBalance(request.caller!);
       const total = usdNumber(b.total);
       return {
@@ -81,7 +83,7 @@ export async function balanceRoutes(app: FastifyInstance) {
         access_until: b.expiresAt ?? 0,
       };
     });
-    app.get(`${prefix}/dashboard/billing/usage`, { config: { ...FREE, openapi: docs.usage } }, async (request) => {
+    app.get(`${prefix}/dashboard/billing/usage`, { config: { ...FREE, openapi: docs.usage } }, async (request): Promise<z.output<typeof BillingUsage>> => {
       const b = keyBalance(request.caller!);
       // Cumulative, in cents; start_date and end_date are accepted and ignored.
       return { object: 'list', total_usage: usdNumber(b.used * 100n), daily_costs: [] };

@@ -4,7 +4,7 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
 import { z } from 'zod';
 import type { ObjectStore } from '../../objects/store';
 import type { KnowledgeQueries, ReadableKb } from '../../projections/knowledge/queries';
-import { zodMessage } from '../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../config/zod-message';
 import { failureOf, GatewayError } from '../errors';
 import { clientErrorOf, jsonRpcError } from '../intake/plugin';
 import type { RouteDoc } from '../openapi/route-doc';

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
 import { discountsOf } from '../../upstream/pricing';
+import type { Model, ModelList, PublicModels } from '../openapi/answers/chat';
 import type { RouteDoc } from '../openapi/route-doc';
 import { GatewayError } from '../errors';
 
@@ -38,7 +39,7 @@ function discountField(registry: ModelRegistry, model: ModelConfig) {
   return discounts.length > 0 ? { discounts } : {};
 }
 
-function publicEntry(registry: ModelRegistry, model: ModelConfig) {
+function publicEntry(registry: ModelRegistry, model: ModelConfig): z.output<typeof PublicModels>['models'][number] {
   return {
     id: model.id,
     object: 'model',
@@ -63,7 +64,7 @@ function publicEntry(registry: ModelRegistry, model: ModelConfig) {
 
 export function modelRoutes(registry: ModelRegistry) {
   return async (app: FastifyInstance) => {
-    app.get('/v1/models', { config: { auth: 'key', free: true, headerKeyOnly: true, openapi: MODELS_DOC } }, async (request) => {
+    app.get('/v1/models', { config: { auth: 'key', free: true, headerKeyOnly: true, openapi: MODELS_DOC } }, async (request): Promise<z.output<typeof ModelList>> => {
       const allowList = request.caller!.key.settings.allowed_models;
       return {
         object: 'list',
@@ -73,7 +74,7 @@ export function modelRoutes(registry: ModelRegistry) {
       };
     });
 
-    app.get<{ Params: { id: string } }>('/v1/models/:id', { config: { auth: 'key', free: true, headerKeyOnly: true, openapi: MODEL_DOC } }, async (request) => {
+    app.get<{ Params: { id: string } }>('/v1/models/:id', { config: { auth: 'key', free: true, headerKeyOnly: true, openapi: MODEL_DOC } }, async (request): Promise<z.output<typeof Model>> => {
       const model = registry.resolve(request.params.id);
       if (!model || !registry.allows(request.caller!.key.settings.allowed_models, model.id))
         throw new GatewayError('not_found', `The model \`${request.params.id}\` does not exist or this key may not use it.`);

@@ -4,6 +4,7 @@ import { formatUsd } from '../../money/usd';
 import { DEFAULT_WINDOW_S, usageTotals, type UsageTotals } from '../../projections/call-log/queries';
 import type { SqlQuery } from '../../storage/sql';
 import { UnixSecondsQuery } from '../intake/numbers';
+import type { Usage } from '../openapi/answers/account';
 import type { RouteDoc } from '../openapi/route-doc';
 
 const view = ({ cost, ...counts }: UsageTotals) => ({ ...counts, cost_usd: formatUsd(cost) });
@@ -27,7 +28,7 @@ const USAGE_DOC: RouteDoc = {
  * calls included, failover attempts not); `?scope=key` narrows to the calling key. */
 export function usageRoutes(sql: SqlQuery, now: () => number) {
   return async (app: FastifyInstance) => {
-    app.get<{ Querystring: z.output<typeof UsageQuery> }>('/api/v1/usage', { config: { auth: 'key', free: true, openapi: USAGE_DOC } }, async (request) => {
+    app.get<{ Querystring: z.output<typeof UsageQuery> }>('/api/v1/usage', { config: { auth: 'key', free: true, openapi: USAGE_DOC } }, async (request): Promise<z.output<typeof Usage>> => {
       const caller = request.caller!;
       const to = request.query.to ?? now() + 1;
       const from = request.query.from ?? to - DEFAULT_WINDOW_S;

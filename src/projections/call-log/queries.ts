@@ -243,12 +243,13 @@ export interface DailyUsage {
 }
 
 /** Calls and cost per UTC day and model over [from, to) (the console's usage chart). */
-export async function dailyUsage(sql: SqlQuery, accountId: string, from: number, to: number): Promise<DailyUsage[]> {
+export async function dailyUsage(sql: SqlQuery, accountId: string, from: number, to: number, offsetSeconds = 0): Promise<DailyUsage[]> {
+  // Days of a zone `offsetSeconds` east of UTC (the viewer's; its offset now, for the whole window).
   const rows = await sql.query<{ day: string; model: string; n: string; cost: string }>(
-    `SELECT (created_at / 86400)::text AS day, model, count(*)::text AS n, sum(cost + adjustment)::text AS cost
+    `SELECT ((created_at + $4) / 86400)::text AS day, model, count(*)::text AS n, sum(cost + adjustment)::text AS cost
        FROM call_log WHERE account_id = $1 AND created_at >= $2 AND created_at < $3
       GROUP BY 1, 2 ORDER BY 1, 2`,
-    [accountId, from, to],
+    [accountId, from, to, offsetSeconds],
   );
   return rows.map((r) => ({ day: new Date(Number(r.day) * 86400_000).toISOString().slice(0, 10), model: r.model, requests: Number(r.n), cost: BigInt(r.cost) }));
 }

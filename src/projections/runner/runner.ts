@@ -1,3 +1,6 @@
+/** The projection runner. Long (over 400 lines) and kept whole: catch-up, follow, rebuild and waitFor share
+ * one checkpoint state and loop; its separable parts already live beside it (parked.ts, revisions.ts,
+ * lag.ts, shared-reads.ts). */
 import { START, comparePositions, type EventStore, type Position } from '../../events/store/port';
 import type { Sql } from '../../storage/sql';
 import { IN_SLICES, LOAD, RebuildMemory, WHOLE, type Projection, type SecondaryIndex } from '../projection';

@@ -47,6 +47,7 @@ export function chatTurn(body: unknown): Turn {
     .filter((f) => typeof f.name === 'string')
     .map((f) => ({ name: f.name as string, parameters: f.parameters }));
   const rf = asRecord(b.response_format).type;
+  const schema = rf === 'json_schema' ? asRecord(asRecord(b.response_format).json_schema).schema : undefined;
   const maxTokens = typeof b.max_completion_tokens === 'number' ? b.max_completion_tokens : typeof b.max_tokens === 'number' ? b.max_tokens : undefined;
   return {
     userText: lastUser ? contentText(lastUser.content) : '',
@@ -58,6 +59,7 @@ export function chatTurn(body: unknown): Turn {
     maxTokens,
     reasoning: reasoningFor(typeof b.model === 'string' ? b.model : undefined, effortFrom(b.reasoning_effort)),
     json: rf === 'json_object' || rf === 'json_schema',
+    jsonSchema: schema ?? undefined,
   };
 }
 

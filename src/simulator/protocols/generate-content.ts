@@ -14,6 +14,7 @@ import {
 } from '../conversation';
 import { STREAM_ERRORS, vendorError } from '../errors';
 import { pad, sendJson, sendStream, type Ctx } from '../http';
+import { fromOpenApiSchema } from '../schema-sample';
 import { promptTokens, type ReasoningEffort } from '../tokens';
 
 const THOUGHT_TEXT = 'Considering the request step by step.';
@@ -47,7 +48,7 @@ export function generateTurn(body: unknown, model: string | undefined): Turn {
   const tools: ToolSpec[] = [];
   for (const t of asArray(b.tools).map(asRecord)) {
     for (const fd of asArray(t.functionDeclarations).map(asRecord)) {
-      if (typeof fd.name === 'string') tools.push({ name: fd.name, parameters: fd.parameters ?? fd.parametersJsonSchema });
+      if (typeof fd.name === 'string') tools.push({ name: fd.name, parameters: fd.parameters !== undefined ? fromOpenApiSchema(fd.parameters) : fd.parametersJsonSchema });
     }
   }
   const fcc = asRecord(asRecord(b.toolConfig).functionCallingConfig);
@@ -70,6 +71,7 @@ export function generateTurn(body: unknown, model: string | undefined): Turn {
     maxTokens: typeof gc.maxOutputTokens === 'number' ? gc.maxOutputTokens : undefined,
     reasoning: reasoningFor(model, thinkingRequested(b)),
     json: gc.responseMimeType === 'application/json',
+    jsonSchema: gc.responseJsonSchema ?? (gc.responseSchema !== undefined ? fromOpenApiSchema(gc.responseSchema) : undefined),
   };
 }
 

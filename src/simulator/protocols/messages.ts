@@ -52,6 +52,8 @@ export function messagesTurn(body: unknown): Turn {
     .map(asRecord)
     .filter((t) => typeof t.name === 'string' && t.input_schema !== undefined)
     .map((t) => ({ name: t.name as string, parameters: t.input_schema }));
+  const format = asRecord(b.output_format ?? asRecord(b.output_config).format);
+  const structured = format.type === 'json_schema' ? (format.schema ?? {}) : undefined;
   return {
     userText,
     toolResults,
@@ -61,7 +63,9 @@ export function messagesTurn(body: unknown): Turn {
     parallelToolCalls: asRecord(b.tool_choice).disable_parallel_tool_use !== true,
     maxTokens: typeof b.max_tokens === 'number' ? b.max_tokens : undefined,
     reasoning: reasoningFor(typeof b.model === 'string' ? b.model : undefined, thinkingRequested(b)),
-    json: false,
+    // Structured outputs (`output_format` / `output_config.format` of type json_schema): the text is JSON.
+    json: structured !== undefined,
+    jsonSchema: structured,
   };
 }
 

@@ -47,6 +47,7 @@ export function responsesTurn(body: unknown): Turn {
   const reasoning = asRecord(b.reasoning);
   const requested = b.reasoning === undefined || b.reasoning === null ? undefined : effortFrom(reasoning.effort ?? 'medium');
   const format = asRecord(asRecord(b.text).format).type;
+  const schema = format === 'json_schema' ? asRecord(asRecord(b.text).format).schema : undefined;
   return {
     userText: lastUser ? contentText(lastUser.content) : '',
     toolResults,
@@ -57,6 +58,7 @@ export function responsesTurn(body: unknown): Turn {
     maxTokens: typeof b.max_output_tokens === 'number' ? b.max_output_tokens : undefined,
     reasoning: reasoningFor(typeof b.model === 'string' ? b.model : undefined, requested),
     json: format === 'json_object' || format === 'json_schema',
+    jsonSchema: schema ?? undefined,
   };
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { zodMessage } from '../../config/zod-message';
 import type { ChatRequestInfo, ProtocolAdapter, StreamObserver, Usage } from '../contract';
 import { isObject } from '../json';
 import { isInvalidUsage, readCounts, summed, validUsage, type UsageReport } from '../usage';
@@ -45,10 +46,6 @@ export { isObject };
 
 /** Characters of a delivered text field (0 when it is not text). */
 export const textLength = (value: unknown): number => (typeof value === 'string' ? value.length : 0);
-
-export function zodMessage(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
-}
 
 export const openAiErrorMessage = (body: unknown): string | null => {
   const message = (body as { error?: { message?: unknown } } | null)?.error?.message;

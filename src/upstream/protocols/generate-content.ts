@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { ChatRequestInfo, ProtocolAdapter, StreamObserver, Usage } from '../contract';
 import { isInvalidUsage, readCounts, summed, validUsage, type UsageReport } from '../usage';
-import { isObject, textLength, zodMessage } from './chat-completions';
+import { zodMessage } from '../../config/zod-message';
+import { isObject, textLength } from './chat-completions';
 
 /** What the Gemini API accepts for `candidateCount`. */
 export const MAX_CANDIDATES = 8;

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { ProtocolAdapter, StreamObserver, Usage } from '../contract';
 import { tokensFromChars } from '../pricing';
 import { isInvalidUsage, readCounts, summed, validUsage, withToolCalls, type UsageReport } from '../usage';
-import { isObject, openAiErrorMessage, textLength, zodMessage } from './chat-completions';
+import { zodMessage } from '../../config/zod-message';
+import { isObject, openAiErrorMessage, textLength } from './chat-completions';
 
 /** The version sent upstream when the client sent none (what direct callers are told to send). */
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { FeeTool } from '../../config/schema';
 import type { ProtocolAdapter, StreamObserver, Usage } from '../contract';
 import { isInvalidUsage, readCounts, summed, validUsage, withToolCalls, type InvalidUsage, type UsageReport } from '../usage';
-import { isObject, openAiErrorMessage, zodMessage } from './chat-completions';
+import { zodMessage } from '../../config/zod-message';
+import { isObject, openAiErrorMessage } from './chat-completions';
 
 /** Any input item: a message (`{role, content}`, `type` absent or `message`), or a typed item
  * such as `function_call`, `function_call_output`, `reasoning`. */

@@ -65,7 +65,7 @@ function hopOf(channel: ChannelConfig, path: string, body: string, options: HopO
 
 /**
  * One speech request to one channel; the audio read whole, never past SPEECH_ANSWER_BYTES (an answer that
- * says it is larger is refused before a byte of it is read). A body cut short is a failed connection.
+ * says it is larger is refused before a byte of it is read). A body cut short after its 2xx is `unreadable` (not resent: postHop).
  */
 export function requestSpeech(channel: ChannelConfig, body: string, options: HopOptions): Promise<HopResult<SpeechAudio>> {
   return postHop(hopOf(channel, SPEECH_PATH, body, options), async (response) => {

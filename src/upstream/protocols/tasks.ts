@@ -8,10 +8,10 @@ import { channelDispatcher, shapedHeaders, withChannelQuery } from '../shaping';
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { ChannelConfig } from '../../config/schema';
-import { BodyTooLargeError, textWithin } from '../bounded-body';
+import { textWithin } from '../bounded-body';
 import { tryJson } from '../json';
 import { scrubberOf } from '../scrub';
-import { CallSignal, classify, statusFailure, unreadable, upstreamAgent, upstreamTarget, type Failure } from '../upstream-call';
+import { brokenAnswer, CallSignal, classify, statusFailure, unreadable, upstreamAgent, upstreamTarget, type Failure } from '../upstream-call';
 
 export const TASKS_PATH = '/api/v3/contents/generations/tasks';
 
@@ -52,6 +52,9 @@ async function call(
 ): Promise<TaskAnswer<unknown>> {
   const target = upstreamTarget(channel.base_url, withChannelQuery(channel, path));
   const signal = new CallSignal(timeoutMs, parent);
+  // Whether the answer's 2xx status has arrived: a failure after it is `brokenAnswer`'s (a submission the
+  // upstream accepted is not sent to another channel), one before it the connection's.
+  let accepted = false;
   try {
     const response = await (channelDispatcher(channel) ?? dispatcher).request({
       origin: target.origin,
@@ -64,11 +67,11 @@ async function call(
       bodyTimeout: timeoutMs,
     });
     if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body, scrubberOf(channel)) };
+    accepted = true;
     const text = await textWithin(response.body, TASK_ANSWER_BYTES);
     return { ok: true, value: text === '' ? {} : tryJson(text) };
   } catch (error) {
-    if (error instanceof BodyTooLargeError) return { ok: false, failure: unreadable(error.message) };
-    return { ok: false, failure: classify(error, signal) };
+    return { ok: false, failure: accepted ? brokenAnswer(error, signal) : classify(error, signal) };
   } finally {
     signal.clear();
   }

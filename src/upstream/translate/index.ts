@@ -1,19 +1,14 @@
 /** The four protocol translators by protocol, and the one-call helpers built on them. */
 import type { ChatProtocol } from '../../config/schema';
+import { CHAT_PROTOCOL_REGISTRY } from '../protocols/registry';
 import type { CanonicalEvent, ProtocolTranslator, StreamDecoder, StreamEncoder, WireEvent } from './canonical';
-import { chatCompletionsTranslator } from './chat-completions';
-import { generateContentTranslator } from './generate-content';
-import { messagesTranslator } from './messages';
-import { responsesTranslator } from './responses';
 
 export * from './canonical';
 
-export const TRANSLATORS: Readonly<Record<ChatProtocol, ProtocolTranslator>> = {
-  'chat-completions': chatCompletionsTranslator,
-  messages: messagesTranslator,
-  responses: responsesTranslator,
-  'generate-content': generateContentTranslator,
-};
+/** Read from the protocol registry, which holds each protocol's translator beside its adapter. */
+export const TRANSLATORS: Readonly<Record<ChatProtocol, ProtocolTranslator>> = Object.fromEntries(
+  Object.entries(CHAT_PROTOCOL_REGISTRY).map(([protocol, entry]) => [protocol, entry.translator]),
+) as Record<ChatProtocol, ProtocolTranslator>;
 
 /** Whether a client of one protocol can have a built-in tool run by a channel of another: the
  * client's decoder reads it and the channel's encoder sends it (image_generation: chat-completions

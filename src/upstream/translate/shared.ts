@@ -1,5 +1,5 @@
 /** Small helpers the four protocol translators share. Pure functions, no I/O. */
-import type { BuiltinTool, CanonicalEvent, CanonicalRequest, ImageSource, Message, Part } from './canonical';
+import type { BuiltinTool, CanonicalEvent, CanonicalRequest, FunctionTool, ImageSource, Message, Part, ReasoningEffort } from './canonical';
 import { tryJson } from '../json';
 
 export type Json = Record<string, unknown>;
@@ -105,6 +105,26 @@ export function builtinToolOf(tool: Json): BuiltinTool | undefined {
   return Object.keys(options).length > 0 ? { type: 'image_generation', options } : { type: 'image_generation' };
 }
 
+/** OpenAI `tools` (chat-completions and responses): function tools, read by `functionOf` from the
+ * entry (chat nests them under `function`, responses does not), the built-in tools translation
+ * carries, and every other tool type reported dropped. */
+export function decodeOpenAiTools(wire: unknown, dropped: Set<string>, functionOf: (tool: Json) => Json): { tools: FunctionTool[]; builtinTools: BuiltinTool[] } {
+  const tools: FunctionTool[] = [];
+  const builtinTools: BuiltinTool[] = [];
+  for (const tool of asArray(wire)) {
+    const t = asRecord(tool);
+    const builtin = builtinToolOf(t);
+    if (builtin) builtinTools.push(builtin);
+    if (t.type !== 'function') {
+      if (!builtin) dropped.add(`tools.${String(t.type)}`);
+      continue;
+    }
+    const fn = functionOf(t);
+    tools.push(compact({ name: str(fn.name) ?? '', description: str(fn.description), parameters: asRecord(fn.parameters) }));
+  }
+  return { tools, builtinTools };
+}
+
 /** Built-in tools an encoder cannot send, reported as dropped (the relay routes such requests
  * only to channels whose protocol sends them). */
 export function dropBuiltinTools(request: CanonicalRequest, dropped: Set<string>): void {
@@ -113,3 +133,23 @@ export function dropBuiltinTools(request: CanonicalRequest, dropped: Set<string>
 
 /** Token budgets for an OpenAI-style effort, for vendors that think in budgets (Anthropic, Gemini). */
 export const BUDGET_FOR_EFFORT = { minimal: 1024, low: 2048, medium: 8192, high: 16_384 } as const;
+
+/** The reasoning efforts OpenAI's wires (chat-completions, responses) accept. */
+export const OPENAI_EFFORTS = new Set(['minimal', 'low', 'medium', 'high']);
+
+/** Anthropic / Gemini think in token budgets, OpenAI in efforts: the nearest effort. */
+export function effortForBudget(budget: number): ReasoningEffort {
+  return budget < 4096 ? 'low' : budget < 16_384 ? 'medium' : 'high';
+}
+
+/** A request's reasoning as an OpenAI effort: the effort it names, else its budget's nearest. */
+export function effortOf(request: CanonicalRequest): ReasoningEffort | undefined {
+  let effort = request.reasoning?.effort;
+  if (!effort && request.reasoning?.budgetTokens !== undefined) effort = effortForBudget(request.reasoning.budgetTokens);
+  return effort;
+}
+
+/** A request's reasoning as a token budget (Anthropic, Gemini): the budget it names, else its effort's. */
+export function budgetOf(request: CanonicalRequest): number | undefined {
+  return request.reasoning?.budgetTokens ?? (request.reasoning?.effort ? BUDGET_FOR_EFFORT[request.reasoning.effort] : undefined);
+}

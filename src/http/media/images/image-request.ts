@@ -4,14 +4,15 @@ import type { Ledger } from '../../../commands/ledger';
 import type { ModelRegistry } from '../../../config/registry';
 import type { ModelConfig } from '../../../config/schema';
 import { parseUsd } from '../../../money/usd';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import type { ImageEndpoint, ImageRequest } from '../../../upstream/protocols/images';
 import type { Route, Router } from '../../../channels/routing';
 import { callableModel, beginCall, replayRefusal, type CallFacts } from '../../billable-call';
 import { GatewayError, requestTooLarge as tooLarge, type ErrorCode } from '../../errors';
 import { callerGroup } from '../../../channels/groups';
 import { SpooledUploads, type SpooledFile } from './image-uploads';
-import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/families';
+import type { UploadBudget } from './upload-budget';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/body-classes';
 
 // What both modes of an image call share before any money moves: the body (JSON or multipart),
 // its validation, the model, the channels and the price.
@@ -36,13 +37,14 @@ const uploads = new WeakMap<FastifyRequest, { readonly spool: SpooledUploads; re
 
 /**
  * The route's `preValidation`: a multipart body read into fields and files (JSON is fastify's). Each file
- * goes to disk under `uploadsDir` as it arrives (image-uploads.ts), held by the request until its
- * answer is over, then deleted unless a call still holds it.
+ * goes to disk under `uploadsDir` as it arrives (image-uploads.ts), counted against the spool's disk
+ * budget (upload-budget.ts) as the caller's account, held by the request until its answer is over, then
+ * deleted unless a call still holds it.
  */
-export function takeMultipart(uploadsDir: string) {
+export function takeMultipart(uploadsDir: string, budget: UploadBudget) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!request.isMultipart()) return;
-    const spool = new SpooledUploads(uploadsDir, request.log);
+    const spool = new SpooledUploads(uploadsDir, request.log, { budget, account: request.caller?.accountId ?? '' });
     const letGo = spool.hold()!;
     // Whatever comes next (a refusal, an answer, a client gone mid-upload), the connection's end lets go.
     if (reply.raw.destroyed) letGo();

@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { UploadedImage } from '../../../upstream/protocols/images';
+import type { UploadBudget } from './upload-budget';
 
 // The file parts of a multipart image edit, written to disk as they arrive and sent upstream from there:
 // a 95 MB upload costs the gateway a few chunks of memory, not 95 MB of heap per request (issue 31,
@@ -37,10 +38,14 @@ export class SpooledUploads {
   private gone = false;
   /** The file being written, settled (never rejects). */
   private writing: Promise<void> = Promise.resolve();
+  /** Bytes of the spool's budget these files took, given back once they are deleted. */
+  private reserved = 0;
 
   constructor(
     private readonly root: string,
     private readonly log: FastifyBaseLogger,
+    /** The spool's disk budget and the account it is counted against (upload-budget.ts); null: none. */
+    private readonly quota: { readonly budget: UploadBudget; readonly account: string } | null = null,
   ) {}
 
   /** A hold on the files: call what it returns to let go (once; again is a no-op). Null when they are gone. */
@@ -60,8 +65,9 @@ export class SpooledUploads {
 
   /**
    * Writes one file part to disk as it arrives. `count` is told each chunk's size before it is written
-   * and throws to refuse the body (the limit is on the whole body); the refusal ends the read at that
-   * chunk. The file comes back as a Blob that reads the disk when it is sent, and its digest.
+   * and throws to refuse the body (the limit is on the whole body); then the chunk is taken from the
+   * spool's disk budget, which refuses it with a 503 when the spool is full. Either refusal ends the read
+   * at that chunk, and the part written so far is deleted with the other files. The file comes back as a Blob that reads the disk when it is sent, and its digest.
    */
   async take(part: FilePart, count: (bytes: number) => void): Promise<SpooledFile> {
     if (this.gone) throw new Error('the request is over: its uploads are gone');
@@ -81,11 +87,18 @@ export class SpooledUploads {
   private async write(path: string, part: FilePart, count: (bytes: number) => void): Promise<string> {
     await mkdir(this.root, { recursive: true });
     const hash = createHash('sha256');
+    const reserve = (bytes: number) => {
+      if (!this.quota) return;
+      const refused = this.quota.budget.reserve(this.quota.account, bytes);
+      if (refused) throw refused;
+      this.reserved += bytes;
+    };
     await pipeline(
       part.file,
       async function* (chunks: AsyncIterable<Buffer>) {
         for await (const chunk of chunks) {
           count(chunk.length);
+          reserve(chunk.length);
           hash.update(chunk);
           yield chunk;
         }
@@ -100,6 +113,10 @@ export class SpooledUploads {
     await this.writing;
     const results = await Promise.allSettled(this.paths.map((path) => rm(path, { force: true })));
     for (const result of results) if (result.status === 'rejected') this.log.warn({ err: result.reason }, 'an uploaded file could not be deleted; the sweep at the next start deletes it');
+    // Given back even for a file that could not be deleted: a budget that only shrinks would end up
+    // refusing every upload (the warning above tells the operator).
+    this.quota?.budget.release(this.quota.account, this.reserved);
+    this.reserved = 0;
   }
 }
 

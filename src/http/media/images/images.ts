@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { Dispatcher } from 'undici';
 import { min } from '../../../money/usd';
-import { urlRefusal } from '../../../probe/checks';
-import type { UrlProbe } from '../../../probe/port';
+import { urlRefusal } from '../../../media-check/checks';
+import type { UrlProbe } from '../../../media-check/port';
 import { imagesPath, type ImageEndpoint } from '../../../upstream/protocols/images';
 import { CallSignal } from '../../../upstream/upstream-call';
 import { trackCall } from '../../plugins/lifecycle';
@@ -16,20 +16,23 @@ import type { RouteDoc } from '../../openapi/route-doc';
 import { completeHijacked } from '../../plugins/idempotency';
 import { traceSettlement } from '../../../tracing/spans';
 import { IMAGE_TIMINGS, imageAnswer, runImageLadder, type ImageTimings } from './image-ladder';
-import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/families';
+import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/body-classes';
 import { ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
 import { imageTaskRoutes, submitImageTask, type ImageTaskDeps } from './image-tasks';
 import { sweepStaleUploads } from './image-uploads';
+import { DEFAULT_UPLOAD_SPOOL_LIMIT_MB, UploadBudget } from './upload-budget';
 
 export { IMAGE_TIMINGS, type ImageTimings };
 
 export interface ImagesDeps extends ImageIntakeDeps, Omit<ImageTaskDeps, 'timings' | 'dispatcher'> {
   /** Where multipart files wait on disk while their call runs (DATA_DIR/uploads): image-uploads.ts. */
   readonly uploadsDir: string;
+  /** The most bytes those files may take in all (UPLOAD_SPOOL_LIMIT_MB); one account at most half. */
+  readonly uploadSpoolLimit?: number;
   readonly timings?: Partial<ImageTimings>;
   readonly dispatcher?: Dispatcher;
-  /** The URL policy on reference links (src/probe/url-policy.ts). */
-  readonly probe?: UrlProbe;
+  /** The URL policy on reference links (src/media-check/url-policy.ts). */
+  readonly mediaProbe?: UrlProbe;
 }
 
 const HOLD_GRACE_S = 120;
@@ -54,7 +57,7 @@ const imageDoc = (endpoint: ImageEndpoint): RouteDoc => ({
   },
   errors: {
     502: 'No channel could be reached: `upstream_unreachable`.',
-    503: 'The model has no image channel, or every channel failed: `no_channel_available`.',
+    503: 'The model has no image channel, or every channel failed: `no_channel_available`. A multipart upload past the gateway\'s upload space (UPLOAD_SPOOL_LIMIT_MB, one account at most half): `service_unavailable`, with `Retry-After`.',
     504: 'The call ran past its time limit: `upstream_timeout`.',
   },
 });
@@ -64,6 +67,7 @@ const imageDoc = (endpoint: ImageEndpoint): RouteDoc => ({
 export function imageRoutes(deps: ImagesDeps) {
   const timings = { ...IMAGE_TIMINGS, ...deps.timings };
   const taskDeps: ImageTaskDeps = { ...deps, timings };
+  const spoolBudget = new UploadBudget(deps.uploadSpoolLimit ?? DEFAULT_UPLOAD_SPOOL_LIMIT_MB * 1024 * 1024);
   return async (app: FastifyInstance) => {
     // One byte over the body's limit: the parser then hands readMultipart the byte that makes it
     // refuse, where at the limit it would stop the file silently and wait for its end.
@@ -87,14 +91,14 @@ export function imageRoutes(deps: ImagesDeps) {
             openapi: imageDoc(endpoint),
           },
           // Before the idempotency hook fingerprints the request.
-          preValidation: takeMultipart(deps.uploadsDir),
+          preValidation: takeMultipart(deps.uploadsDir, spoolBudget),
         },
         async (request, reply) => {
           const call = takeImageCall(deps, endpoint, request);
           try {
             // Links the upstream fetches, under the one URL policy (docs/media.md): data URIs are no links.
             const links = call.image.references.filter((r) => /^https?:\/\//i.test(r)).map((url) => ({ field: 'image', url }));
-            const refused = deps.probe && links.length > 0 ? await urlRefusal(deps.probe, links) : null;
+            const refused = deps.mediaProbe && links.length > 0 ? await urlRefusal(deps.mediaProbe, links) : null;
             if (refused) return call.reject('invalid_request', refused);
             return call.body.async === true ? await submitImageTask(taskDeps, call, reply) : await relayImages(deps, timings, call, reply);
           } finally {

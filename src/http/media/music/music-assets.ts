@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { TaskState } from '../../../commands/task/decider';
 import { FAMILIES } from '../../../commands/task/families';
 import type { ModelRegistry } from '../../../config/registry';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import { parseSongId, songId, type Song } from '../../../tasks/families/music';
 import { callableModel } from '../../billable-call';
 import { GatewayError, type ErrorCode } from '../../errors';

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ModelRegistry } from '../../../config/registry';
 import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import type { Router } from '../../../channels/routing';
 import { callableModel } from '../../billable-call';
 import type { GatewayError } from '../../errors';

@@ -1,4 +1,4 @@
-import type { UrlProbe } from '../../../probe/port';
+import type { UrlProbe } from '../../../media-check/port';
 import type { Dispatcher } from 'undici';
 import type { ModelRegistry } from '../../../config/registry';
 import type { HostedOutputs } from '../../../objects/hosted';
@@ -46,8 +46,8 @@ export interface SpeechDeps extends Pick<TaskSubmitDeps, 'ledger' | 'tasks' | 'n
   readonly publicBaseUrl?: string | undefined;
   readonly timings?: Partial<SpeechTimings> | undefined;
   readonly dispatcher?: Dispatcher | undefined;
-  /** The URL policy on a voice clone's `audio_url` (src/probe/url-policy.ts). */
-  readonly probe?: UrlProbe | undefined;
+  /** The URL policy on a voice clone's `audio_url` (src/media-check/url-policy.ts). */
+  readonly mediaProbe?: UrlProbe | undefined;
 }
 
 export const speechTimings = (deps: SpeechDeps): SpeechTimings => ({ ...SPEECH_TIMINGS, ...deps.timings });

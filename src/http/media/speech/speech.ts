@@ -7,7 +7,7 @@ import { trackCall } from '../../plugins/lifecycle';
 import { parseUsd } from '../../../money/usd';
 import type { TaskRow } from '../../../projections/tasks/queries';
 import { traceSettlement } from '../../../tracing/spans';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import { speechErrorMessage, type SpeechVoice } from '../../../upstream/protocols/speech';
 import type { Route } from '../../../channels/routing';
 import { CallSignal } from '../../../upstream/upstream-call';

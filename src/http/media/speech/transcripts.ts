@@ -1,5 +1,5 @@
-import { urlRefusal } from '../../../probe/checks';
-import type { UrlProbe } from '../../../probe/port';
+import { urlRefusal } from '../../../media-check/checks';
+import type { UrlProbe } from '../../../media-check/port';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { isFinished, type TaskError, type TaskState } from '../../../commands/task/decider';
@@ -10,7 +10,7 @@ import { trackCall } from '../../plugins/lifecycle';
 import { countCall } from '../../../metrics/http';
 import type { BackgroundRuns } from '../../../tasks/background';
 import { cancelTask } from '../../../upstream/protocols/tasks';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import type { Route, Router } from '../../../channels/routing';
 import { CallSignal } from '../../../upstream/upstream-call';
 import { callableModel } from '../../billable-call';
@@ -38,8 +38,8 @@ export interface TranscriptDeps extends TaskSubmitDeps {
   /** The gateway's own runs: a transcript being waited for is one (a restart cannot resume it). */
   readonly background: BackgroundRuns;
   readonly timings: TranscriptTimings;
-  /** The URL policy on `url` (src/probe/url-policy.ts). */
-  readonly probe: UrlProbe;
+  /** The URL policy on `url` (src/media-check/url-policy.ts). */
+  readonly mediaProbe: UrlProbe;
 }
 
 const TranscriptBody = z.looseObject({
@@ -115,7 +115,7 @@ async function extract(deps: TranscriptDeps, request: FastifyRequest, reply: Fas
   const model = callableModel(deps.registry, caller.key.settings.allowed_models, body.model);
   if ('code' in model) return reject(model.code, model.message);
   facts.model = model.id;
-  const invalid = checkUrl(body.url) ?? (await urlRefusal(deps.probe, [{ field: 'url', url: body.url }]));
+  const invalid = checkUrl(body.url) ?? (await urlRefusal(deps.mediaProbe, [{ field: 'url', url: body.url }]));
   if (invalid) return reject('invalid_request', invalid);
   const routes = model.kind === 'transcript' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'transcripts') : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for transcripts.`);

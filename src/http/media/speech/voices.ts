@@ -1,12 +1,12 @@
 import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { isWebUrl, urlRefusal } from '../../../probe/checks';
+import { isWebUrl, urlRefusal } from '../../../media-check/checks';
 import type { ModelConfig } from '../../../config/schema';
 import { trackCall } from '../../plugins/lifecycle';
 import { parseUsd } from '../../../money/usd';
 import type { TaskRow } from '../../../projections/tasks/queries';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import { speechErrorMessage, type SpeechVoice } from '../../../upstream/protocols/speech';
 import type { Route } from '../../../channels/routing';
 import { CallSignal } from '../../../upstream/upstream-call';
@@ -148,7 +148,7 @@ async function cloneVoice(deps: SpeechDeps, request: FastifyRequest, reply: Fast
   const model = cloneModel(deps, caller.key.settings.allowed_models, named);
   if ('code' in model) return reject(model.code, model.message);
   facts.model = model.id;
-  const refused = deps.probe ? await urlRefusal(deps.probe, [{ field: 'audio_url', url: fields.audio_url }]) : null;
+  const refused = deps.mediaProbe ? await urlRefusal(deps.mediaProbe, [{ field: 'audio_url', url: fields.audio_url }]) : null;
   if (refused) return reject('invalid_request', refused);
   const routes: Route[] = model.kind === 'speech' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'speech') : [];
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for speech, so no voice can be cloned with it.`);

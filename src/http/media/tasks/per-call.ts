@@ -9,7 +9,7 @@ import type { GatewayError } from '../../errors';
 
 // What the media endpoints billed by the call (music, its follow-ups, transcripts) share.
 
-export interface CallPlan {
+export interface PerCallPlan {
   readonly reserved: bigint;
   readonly billing: TaskBilling;
   readonly basis: number;
@@ -17,7 +17,7 @@ export interface CallPlan {
 
 /** `per_call`: one call reserved, one call settled when delivered (never more: capped). A model without
  * the price is free. */
-export function perCallPlan(model: ModelConfig): CallPlan {
+export function perCallPlan(model: ModelConfig): PerCallPlan {
   const price = parseUsd(model.price.per_call ?? '0');
   return { reserved: price, billing: { unit: 'call', price, per: 1, cap: true }, basis: 1 };
 }

@@ -5,12 +5,12 @@ import type { TaskService } from '../../../commands/task/service';
 import type { ModelRegistry } from '../../../config/registry';
 import type { ChannelConfig, ModelConfig, Presets } from '../../../config/schema';
 import { parseUsd } from '../../../money/usd';
-import type { UrlProbe } from '../../../probe/port';
-import { mediaRefusal, WebUrl } from '../../../probe/checks';
-import { CLIP_LIMITS } from '../../../probe/rules';
+import type { UrlProbe } from '../../../media-check/port';
+import { mediaRefusal, WebUrl } from '../../../media-check/checks';
+import { CLIP_LIMITS } from '../../../media-check/rules';
 import { isInFlight } from '../../../commands/task/decider';
 import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import type { Router } from '../../../channels/routing';
 import { beginCall, callableModel, replayRefusal } from '../../billable-call';
 import { GatewayError, type ErrorCode } from '../../errors';
@@ -31,7 +31,7 @@ export interface AvatarDeps extends TaskSubmitDeps {
   readonly registry: ModelRegistry;
   readonly router: Router;
   readonly queries: TaskQueries;
-  readonly probe: UrlProbe;
+  readonly mediaProbe: UrlProbe;
 }
 
 // An avatar's id is its task's id: the call log's `task_id` of its creation finds it.
@@ -202,7 +202,7 @@ async function createAvatar(deps: AvatarDeps, request: FastifyRequest, reply: Fa
   facts.model = model.id;
   const routes = deps.router.scoped(callerGroup(caller)).routes(model.id, 'avatars');
   if (routes.length === 0) return reject('no_channel_available', `The model \`${model.id}\` has no channel for avatars.`);
-  const refused = await mediaRefusal(deps.probe, [{ field: 'source_url', url: body.source_url, rule: body.source_kind === 'video' ? CLIP_LIMITS.sourceVideo : CLIP_LIMITS.materialImage }]);
+  const refused = await mediaRefusal(deps.mediaProbe, [{ field: 'source_url', url: body.source_url, rule: body.source_kind === 'video' ? CLIP_LIMITS.sourceVideo : CLIP_LIMITS.materialImage }]);
   if (refused) return reject('invalid_request', refused);
 
   const fee = feeOf(model);

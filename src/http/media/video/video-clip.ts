@@ -1,7 +1,7 @@
 import type { ModelConfig } from '../../../config/schema';
 import { ALL_LAYERS, checkClipFields, CLIP_SKUS, ClipBody, reservedSeconds, upstreamFields, type ClipKind, type TemplateFlags } from '../../../clip/fields';
 import { judgeMedia, mediaChecks } from '../../../clip/media';
-import { PROBE_BUDGET_MS, probeAll } from '../../../probe/checks';
+import { PROBE_BUDGET_MS, probeMediaUrls } from '../../../media-check/checks';
 import type { TemplateLookup } from '../../../clip/templates';
 import type { ClipTemplate } from '../../../upstream/protocols/clip-templates';
 import { perSecond, perSecondPlan, VIDEO_LIFETIME_S } from './video-standard';
@@ -57,7 +57,7 @@ function clipSku(kind: ClipKind): VideoSku<ClipBody> {
       // The template and every URL at once: the slowest of them bounds the wait.
       const [flags, probes] = await Promise.all([
         templateOf(kind, body.style_id!, model, context),
-        probeAll(context.probe, checks.map((c) => c.url)),
+        probeMediaUrls(context.mediaProbe, checks.map((c) => c.url)),
       ]);
       if ('invalid' in flags) return flags;
       const broken = judgeMedia(checks, probes);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { CLIP_LIMITS } from '../../../probe/rules';
+import { CLIP_LIMITS } from '../../../media-check/rules';
 import { presetsOf, resolveAvatar } from './avatars';
-import { mediaRefusal, WebUrl } from '../../../probe/checks';
+import { mediaRefusal, WebUrl } from '../../../media-check/checks';
 import { perSecond, perSecondPlan } from './video-standard';
 import { DH_LIFETIME_S, DhDuration, sameUpstreamAs, upTo } from './video-dh';
 import type { VideoSku } from './video-skus';
@@ -46,7 +46,7 @@ export const dhAvatarVideo: VideoSku<DhAvatarBody> = {
       fields.voice = cloned === null ? body.voice : cloned.upstreamVoice;
       fields.text = body.text;
     } else {
-      const refused = await mediaRefusal(context.probe, [{ field: 'audio_url', url: body.audio_url!, rule: CLIP_LIMITS.spokenAudio }]);
+      const refused = await mediaRefusal(context.mediaProbe, [{ field: 'audio_url', url: body.audio_url!, rule: CLIP_LIMITS.spokenAudio }]);
       if (refused) return { invalid: refused };
       fields.audio_url = body.audio_url;
     }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { CLIP_LIMITS } from '../../../probe/rules';
-import { mediaRefusal, WebUrl } from '../../../probe/checks';
+import { CLIP_LIMITS } from '../../../media-check/rules';
+import { mediaRefusal, WebUrl } from '../../../media-check/checks';
 import { perSecond, perSecondPlan } from './video-standard';
 import { DH_LIFETIME_S, DhDuration } from './video-dh';
 import type { VideoSku } from './video-skus';
@@ -19,7 +19,7 @@ type LipSyncBody = z.output<typeof LipSyncBody>;
 export const dhLipSyncVideo: VideoSku<LipSyncBody> = {
   schema: LipSyncBody,
   async prepare(body, model, context) {
-    const refused = await mediaRefusal(context.probe, [
+    const refused = await mediaRefusal(context.mediaProbe, [
       { field: 'source_video_url', url: body.source_video_url, rule: CLIP_LIMITS.sourceVideo },
       { field: 'audio_url', url: body.audio_url, rule: CLIP_LIMITS.spokenAudio },
     ]);

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { ModelConfig } from '../../../config/schema';
 import { parseUsd } from '../../../money/usd';
-import { CLIP_LIMITS } from '../../../probe/rules';
-import { mediaRefusal, WebUrl } from '../../../probe/checks';
+import { CLIP_LIMITS } from '../../../media-check/rules';
+import { mediaRefusal, WebUrl } from '../../../media-check/checks';
 import { DH_LIFETIME_S, DhDuration } from './video-dh';
 import { perSecondPlan } from './video-standard';
 import type { VideoSku } from './video-skus';
@@ -60,7 +60,7 @@ export const dhMotionVideo: VideoSku<MotionBody> = {
     const tier = body.resolution ?? DEFAULT_MOTION_TIER;
     const price = motionPrice(model, tier);
     if (price === null) return { invalid: `resolution: the model ${model.id} is not priced for "${tier}"` };
-    const refused = await mediaRefusal(context.probe, [
+    const refused = await mediaRefusal(context.mediaProbe, [
       { field: 'source_video_url', url: body.source_video_url, rule: CLIP_LIMITS.sourceVideo },
       ...body.content.flatMap((item, i) => (item.type === 'image_url' ? [{ field: `content[${i}].image_url`, url: item.image_url.url, rule: CLIP_LIMITS.materialImage }] : [])),
     ]);

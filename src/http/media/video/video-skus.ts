@@ -4,7 +4,7 @@ import { videoKindOf } from '../../../config/video-kind';
 import type { TaskBilling } from '../../../events/catalog';
 import type { TaskService } from '../../../commands/task/service';
 import type { ModelRegistry } from '../../../config/registry';
-import type { UrlProbe } from '../../../probe/port';
+import type { UrlProbe } from '../../../media-check/port';
 import type { ClipTemplates } from '../../../clip/templates';
 import { CLIP_VIDEO_SKUS } from './video-clip';
 import { dhAvatarVideo } from './video-dh-avatar';
@@ -34,8 +34,8 @@ export interface VideoSubmission extends VideoPlan {
 /** What a SKU's rules may look at beyond the body: the calling account's own resources. */
 export interface VideoContext {
   readonly accountId: string;
-  /** What the gateway may learn of a URL the body names, before any money moves (src/probe). */
-  readonly probe: UrlProbe;
+  /** What the gateway may learn of a URL the body names, before any money moves (src/media-check). */
+  readonly mediaProbe: UrlProbe;
   /** Smart-clip templates (a `style_id`'s flags), from the model's channels through the gateway's cache. */
   readonly clipTemplates?: ClipTemplates;
   /** The account's avatars and cloned voices, read from their task streams (a dh-avatar's references). */

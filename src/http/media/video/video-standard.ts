@@ -1,4 +1,4 @@
-import { urlRefusal } from '../../../probe/checks';
+import { urlRefusal } from '../../../media-check/checks';
 import { MAX_VIDEO_SECONDS } from '../../../tasks/families/video';
 import { z } from 'zod';
 import type { ModelConfig, VideoRules } from '../../../config/schema';
@@ -6,7 +6,7 @@ import { parseUsd } from '../../../money/usd';
 import type { VideoPlan, VideoSku } from './video-skus';
 
 // The standard video SKU: text (and image, video, audio references) to video, billed per delivered second
-// by resolution tier, or per token for a reference video in the token-billed family.
+// by resolution tier, or per token for a reference video on the token-billed SKUs.
 
 /** Without `duration` the reservation counts this many seconds (the spec's 12 s). */
 export const DEFAULT_VIDEO_SECONDS = 12;
@@ -101,7 +101,7 @@ export function perSecondPlan(pricePerSecond: bigint, seconds: number): VideoPla
   return { reserved: (pricePerSecond * BigInt(basis) + 999n) / 1000n, billing: { unit: 'millisecond', price: pricePerSecond, per: 1000, cap: true }, basis };
 }
 
-/** The reservation and the billing: per delivered second, or per token for a reference video in the token-billed family. */
+/** The reservation and the billing: per delivered second, or per token for a reference video on the token-billed SKUs. */
 export function planVideo(body: VideoBody, model: ModelConfig): VideoPlan {
   const price = perSecond(model, body.resolution);
   const seconds = body.duration ?? DEFAULT_VIDEO_SECONDS;
@@ -147,7 +147,7 @@ function referencedUrls(body: VideoBody): { field: string; url: string }[] {
 export const standardVideo: VideoSku<VideoBody> = {
   schema: VideoBody,
   async prepare(body, model, context) {
-    const invalid = checkVideo(body, model) ?? (await urlRefusal(context.probe, referencedUrls(body)));
+    const invalid = checkVideo(body, model) ?? (await urlRefusal(context.mediaProbe, referencedUrls(body)));
     if (invalid) return { invalid };
     const { model: _model, ...fields } = body;
     return { ...planVideo(body, model), params: echoed(body), fields, lifetimeS: lifetimeOf(body) };

@@ -4,14 +4,14 @@ import { z } from 'zod';
 import type { ModelRegistry } from '../../../config/registry';
 import { videoKindOf } from '../../../config/video-kind';
 import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
-import { zodMessage } from '../../../upstream/protocols/chat-completions';
+import { zodMessage } from '../../../config/zod-message';
 import type { Router } from '../../../channels/routing';
 import { beginCall, callableModel, replayRefusal } from '../../billable-call';
 import type { GatewayError } from '../../errors';
 import { digitalHumanError, RULE_EIGHT_STATUS } from './digital-human-errors';
 import type { RouteDoc } from '../../openapi/route-doc';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from '../tasks/task-submit';
-import type { UrlProbe } from '../../../probe/port';
+import type { UrlProbe } from '../../../media-check/port';
 import type { ClipTemplates } from '../../../clip/templates';
 import { VIDEO_SKUS, videoSkuOf } from './video-skus';
 import { LIST_LIMIT, MEDIA_ROUTE } from '../tasks/task-views';
@@ -22,7 +22,7 @@ export interface VideoDeps extends TaskSubmitDeps {
   readonly registry: ModelRegistry;
   readonly router: Router;
   readonly queries: TaskQueries;
-  readonly probe: UrlProbe;
+  readonly mediaProbe: UrlProbe;
   readonly clipTemplates: ClipTemplates;
 }
 
@@ -142,7 +142,7 @@ async function submitVideo(deps: VideoDeps, request: FastifyRequest, reply: Fast
   const sku = videoSkuOf(model);
   const parsed = sku.schema.safeParse(request.body);
   if (!parsed.success) return reject('invalid_request', zodMessage(parsed.error));
-  const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId, probe: deps.probe, tasks: deps.tasks, registry: deps.registry, clipTemplates: deps.clipTemplates });
+  const prepared = await sku.prepare(parsed.data, model, { accountId: caller.accountId, mediaProbe: deps.mediaProbe, tasks: deps.tasks, registry: deps.registry, clipTemplates: deps.clipTemplates });
   if ('invalid' in prepared) return reject('invalid_request', prepared.invalid);
   const routes = model.kind === 'video' ? deps.router.scoped(callerGroup(caller)).routes(model.id, 'videos', prepared.channels) : [];
   if (routes.length === 0) {

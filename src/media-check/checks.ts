@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Probe, UrlProbe } from './port';
+import type { MediaProbeResult, UrlProbe } from './port';
 import { checkMedia, type MediaRule } from './rules';
 import { firstRefusedUrl } from './url-policy';
 
@@ -31,14 +31,14 @@ export interface MediaCheck {
 }
 
 /** Each distinct URL probed once, all at the same time; any probe still running after `budgetMs` counts as unprobed. */
-export async function probeAll(probe: UrlProbe, urls: readonly string[], budgetMs = PROBE_BUDGET_MS): Promise<Map<string, Probe>> {
+export async function probeMediaUrls(probe: UrlProbe, urls: readonly string[], budgetMs = PROBE_BUDGET_MS): Promise<Map<string, MediaProbeResult>> {
   const distinct = [...new Set(urls)];
   let timer: NodeJS.Timeout | undefined;
-  const late: Probe = { kind: 'unprobed', reason: `not probed within ${budgetMs} ms` };
-  const outOfTime = new Promise<Probe>((resolve) => (timer = setTimeout(() => resolve(late), budgetMs)));
+  const late: MediaProbeResult = { kind: 'unprobed', reason: `not probed within ${budgetMs} ms` };
+  const outOfTime = new Promise<MediaProbeResult>((resolve) => (timer = setTimeout(() => resolve(late), budgetMs)));
   try {
     const results = await Promise.all(
-      distinct.map((url) => Promise.race([probe.probe(url).catch((error: unknown): Probe => ({ kind: 'unprobed', reason: String(error) })), outOfTime])),
+      distinct.map((url) => Promise.race([probe.probe(url).catch((error: unknown): MediaProbeResult => ({ kind: 'unprobed', reason: String(error) })), outOfTime])),
     );
     return new Map(distinct.map((url, i) => [url, results[i]!]));
   } finally {
@@ -51,7 +51,7 @@ export async function probeAll(probe: UrlProbe, urls: readonly string[], budgetM
  * as the 400's message; null when all pass. An unprobed URL passes, and so does whatever a probe could not
  * learn: the upstream decides.
  */
-export function firstBroken(checks: readonly MediaCheck[], probes: ReadonlyMap<string, Probe>): string | null {
+export function firstBroken(checks: readonly MediaCheck[], probes: ReadonlyMap<string, MediaProbeResult>): string | null {
   for (const check of checks) {
     const probe = probes.get(check.url);
     if (!probe || probe.kind === 'unprobed') continue;
@@ -65,10 +65,10 @@ export function firstBroken(checks: readonly MediaCheck[], probes: ReadonlyMap<s
 /** The checks probed (at once, within the budget) and judged: the 400's message, or null. */
 export async function mediaRefusal(probe: UrlProbe, checks: readonly MediaCheck[]): Promise<string | null> {
   // The URL policy first: it holds when probing is off too.
-  return (await urlRefusal(probe, checks)) ?? firstBroken(checks, await probeAll(probe, checks.map((c) => c.url)));
+  return (await urlRefusal(probe, checks)) ?? firstBroken(checks, await probeMediaUrls(probe, checks.map((c) => c.url)));
 }
 
-/** The URL policy (src/probe/url-policy.ts) on URLs the gateway passes on unprobed: the first refused one
+/** The URL policy (src/media-check/url-policy.ts) on URLs the gateway passes on unprobed: the first refused one
  * as the 400's message (`field: why`), or null. */
 export function urlRefusal(probe: UrlProbe, urls: readonly { readonly field: string; readonly url: string }[]): Promise<string | null> {
   const admit = probe.admit?.bind(probe);

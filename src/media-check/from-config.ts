@@ -1,6 +1,6 @@
 import type { MediaProbeConfig } from '../config/schema';
 import { MediaProbe, MEDIA_PROBE_DEFAULTS } from './media-probe';
-import { NO_PROBE, type UrlProbe } from './port';
+import { NO_MEDIA_PROBE, type UrlProbe } from './port';
 
 /** The gateway's probe from the config's `media_probe` block (absent: on, with the defaults). */
 export function probeFromConfig(config: MediaProbeConfig | undefined): UrlProbe {
@@ -8,7 +8,7 @@ export function probeFromConfig(config: MediaProbeConfig | undefined): UrlProbe 
   // Probing off passes every URL on unprobed; the URL policy still holds (it is not the probe's).
   if (!config.enabled) {
     const policy = new MediaProbe({ allowPrivateAddresses: config.allow_private_addresses, timeoutMs: config.timeout_ms });
-    return { probe: NO_PROBE.probe, admit: (url) => policy.admit(url) };
+    return { probe: NO_MEDIA_PROBE.probe, admit: (url) => policy.admit(url) };
   }
   return new MediaProbe({ allowPrivateAddresses: config.allow_private_addresses, timeoutMs: config.timeout_ms, maxReadBytes: config.max_read_bytes });
 }

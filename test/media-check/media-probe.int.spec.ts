@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forbiddenAddressClass } from '../../src/probe/address';
-import { MediaProbe } from '../../src/probe/media-probe';
-import type { MediaFacts, Probe } from '../../src/probe/port';
-import { CLIP_LIMITS, checkMedia } from '../../src/probe/rules';
+import { forbiddenAddressClass } from '../../src/media-check/address';
+import { MediaProbe } from '../../src/media-check/media-probe';
+import type { MediaFacts, MediaProbeResult } from '../../src/media-check/port';
+import { CLIP_LIMITS, checkMedia } from '../../src/media-check/rules';
 import { jpegWithPadding, png, wav } from './make-media';
 import { startMediaServer, startTricklingServer, type MediaServer } from './media-server';
 
-// The committed fixtures and how they were made: test/probe/fixtures/README.md.
+// The committed fixtures and how they were made: test/media-check/fixtures/README.md.
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
 const photo = fixture('photo-100x100.jpg');
 
@@ -45,7 +45,7 @@ afterAll(async () => {
 
 const url = (path: string) => `${server.origin}/${path}`;
 
-function factsOf(result: Probe): MediaFacts {
+function factsOf(result: MediaProbeResult): MediaFacts {
   if (result.kind !== 'probed') throw new Error(`expected probed facts, got ${JSON.stringify(result)}`);
   return result.facts;
 }

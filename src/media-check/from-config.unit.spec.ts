@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../config/load';
 import { ConfiguredProbe, probeFromConfig } from './from-config';
 import { MediaProbe } from './media-probe';
-import { NO_PROBE } from './port';
+import { NO_MEDIA_PROBE } from './port';
 
 describe('media_probe in the config', () => {
   it('is optional: absent, the gateway probes with the defaults (private addresses refused, 3 s, 1 MiB)', () => {
@@ -21,7 +21,7 @@ describe('media_probe in the config', () => {
 
   it('off, probes nothing but keeps the URL policy (issue 31, item 6); allow_private_addresses lifts it', async () => {
     const off = probeFromConfig(parseConfig('media_probe: {enabled: false}', {}).media_probe);
-    expect(await off.probe('http://127.0.0.1/a.mp4')).toEqual(await NO_PROBE.probe('http://127.0.0.1/a.mp4'));
+    expect(await off.probe('http://127.0.0.1/a.mp4')).toEqual(await NO_MEDIA_PROBE.probe('http://127.0.0.1/a.mp4'));
     expect(await off.admit!('http://127.0.0.1/a.mp4')).toMatch(/loopback/);
     const open = probeFromConfig(parseConfig('media_probe: {enabled: false, allow_private_addresses: true}', {}).media_probe);
     expect(await open.admit!('http://127.0.0.1/a.mp4')).toBeNull();

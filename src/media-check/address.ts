@@ -76,9 +76,9 @@ const EMBEDDING_V4 = [range6('::ffff:0:0/96', ''), range6('::ffff:0:0:0/96', '')
 /** The class of an address a probe must not fetch from (`a loopback address`, …), or null for a
  * public one. Something that is no IP address at all is refused too. */
 export function forbiddenAddressClass(address: string): string | null {
-  const family = isIP(address.replace(/%.*$/, ''));
-  if (family === 4) return class4(v4(address));
-  if (family !== 6) return 'not an IP address';
+  const ipVersion = isIP(address.replace(/%.*$/, ''));
+  if (ipVersion === 4) return class4(v4(address));
+  if (ipVersion !== 6) return 'not an IP address';
   const value = v6(address);
   const own = V6_RANGES.find((r) => within(value, 128, r));
   if (own) return own.name;

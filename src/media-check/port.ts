@@ -27,7 +27,7 @@ export interface MediaFacts {
   readonly notes?: readonly string[];
 }
 
-export type Probe =
+export type MediaProbeResult =
   | { readonly kind: 'probed'; readonly facts: MediaFacts }
   /** Nothing could be learnt (a server that refuses HEAD and ranges, a time-out, an unknown format): passed on. */
   | { readonly kind: 'unprobed'; readonly reason: string }
@@ -35,11 +35,11 @@ export type Probe =
   | { readonly kind: 'refused'; readonly message: string };
 
 export interface UrlProbe {
-  probe(url: string): Promise<Probe>;
-  /** The URL policy alone (src/probe/url-policy.ts), for a URL passed on unprobed: why it must not be
+  probe(url: string): Promise<MediaProbeResult>;
+  /** The URL policy alone (src/media-check/url-policy.ts), for a URL passed on unprobed: why it must not be
    * passed on, or null. Absent (a test's fake): every URL may. */
   admit?(url: string): Promise<string | null>;
 }
 
 /** A gateway that probes nothing: every URL is passed on for the upstream to judge. */
-export const NO_PROBE: UrlProbe = { probe: async () => ({ kind: 'unprobed', reason: 'media probing is off' }) };
+export const NO_MEDIA_PROBE: UrlProbe = { probe: async () => ({ kind: 'unprobed', reason: 'media probing is off' }) };

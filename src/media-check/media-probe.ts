@@ -5,7 +5,7 @@ import { PinnedClient, ProbeFailure, ProbeRefusal, systemLookup, type Answer, ty
 import { imageFacts } from './image';
 import { findMoov, parseMoov, topBoxes, type IsoFacts } from './iso';
 import { loadParsers, type Parsers } from './parsers';
-import type { MediaFacts, Probe, UrlProbe } from './port';
+import type { MediaFacts, MediaProbeResult, UrlProbe } from './port';
 import { discard, readPrefix } from './read';
 import { addressRefusal } from './url-policy';
 import { AUDIO_FORMATS, formatOfContentType, IMAGE_FORMATS, ISO_FORMATS, sniffFormat } from './sniff';
@@ -79,7 +79,7 @@ const ok = (status: number) => status >= 200 && status < 300;
  * A media URL probed before any money moves: HEAD for the type and size, then a ranged GET of the first
  * bytes for the format, dimensions and duration (image-size, mp4box, music-metadata), an mp4 whose index
  * is at its end read from there with a second range. Every request is guarded against fetching inside
- * the gateway's network (src/probe/fetch.ts) and the whole probe ends within `timeoutMs`. It never throws:
+ * the gateway's network (src/media-check/fetch.ts) and the whole probe ends within `timeoutMs`. It never throws:
  * a URL it may not fetch is `refused`, one it could learn nothing of is `unprobed` (passed on).
  */
 export class MediaProbe implements UrlProbe {
@@ -99,7 +99,7 @@ export class MediaProbe implements UrlProbe {
     return addressRefusal(url, { allowPrivateAddresses: this.settings.allowPrivateAddresses, lookup: this.lookup, forbidden: this.forbidden, timeoutMs: this.settings.timeoutMs });
   }
 
-  async probe(url: string): Promise<Probe> {
+  async probe(url: string): Promise<MediaProbeResult> {
     let target: URL;
     try {
       target = new URL(url);
@@ -130,7 +130,7 @@ export class MediaProbe implements UrlProbe {
     }
   }
 
-  private async read(target: URL, client: PinnedClient, signal: AbortSignal, parsers: Parsers): Promise<Probe> {
+  private async read(target: URL, client: PinnedClient, signal: AbortSignal, parsers: Parsers): Promise<MediaProbeResult> {
     const max = this.settings.maxReadBytes;
     const facts: Mutable<MediaFacts> & { notes: string[] } = {
       url: shownUrl(target),
@@ -160,7 +160,7 @@ export class MediaProbe implements UrlProbe {
       // A server that breaks on HEAD may still serve a GET; a refusal or the deadline ends the probe.
       if (error instanceof ProbeRefusal || signal.aborted) throw error;
     }
-    const headOnly = (why: string): Probe => {
+    const headOnly = (why: string): MediaProbeResult => {
       if (!headAnswered) throw new ProbeFailure(why);
       facts.format = formatOfContentType(facts.contentType);
       facts.notes.push(`the first bytes could not be read: ${why}`);

@@ -1,6 +1,6 @@
 /**
- * What each route family may send as a body: how many bytes, and how long the client has to send
- * them. A route outside every family takes no body at all. One table, so that a new route is safe by
+ * What each body class of routes may send as a body: how many bytes, and how long the client has to
+ * send them. A route outside every class takes no body at all. One table, so that a new route is safe by
  * default and every limit can be read in one place (docs/operations.md lists them).
  */
 
@@ -14,7 +14,8 @@ export const IMAGE_BODY_LIMIT = 95 * 1024 * 1024;
  */
 export const IMAGE_JSON_LIMITS = { body: 16 * 1024 * 1024, string: 8 * 1024 * 1024 } as const;
 
-export type BodyFamily = 'chat' | 'images' | 'media' | 'mcp' | 'admin' | 'admin-objects' | 'none';
+/** A class of routes that share their body's limits (`family` is a task family's word, src/commands/task). */
+export type BodyClass = 'chat' | 'images' | 'media' | 'mcp' | 'admin' | 'admin-objects' | 'none';
 
 export interface BodyRule {
   /** Bytes, as sent (before any parsing). 0: the route takes no body. */
@@ -26,14 +27,14 @@ export interface BodyRule {
   /** Refuse a NUL character anywhere in a JSON body: what the body holds is stored in text
    * columns, which cannot hold one. Chat bodies keep theirs: they go to the upstream as sent. */
   readonly refuseNul?: boolean;
-  /** A JSON body's own bounds: one string's, and the whole body's where it is tighter than the family's
+  /** A JSON body's own bounds: one string's, and the whole body's where it is tighter than the class's
    * limit (which then is for multipart bodies only). */
   readonly json?: JsonRule;
 }
 
-/** What a JSON body of a family may hold, checked as it arrives. */
+/** What a JSON body of a class may hold, checked as it arrives. */
 export interface JsonRule {
-  /** Bytes of the whole JSON body, when tighter than the family's limit (absent: the family's, as the
+  /** Bytes of the whole JSON body, when tighter than the class's limit (absent: the class's, as the
    * config's `body_limits` may set it). */
   readonly limit?: number;
   /** Bytes of any one string (a key or a value, as sent): refused at the byte that passes it. */
@@ -53,7 +54,7 @@ const MiB = 1024 * 1024;
  */
 export const MEDIA_JSON_STRING_LIMIT = 4 * MiB;
 
-export const BODY_RULES: Readonly<Record<BodyFamily, BodyRule>> = {
+export const BODY_RULES: Readonly<Record<BodyClass, BodyRule>> = {
   // Messages, tools and a few inline images; larger media go by URL.
   chat: { limit: 8 * MiB, deadlineMs: 60_000 },
   // 95 MB of multipart files; JSON (a prompt and a few data-URI images) is parsed whole on the event
@@ -81,8 +82,8 @@ const CHAT_PATHS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/message
 const MEDIA_PREFIXES = ['/v1/videos/', '/v1/music/', '/v1/audio/', '/v1/transcripts/'];
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** The family of a route, from its method and its full path pattern (`/v1beta/models/*`). */
-export function familyOf(method: string, url: string): BodyFamily {
+/** The body class of a route, from its method and its full path pattern (`/v1beta/models/*`). */
+export function bodyClassOf(method: string, url: string): BodyClass {
   if (READ_METHODS.has(method)) return 'none';
   if (CHAT_PATHS.has(url) || url.startsWith('/v1beta/models/')) return method === 'POST' ? 'chat' : 'none';
   if (url.startsWith('/v1/images/')) return method === 'POST' ? 'images' : 'none';
