@@ -63,13 +63,15 @@ describe('x-request-id without one from the client (issue 33)', () => {
     const rows = ((await h.t.admin('GET', `/accounts/${accountId}/logs`)).json() as { data: Array<{ request_id: string }> }).data;
     expect(rows.map((r) => r.request_id).sort()).toEqual([completion._request_id, streamedId, refused.requestID].sort());
 
-    // Answers without a call-log row carry one too: a refused key, no route, a free read, the admin API, health.
+    // Answers without a call-log row carry one too: a refused key, no route, a free read, the admin API, health, a bad URL.
     const answers = [
       await fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
       await fetch(`${h.baseUrl}/v1/no-such-route`, { headers: { authorization: `Bearer ${own}` } }),
       await fetch(`${h.baseUrl}/v1/models`, { headers: { authorization: `Bearer ${own}` } }),
       await fetch(`${h.baseUrl}/admin/v1/accounts/${accountId}`, { headers: { authorization: 'Bearer test-admin-token' } }),
       await fetch(`${h.baseUrl}/healthz`),
+      // A URL the router cannot take (a malformed percent-encoding): answered before any hook.
+      await fetch(`${h.baseUrl}/v1/models/%E0%A4%A`, { headers: { authorization: `Bearer ${own}` } }),
     ];
     for (const answer of answers) expect(answer.headers.get('x-request-id'), answer.url).toMatch(/^req_[0-9a-f]{32}$/);
     expect(new Set(answers.map((a) => a.headers.get('x-request-id'))).size).toBe(answers.length);
