@@ -46,6 +46,10 @@ export const ClipBody = z.looseObject({
 export type ClipBody = z.output<typeof ClipBody>;
 export type ClipField = Exclude<keyof ClipBody, 'model'>;
 
+/** Taken when sent, and neither checked nor sent upstream: the standard video's `content`, which a client
+ * of the common video endpoint may send; the clip SKUs' own fields replace it. */
+const IGNORED: readonly string[] = ['content'];
+
 /** The fields every clip SKU takes. */
 const COMMON: readonly ClipField[] = ['style_id', 'title', 'duration', 'bgm', 'cover_url', 'introduce_card', 'language'];
 
@@ -77,7 +81,7 @@ export function urlsOf(body: ClipBody): Array<{ readonly field: string; readonly
 /** The rules beyond the schema for one SKU: which fields it takes and requires, `bgm`'s url, public links. A message: a 400. */
 export function checkClipFields(kind: ClipKind, body: ClipBody): string | null {
   const rules = CLIP_SKUS[kind];
-  const sent = Object.keys(body).filter((k) => k !== 'model' && (body as Record<string, unknown>)[k] !== undefined);
+  const sent = Object.keys(body).filter((k) => k !== 'model' && !IGNORED.includes(k) && (body as Record<string, unknown>)[k] !== undefined);
   const foreign = sent.filter((k) => !(rules.takes as readonly string[]).includes(k));
   if (foreign.length > 0) return `${foreign.join(', ')}: not a field of ${kind} (it takes ${rules.takes.join(', ')})`;
   const missing = rules.requires.filter((k) => body[k] === undefined);
@@ -115,7 +119,7 @@ export const ALL_LAYERS: TemplateFlags = { hasTitle: true, hasPersona: true };
 export function upstreamFields(kind: ClipKind, body: ClipBody, flags: TemplateFlags): Record<string, unknown> {
   const { model: _model, duration, ...fields } = body;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(fields)) if (v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(fields)) if (v !== undefined && !IGNORED.includes(k)) out[k] = v;
   if (kind === 'clip-news') {
     if (duration !== undefined) out.duration = newsDuration(duration);
     out.material_composition = body.material_composition ?? 'random';

@@ -4,6 +4,7 @@ import { failover, type CallSignalState } from '../channels/failover';
 import { callOf } from '../channels/health';
 import type { ModelRegistry } from '../config/registry';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../config/schema';
+import { videoKindOf } from '../config/video-kind';
 import { fetchClipTemplate, fetchClipTemplates, type ClipTemplate, type ClipTemplateList, type TemplateAnswer } from '../upstream/protocols/clip-templates';
 import { MAX_CHANNELS_PER_REQUEST } from '../channels/routing';
 import type { Failure } from '../upstream/upstream-call';
@@ -22,7 +23,7 @@ export const CLIP_TEMPLATE_TTL_MS = 10 * 60 * 1000;
 export const CLIP_TEMPLATE_TIMEOUT_MS = 10_000;
 
 export const isClipModel = (model: ModelConfig): boolean =>
-  model.kind === 'video' && model.callable && (CLIP_KINDS as readonly string[]).includes(model.video?.kind ?? 'standard');
+  model.callable && (CLIP_KINDS as readonly string[]).includes(videoKindOf(model));
 
 /** What a template request came to: the answer, no such template (404), or every channel failed (the last failure). */
 export type TemplateLookup<T> = { readonly kind: 'found'; readonly value: T } | { readonly kind: 'not_found' } | { readonly kind: 'failed'; readonly failure: Failure };

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { fallbackProblems } from './fallbacks';
+import { VIDEO_KINDS, videoKindProblem } from './video-kind';
+
+export { VIDEO_KINDS, type VideoKind } from './video-kind';
 
 /** An exact decimal USD amount written as a string, e.g. "0.15". Floats are refused:
  * a price must survive the trip into integer units without rounding. */
@@ -157,16 +160,10 @@ export function channelServes(channel: { protocol: string; translation?: boolean
  * `video_mode` with a reference video; `token_billing`: a `video_url` item in `content` bills the task per
  * `per_1m_completion_tokens` instead of per second.
  */
-/** The kinds of video SKU, each with its own body and rules (src/http/media/video/video-skus.ts). */
-/** `dh-avatar` (a digital human speaking), `dh-lipsync` (a video's lips to an audio), `dh-motion` (motion
- * transfer): the digital-human SKUs, whose `duration` is required and only the reservation's basis;
- * `clip-realman`, `clip-mixcut`, `clip-news`: the smart-clip SKUs (src/clip). */
-export const VIDEO_KINDS = ['standard', 'dh-avatar', 'dh-lipsync', 'dh-motion', 'clip-realman', 'clip-mixcut', 'clip-news'] as const;
-export type VideoKind = (typeof VIDEO_KINDS)[number];
-
 export const VideoRulesSchema = z
   .object({
-    /** Which kind of SKU this is: its body, rules and billing (default `standard`). */
+    /** Which kind of SKU this is: its body, rules and billing. Absent: the kind a spec-named id (dh-*,
+     * clip-*) implies, else `standard` (src/config/video-kind.ts). */
     kind: z.enum(VIDEO_KINDS).optional(),
     resolutions: z.array(z.string().min(1)).min(1).optional(),
     resolution_required: z.boolean().default(false),
@@ -200,6 +197,8 @@ export const ModelSchema = z
   })
   .strict()
   .superRefine((model, ctx) => {
+    const contradiction = videoKindProblem(model);
+    if (contradiction) ctx.addIssue({ code: 'custom', path: contradiction.path === 'kind' ? ['kind'] : ['video', 'kind'], message: contradiction.message });
     if (model.video?.token_billing && !model.price.per_1m_completion_tokens)
       ctx.addIssue({ code: 'custom', path: ['price', 'per_1m_completion_tokens'], message: `model ${model.id} bills video references per token: it needs a per_1m_completion_tokens price` });
   });

@@ -21,7 +21,7 @@ import { authPlugin } from '../http/plugins/auth';
 import { rateLimitPlugin } from '../http/plugins/rate-limit';
 import { idempotencyPlugin } from '../http/plugins/idempotency';
 import { refusedCallsPlugin } from '../http/plugins/refused-calls';
-import { requestIdEchoPlugin } from '../http/plugins/request-id';
+import { requestIdPlugin, setRequestIdHeader } from '../http/plugins/request-id';
 import type { IdempotencyStore } from '../idempotency/store';
 import { balanceRoutes } from '../http/resources/balance';
 import { mcpRoutes } from '../http/resources/mcp';
@@ -34,6 +34,7 @@ import { ChannelBoard } from '../channels/board';
 import { healthPolicyOf } from '../channels/health';
 import type { ChannelHealthAdmin } from '../channels/admin';
 import { modelRoutes } from '../http/resources/models';
+import { geminiModelRoutes } from '../http/resources/gemini-models';
 import { embeddingsRoutes } from '../http/resources/embeddings';
 import { imageRoutes, type ImageTimings } from '../http/media/images/images';
 import { hostedFileRoutes } from '../http/media/hosted/files';
@@ -160,7 +161,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: deps.drain === undefined,
     // A URL the router cannot take (a malformed percent-encoding) has no route: answered in the
     // shape of the API its path belongs to, without echoing it.
-    frameworkErrors: (error, request, reply) => sendByPath(request, reply, clientErrorOf(error, request) ?? new GatewayError('invalid_request', 'invalid request')),
+    frameworkErrors: (error, request, reply) => {
+      setRequestIdHeader(request, reply);
+      return sendByPath(request, reply, clientErrorOf(error, request) ?? new GatewayError('invalid_request', 'invalid request'));
+    },
   });
   // First: it records every route registered after it (GET /openapi.json describes them all).
   await app.register(openApiPlugin, { version: deps.version ?? '0.0.0' });
@@ -179,7 +183,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return sendError(request, reply, failure);
   });
   app.setNotFoundHandler((request, reply) => sendError(request, reply, notFound(request)));
-  // First: a request refused because the gateway drains goes through no other hook.
+  // First of all: every answer carries x-request-id, a refusal while draining included.
+  await app.register(requestIdPlugin);
+  // Next: a request refused because the gateway drains goes through no other hook.
   if (deps.drain) await app.register(drainPlugin, { drain: deps.drain });
 
   // First: the request's span starts before any other hook runs (or refuses).
@@ -192,7 +198,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (request.routeOptions.config?.trace) reply.header('x-gateway-trace', request.id);
     done();
   });
-  await app.register(requestIdEchoPlugin);
   // Before the intake and authentication: a preflight is answered, and every refusal carries the
   // CORS headers a browser needs to read it (off unless CORS_ORIGINS is set).
   await registerCors(app, deps.corsOrigins ?? null);
@@ -206,6 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(refusedCallsPlugin, { ledger: deps.ledger, now });
   await app.register(balanceRoutes);
   await app.register(modelRoutes(deps.registry));
+  await app.register(geminiModelRoutes(deps.registry));
   await app.register(embeddingsRoutes);
   // Channel health (src/channels): the gateway's own board, else one for this app.
   const router = new Router(deps.registry.config, Math.random, deps.channelHealth?.board ?? new ChannelBoard(healthPolicyOf(deps.registry.config.channel_health)));

@@ -20,7 +20,8 @@ afterAll(() => t.close());
 function cells(line: string): string[] {
   const out: string[] = [];
   const re = /("(?:[^"]|"")*"|[^,]*)(,|$)/g;
-  for (let m = re.exec(line); m && m.index < line.length; m = re.exec(line)) {
+  // The last cell may be empty (a line ending with a comma): the loop ends on the match that ends the line.
+  for (let m = re.exec(line); m; m = re.exec(line)) {
     out.push(m[1]!.startsWith('"') ? m[1]!.slice(1, -1).replaceAll('""', '"') : m[1]!);
     if (m[2] === '') break;
   }
@@ -51,6 +52,30 @@ describe('the call-log CSV export', () => {
     // The JSON page shows the texts as they were stored.
     const page = (await t.admin('GET', `/accounts/${accountId}/logs`)).json() as { data: Array<{ model: string }> };
     expect(page.data.map((r) => r.model).sort()).toEqual([...formulas].sort());
+  });
+
+  it("has the spec's 21 columns exactly by default, and the adjustment columns only with include=adjustments", async () => {
+    const { accountId, key } = await t.accountWithKey({ name: 'finance' });
+    const openai = new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0 });
+    await openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }).catch(() => {});
+    await t.gateway.ledger.idle();
+    await t.gateway.runner.catchUpToHead();
+    // The spec's "CSV export columns", written out here as a fixed-schema import expects them.
+    const SPEC_HEADER =
+      'id,created_at,key_name,key_prefix,model,status,error_code,error_message,input_tokens,output_tokens,cached_tokens,unit_count,unit_type,cost_usd,latency_ms,request_id,task_id,submitted_at,attempts_count,result_urls,result_expires_at';
+    const plain = await t.admin('GET', `/accounts/${accountId}/logs.csv`);
+    const [header, row] = plain.body.trim().split('\n');
+    expect(header).toBe(SPEC_HEADER);
+    expect(cells(row!)).toHaveLength(21);
+    const extended = await t.admin('GET', `/accounts/${accountId}/logs.csv?include=adjustments`);
+    const [extendedHeader, extendedRow] = extended.body.trim().split('\n');
+    expect(extendedHeader).toBe(`${SPEC_HEADER},adjustment_usd,adjustment_reference`);
+    expect(cells(extendedRow!).slice(21)).toEqual(['0.00', '']);
+    const bad = await t.admin('GET', `/accounts/${accountId}/logs.csv?include=everything`);
+    expect(bad.statusCode).toBe(400);
+    // The OpenAPI document describes the option.
+    const doc = (await t.gateway.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, { get: { parameters: Array<{ name: string }> } }> };
+    expect(doc.paths['/admin/v1/accounts/{id}/logs.csv']!.get.parameters.map((p) => p.name)).toContain('include');
   });
 
   it('leaves numbers alone, negative ones included', () => {

@@ -12,6 +12,7 @@ import { requestSchema } from '../../src/http/openapi/document';
 import { AUTOMATIC_HEAD, type RegisteredRoute } from '../../src/http/openapi/plugin';
 import { chatCompletions } from '../../src/upstream/protocols/chat-completions';
 import { generateContent } from '../../src/upstream/protocols/generate-content';
+import { GenerateCountTokensBody } from '../../src/http/protocols/count-tokens';
 import { messages } from '../../src/upstream/protocols/messages';
 import { responses } from '../../src/upstream/protocols/responses';
 import { zodMessage } from '../../src/config/zod-message';
@@ -295,7 +296,7 @@ describe('the described request schema is the one enforced', () => {
     expect(bodyOf('POST', '/v1/chat/completions')).toEqual([chatCompletions.requestSchema]);
     expect(bodyOf('POST', '/v1/messages')).toEqual([messages.requestSchema]);
     expect(bodyOf('POST', '/v1/responses')).toEqual([responses.requestSchema]);
-    expect(bodyOf('POST', '/v1beta/models/*')).toEqual([generateContent.requestSchema, generateContent.requestSchema]);
+    expect(bodyOf('POST', '/v1beta/models/*')).toEqual([generateContent.requestSchema, generateContent.requestSchema, GenerateCountTokensBody]);
   });
 
   it('every JSON Schema agrees with its zod schema: what it accepts zod accepts (but for refinements), what it refuses zod refuses', () => {

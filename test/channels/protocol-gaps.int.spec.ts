@@ -39,8 +39,42 @@ describe('x-request-id', () => {
     const refused = await fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'client-req-3' }, body: '{}' });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('x-request-id')).toBe('client-req-3');
+    // One that is not visible ASCII within 200 characters is not echoed: the gateway's own id is sent instead.
     const unechoed = await fetch(`${h.baseUrl}/v1/models`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'x'.repeat(201) } });
-    expect(unechoed.headers.get('x-request-id')).toBeNull();
+    expect(unechoed.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
+  });
+});
+
+describe('x-request-id without one from the client (issue 33)', () => {
+  it("is on every answer: the gateway's request id, the one the call log's row and x-gateway-trace show", async () => {
+    const { accountId, key: own } = await h.t.accountWithKey();
+    const client = new OpenAI({ apiKey: own, baseURL: `${h.baseUrl}/v1`, maxRetries: 0 });
+    const completion = await client.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'hi' }] });
+    expect(completion._request_id).toMatch(/^req_[0-9a-f]{32}$/);
+    const streamed = await client.chat.completions.create({ model: 'chat-model', messages: [{ role: 'user', content: 'hi' }], stream: true }).withResponse();
+    for await (const _chunk of streamed.data) void _chunk;
+    const streamedId = streamed.response.headers.get('x-request-id');
+    expect(streamedId).toBe(streamed.response.headers.get('x-gateway-trace'));
+    const refused = (await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(refused.status).toBe(400);
+    expect(refused.requestID).toMatch(/^req_/);
+    await h.t.gateway.ledger.idle();
+    await h.t.gateway.runner.catchUpToHead();
+    const rows = ((await h.t.admin('GET', `/accounts/${accountId}/logs`)).json() as { data: Array<{ request_id: string }> }).data;
+    expect(rows.map((r) => r.request_id).sort()).toEqual([completion._request_id, streamedId, refused.requestID].sort());
+
+    // Answers without a call-log row carry one too: a refused key, no route, a free read, the admin API, health, a bad URL.
+    const answers = [
+      await fetch(`${h.baseUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
+      await fetch(`${h.baseUrl}/v1/no-such-route`, { headers: { authorization: `Bearer ${own}` } }),
+      await fetch(`${h.baseUrl}/v1/models`, { headers: { authorization: `Bearer ${own}` } }),
+      await fetch(`${h.baseUrl}/admin/v1/accounts/${accountId}`, { headers: { authorization: 'Bearer test-admin-token' } }),
+      await fetch(`${h.baseUrl}/healthz`),
+      // A URL the router cannot take (a malformed percent-encoding): answered before any hook.
+      await fetch(`${h.baseUrl}/v1/models/%E0%A4%A`, { headers: { authorization: `Bearer ${own}` } }),
+    ];
+    for (const answer of answers) expect(answer.headers.get('x-request-id'), answer.url).toMatch(/^req_[0-9a-f]{32}$/);
+    expect(new Set(answers.map((a) => a.headers.get('x-request-id'))).size).toBe(answers.length);
   });
 });
 

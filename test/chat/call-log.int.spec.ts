@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CSV_COLUMNS } from '../../src/projections/call-log/queries';
+import { ADJUSTMENT_COLUMNS, CSV_COLUMNS } from '../../src/projections/call-log/queries';
 import { startChatHarness, type ChatHarness } from './support';
 
 let h: ChatHarness;
@@ -34,8 +34,8 @@ describe('call log', () => {
   it('has one row per final outcome, attempts folded in, rejected calls at cost 0', async () => {
     const { data } = await logs();
     expect(data).toHaveLength(5);
-    // The CSV's columns, and the built-in tool fee part of the cost (null here: no tool fees), the agent, and the model asked for when a fallback answered.
-    for (const row of data) expect(Object.keys(row).sort()).toEqual([...CSV_COLUMNS, 'tool_fee_usd', 'agent_id', 'requested_model'].sort());
+    // The CSV's columns (the spec's and the adjustment's), and the built-in tool fee part of the cost (null here: no tool fees), the agent, and the model asked for when a fallback answered.
+    for (const row of data) expect(Object.keys(row).sort()).toEqual([...CSV_COLUMNS, ...ADJUSTMENT_COLUMNS, 'tool_fee_usd', 'agent_id', 'requested_model'].sort());
     const byStatus = (s: string) => data.filter((r) => r.status === s);
     expect(byStatus('success')).toHaveLength(2);
     expect(byStatus('error')).toHaveLength(1);

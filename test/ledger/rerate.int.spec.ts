@@ -83,8 +83,11 @@ describe('gateway ledger rerate (POST /admin/v1/rerates)', () => {
       expect(row.adjustment_reference).toBe('price-fix-1');
       expect(parseUsd(row.cost_usd) + parseUsd(row.adjustment_usd)).toBe(newCost(row.input_tokens, row.output_tokens));
     }
-    const csv = (await admin('GET', `/accounts/${a.accountId}/logs.csv`)).body;
-    expect(csv.split('\n')[0]).toContain('adjustment_usd');
+    // The export shows the adjustment on request; the spec's columns alone by default.
+    expect((await admin('GET', `/accounts/${a.accountId}/logs.csv`)).body.split('\n')[0]).not.toContain('adjustment_usd');
+    const csv = (await admin('GET', `/accounts/${a.accountId}/logs.csv?include=adjustments`)).body;
+    expect(csv.split('\n')[0]).toMatch(/,result_expires_at,adjustment_usd,adjustment_reference$/);
+    expect(csv).toContain(',price-fix-1');
 
     // The same reference again: nothing moves.
     const again = await admin('POST', '/rerates', { ...body, apply: true, reference: 'price-fix-1' });

@@ -8,14 +8,14 @@ import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness 
 // GET /v1/videos/clip-templates and /{id}: the upstream's templates through the gateway's 10-minute cache,
 // free, for keys allowed a clip-* model (Errors, rule 8: 403 model_not_allowed).
 
-const CLIP_MODELS = ['clip-rm', 'clip-mx', 'clip-nw'];
+const CLIP_MODELS = ['clip-realman', 'clip-mixcut', 'clip-news'];
 
 function config(sim: Simulator): GatewayConfig {
   return {
     models: [
-      mediaModel({ id: 'clip-rm', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-realman', resolution_required: false, video_mode: false, token_billing: false } }),
-      mediaModel({ id: 'clip-mx', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-mixcut', resolution_required: false, video_mode: false, token_billing: false } }),
-      mediaModel({ id: 'clip-nw', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-news', resolution_required: false, video_mode: false, token_billing: false } }),
+      mediaModel({ id: 'clip-realman', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-realman', resolution_required: false, video_mode: false, token_billing: false } }),
+      mediaModel({ id: 'clip-mixcut', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-mixcut', resolution_required: false, video_mode: false, token_billing: false } }),
+      mediaModel({ id: 'clip-news', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-news', resolution_required: false, video_mode: false, token_billing: false } }),
       mediaModel({ id: 'clip-orphan', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-news', resolution_required: false, video_mode: false, token_billing: false } }),
       mediaModel({ id: 'vid-plain', kind: 'video', price: { per_second: '0.10' } }),
     ],
@@ -104,7 +104,7 @@ describe('GET /v1/videos/clip-templates', () => {
     }
     expect(templateFetches()).toHaveLength(0);
     // One clip model is enough, whichever scene is asked for.
-    const newsOnly = await key(['clip-nw']);
+    const newsOnly = await key(['clip-news']);
     expect((await http.get('/v1/videos/clip-templates?scene=realMan', newsOnly)).status).toBe(200);
     // A clip model no channel serves: 503.
     const orphan = await key(['clip-orphan']);

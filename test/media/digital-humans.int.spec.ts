@@ -352,6 +352,40 @@ describe('motion transfer', () => {
   });
 });
 
+describe('content on digital-human SKUs (their own fields; issue 33)', () => {
+  const person = () => ({ type: 'image_url', image_url: { url: url('photo.jpg') } });
+
+  it('takes a content array on dh-avatar and lip-sync when one is sent, and needs none', async () => {
+    const { key } = await h.t.accountWithKey();
+    const content = [{ type: 'text', text: 'A cheerful weather report' }];
+    const avatar = await submit(key, { model: 'dh-avatar', avatar: 'preset-anna', audio_url: url('voice.mp3'), duration: 5, content });
+    expect(avatar.response.status, JSON.stringify(avatar.body)).toBe(200);
+    expect(avatar.body).toMatchObject({ status: 'queued', model: 'dh-avatar' });
+    const lipsync = await submit(key, { model: 'dh-lipsync-pro', source_video_url: url('clip.mp4'), audio_url: url('voice.mp3'), duration: 5, content });
+    expect(lipsync.response.status, JSON.stringify(lipsync.body)).toBe(200);
+    expect(videoSubmits()).toHaveLength(2);
+  });
+
+  it('is described so in the OpenAPI document: the submission body is any kind of SKU\'s; only the standard one and motion (its images) require content', async () => {
+    const doc = (await h.t.gateway.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, { post: { requestBody: { content: { 'application/json': { schema: { anyOf?: Array<{ required?: string[] }> } } } } } }>;
+    };
+    const kinds = doc.paths['/v1/videos/generations']!.post.requestBody.content['application/json'].schema.anyOf!;
+    expect(kinds.filter((k) => k.required?.includes('content')).map((k) => k.required)).toEqual([['model', 'content'], ['model', 'source_video_url', 'content', 'duration']]);
+    expect(kinds.some((k) => k.required?.includes('avatar'))).toBe(true);
+  });
+
+  it('takes motion transfer person images without any text item, and a text item beside them when sent (passed on)', async () => {
+    const { key } = await h.t.accountWithKey();
+    const plain = await submit(key, { model: 'dh-motion', source_video_url: url('clip.mp4'), content: [person(), person()], duration: 4 });
+    expect(plain.response.status, JSON.stringify(plain.body)).toBe(200);
+    const text = { type: 'text', text: 'Both dance' };
+    const withText = await submit(key, { model: 'dh-motion', source_video_url: url('clip.mp4'), content: [person(), text, person()], face_count: 2, duration: 4 });
+    expect(withText.response.status, JSON.stringify(withText.body)).toBe(200);
+    expect(videoSubmits()[1]!.body).toMatchObject({ content: [person(), text, person()], face_count: 2 });
+  });
+});
+
 describe('Errors rule 8 on digital-human submissions', () => {
   it('answers unknown dh-/clip- models 404 model_not_found; other unknown ids keep the main table\'s 400', async () => {
     const { key } = await h.t.accountWithKey();
@@ -368,9 +402,15 @@ describe('Errors rule 8 on digital-human submissions', () => {
 
   it('answers a dh model the key may not use 403 model_not_allowed; a standard one keeps 400', async () => {
     const onlyStandard = await h.t.accountWithKey({ allowed_models: ['vid-flat'] });
-    const dh = await submit(onlyStandard.key, { model: 'dh-lipsync', source_video_url: url('clip.mp4'), audio_url: url('voice.mp3'), duration: 5 });
-    expect(dh.response.status).toBe(403);
-    expect(dh.body).toMatchObject({ error: { code: 'model_not_allowed' } });
+    for (const body of [
+      { model: 'dh-lipsync', source_video_url: url('clip.mp4'), audio_url: url('voice.mp3'), duration: 5 },
+      { model: 'dh-avatar', avatar: 'preset-anna', audio_url: url('voice.mp3'), duration: 5 },
+      { model: 'dh-motion', source_video_url: url('clip.mp4'), content: [{ type: 'image_url', image_url: { url: url('photo.jpg') } }], duration: 5 },
+    ]) {
+      const dh = await submit(onlyStandard.key, body);
+      expect(dh.response.status, body.model).toBe(403);
+      expect(dh.body).toMatchObject({ error: { code: 'model_not_allowed' } });
+    }
     const onlyDh = await h.t.accountWithKey({ allowed_models: ['dh-lipsync'] });
     const standard = await submit(onlyDh.key, { model: 'vid-flat', content: [{ type: 'text', text: 'x' }] });
     expect(standard.response.status).toBe(400);

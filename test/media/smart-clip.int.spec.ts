@@ -15,15 +15,15 @@ import { api, ledgerEvents, logRows, mediaChannel, mediaModel, startTaskHarness 
 // field table, the template's flags, money (300 s or a longer duration held, settled on the delivered
 // seconds, refunds), 402/503, idempotency, and the media limits probed before any money moves.
 
-const CLIP_MODELS = ['clip-rm', 'clip-mx', 'clip-nw', 'clip-dear'];
+const CLIP_MODELS = ['clip-realman', 'clip-mixcut', 'clip-news', 'clip-dear'];
 const RULES = { resolution_required: false, video_mode: false, token_billing: false } as const;
 
 function config(sim: Simulator): GatewayConfig {
   return {
     models: [
-      mediaModel({ id: 'clip-rm', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-realman', ...RULES } }),
-      mediaModel({ id: 'clip-mx', kind: 'video', price: { per_second: '0.02' }, video: { kind: 'clip-mixcut', ...RULES } }),
-      mediaModel({ id: 'clip-nw', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-news', ...RULES } }),
+      mediaModel({ id: 'clip-realman', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-realman', ...RULES } }),
+      mediaModel({ id: 'clip-mixcut', kind: 'video', price: { per_second: '0.02' }, video: { kind: 'clip-mixcut', ...RULES } }),
+      mediaModel({ id: 'clip-news', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-news', ...RULES } }),
       // 300 s × 0.20 = 60 USD: above the 40.44 grant.
       mediaModel({ id: 'clip-dear', kind: 'video', price: { per_second: '0.20' }, video: { kind: 'clip-realman', ...RULES } }),
       mediaModel({ id: 'clip-nochannel', kind: 'video', price: { per_second: '0.01' }, video: { kind: 'clip-news', ...RULES } }),
@@ -63,7 +63,7 @@ describe('smart clip', () => {
     const { h, http } = state;
     const { accountId, key } = await h.t.accountWithKey();
     const body = {
-      model: 'clip-rm',
+      model: 'clip-realman',
       style_id: 'rm-talk',
       source_video_url: SRC,
       title: 'Launch day [[sim:task_duration_ms:42500]]',
@@ -79,29 +79,29 @@ describe('smart clip', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('x-gateway-trace')).toMatch(/^req_/);
     expect(Object.keys(answer).sort()).toEqual(['created_at', 'id', 'model', 'status']);
-    expect(answer).toMatchObject({ status: 'queued', model: 'clip-rm' });
+    expect(answer).toMatchObject({ status: 'queued', model: 'clip-realman' });
     // 300 s × 0.01, although 120 s was named: the reservation is at least 300 s.
     expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd('3.00'));
     // `duration` is a billing reference for realman: not sent upstream.
     const { model: _m, duration: _d, ...sent } = body;
-    expect(submits()[0]!.body).toEqual({ model: 'clip-rm-upstream', ...sent });
+    expect(submits()[0]!.body).toEqual({ model: 'clip-realman-upstream', ...sent });
 
     const done = await http.until(`/v1/videos/generations/${answer.id}`, key, ended);
-    expect(done).toMatchObject({ id: answer.id, status: 'succeeded', model: 'clip-rm', duration: 43, duration_sec: 42.5, framespersecond: 25 });
+    expect(done).toMatchObject({ id: answer.id, status: 'succeeded', model: 'clip-realman', duration: 43, duration_sec: 42.5, framespersecond: 25 });
     expect((done.content as { video_url: string }).video_url).toBe(done.video_url);
     expect(done).not.toHaveProperty('error');
     const w = await h.t.gateway.ledger.wallet(accountId);
     expect(w.held).toBe(0n);
     expect(w.balance).toBe(GRANT - costOf(42_500, '0.01'));
     const [row] = await logRows(h, accountId);
-    expect(row).toMatchObject({ model: 'clip-rm', status: 'success', task_id: answer.id, unit_type: 'second', unit_count: 43, cost_usd: '0.425' });
+    expect(row).toMatchObject({ model: 'clip-realman', status: 'success', task_id: answer.id, unit_type: 'second', unit_count: 43, cost_usd: '0.425' });
     expect((await ledgerEvents(h, accountId)).map((e) => e.type).slice(-2)).toEqual(['FundsReserved', 'HoldSettled']);
   });
 
   it('clip-mixcut: a longer explicit duration is the hold; what is delivered past it is not billed', async () => {
     const { h, http } = state;
     const { accountId, key } = await h.t.accountWithKey();
-    const body = { model: 'clip-mx', style_id: 'mix-promo', audio_url: `${AUDIO}?k=[[sim:task_duration_ms:500000]]`, materials: [img(1), img(2)], duration: 450 };
+    const body = { model: 'clip-mixcut', style_id: 'mix-promo', audio_url: `${AUDIO}?k=[[sim:task_duration_ms:500000]]`, materials: [img(1), img(2)], duration: 450 };
     const { body: answer } = await submit(key, body);
     // 450 s × 0.02.
     expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd('9.00'));
@@ -118,21 +118,21 @@ describe('smart clip', () => {
   it('clip-news: duration clamped to 5-300 s and sent; the composition defaults to random; the hold stays 300 s', async () => {
     const { h, http } = state;
     const { accountId, key } = await h.t.accountWithKey();
-    const long = await submit(key, { model: 'clip-nw', style_id: 'news-daily', materials: [img(1)], title: 'Evening news', duration: 1000 });
+    const long = await submit(key, { model: 'clip-news', style_id: 'news-daily', materials: [img(1)], title: 'Evening news', duration: 1000 });
     expect(long.response.status).toBe(200);
-    expect(submits()[0]!.body).toEqual({ model: 'clip-nw-upstream', style_id: 'news-daily', materials: [img(1)], title: 'Evening news', duration: 300, material_composition: 'random' });
+    expect(submits()[0]!.body).toEqual({ model: 'clip-news-upstream', style_id: 'news-daily', materials: [img(1)], title: 'Evening news', duration: 300, material_composition: 'random' });
     expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd('3.00'));
     const done = await http.until(`/v1/videos/generations/${long.body.id}`, key, ended);
     expect(done).toMatchObject({ status: 'succeeded', duration: 300 });
     expect((await h.t.gateway.ledger.wallet(accountId)).balance).toBe(GRANT - parseUsd('3.00'));
 
-    const short = await submit(key, { model: 'clip-nw', style_id: 'news-daily', materials: [img(2)], title: 'Flash', duration: 2, material_composition: 'order' });
+    const short = await submit(key, { model: 'clip-news', style_id: 'news-daily', materials: [img(2)], title: 'Flash', duration: 2, material_composition: 'order' });
     expect(submits()[1]!.body).toMatchObject({ duration: 5, material_composition: 'order' });
     await http.until(`/v1/videos/generations/${short.body.id}`, key, ended);
     // 5 s delivered × 0.01.
     expect((await h.t.gateway.ledger.wallet(accountId)).balance).toBe(GRANT - parseUsd('3.00') - parseUsd('0.05'));
 
-    const none = await submit(key, { model: 'clip-nw', style_id: 'news-daily', materials: [img(3)], title: 'Default length' });
+    const none = await submit(key, { model: 'clip-news', style_id: 'news-daily', materials: [img(3)], title: 'Default length' });
     expect(submits()[2]!.body).not.toHaveProperty('duration');
     const third = await http.until(`/v1/videos/generations/${none.body.id}`, key, ended);
     expect(third).toMatchObject({ duration: DEFAULT_CLIP_SECONDS });
@@ -141,7 +141,7 @@ describe('smart clip', () => {
   it("drops the title and the introduce card where the template has no layer for them", async () => {
     const { h } = state;
     const { key } = await h.t.accountWithKey();
-    const common = { model: 'clip-rm', source_video_url: SRC, title: 'T', introduce_card: { name: 'N', description: 'D' } };
+    const common = { model: 'clip-realman', source_video_url: SRC, title: 'T', introduce_card: { name: 'N', description: 'D' } };
     expect((await submit(key, { ...common, style_id: 'rm-bare' })).response.status).toBe(200);
     expect((await submit(key, { ...common, style_id: 'rm-vlog' })).response.status).toBe(200);
     const [bare, vlog] = submits();
@@ -157,7 +157,7 @@ describe('smart clip', () => {
   ])('refunds in full when the upstream task ends %s', async (scenario, status) => {
     const { h, http } = state;
     const { accountId, key } = await h.t.accountWithKey();
-    const { body } = await submit(key, { model: 'clip-mx', style_id: 'mix-clean', audio_url: AUDIO, materials: [img(1)], language: `zh [[sim:${scenario}]]`, duration: 400 });
+    const { body } = await submit(key, { model: 'clip-mixcut', style_id: 'mix-clean', audio_url: AUDIO, materials: [img(1)], language: `zh [[sim:${scenario}]]`, duration: 400 });
     expect((await h.t.gateway.ledger.wallet(accountId)).held).toBe(parseUsd('8.00'));
     const done = await http.until(`/v1/videos/generations/${body.id}`, key, ended);
     expect(done.status).toBe(status);
@@ -172,9 +172,9 @@ describe('smart clip', () => {
   it('refuses every field rule with a 400 invalid_request naming the field, before any money moves or any upstream task', async () => {
     const { h } = state;
     const { accountId, key } = await h.t.accountWithKey();
-    const rm = { model: 'clip-rm', style_id: 'rm-talk', source_video_url: SRC };
-    const mx = { model: 'clip-mx', style_id: 'mix-promo', audio_url: AUDIO, materials: [img(1)] };
-    const nw = { model: 'clip-nw', style_id: 'news-daily', materials: [img(1)], title: 'T' };
+    const rm = { model: 'clip-realman', style_id: 'rm-talk', source_video_url: SRC };
+    const mx = { model: 'clip-mixcut', style_id: 'mix-promo', audio_url: AUDIO, materials: [img(1)] };
+    const nw = { model: 'clip-news', style_id: 'news-daily', materials: [img(1)], title: 'T' };
     const { style_id: _s, ...rmNoStyle } = rm;
     const { source_video_url: _v, ...rmNoSource } = rm;
     const { audio_url: _a, ...mxNoAudio } = mx;
@@ -192,7 +192,7 @@ describe('smart clip', () => {
       [{ ...rm, audio_url: AUDIO }, /^audio_url: not a field of clip-realman \(it takes /],
       [{ ...rm, material_composition: 'order' }, /^material_composition: not a field of clip-realman/],
       [{ ...mx, preprocess: 'roughCut', source_video_url: SRC }, /^source_video_url, preprocess: not a field of clip-mixcut/],
-      [{ ...nw, content: [{ type: 'text', text: 'x' }] }, /^content: not a field of clip-news/],
+      // (`content`, the standard video's field, is taken when sent: see below.)
       [{ ...nw, resolution: '720p' }, /^resolution: not a field of clip-news/],
       [{ ...rm, materials: Array.from({ length: 11 }, (_, i) => img(i)) }, /materials/],
       [{ ...rm, materials: [{ type: 'audio', file_url: AUDIO }] }, /materials/],
@@ -236,7 +236,7 @@ describe('smart clip', () => {
     expect(response.headers.get('x-gateway-trace')).toMatch(/^req_/);
     expect(body).toMatchObject({ error: { code: 'quota_exceeded', type: 'insufficient_quota' } });
     // 3600 s × 0.01 = 36 USD fits; the same at 4100 s would not, but duration stops at 3600.
-    const big = await submit(key, { model: 'clip-rm', style_id: 'rm-talk', source_video_url: SRC, duration: 3601 });
+    const big = await submit(key, { model: 'clip-realman', style_id: 'rm-talk', source_video_url: SRC, duration: 3601 });
     expect(big.response.status).toBe(400);
     expect(submits()).toHaveLength(0);
     expect(await h.t.gateway.ledger.wallet(accountId)).toMatchObject({ balance: GRANT, held: 0n });
@@ -244,10 +244,18 @@ describe('smart clip', () => {
     expect(rows.find((r) => r.error_code === 'quota_exceeded')).toMatchObject({ status: 'rejected', model: 'clip-dear', cost_usd: '0.00' });
   });
 
+  it('takes a content array when one is sent (the clip SKUs have their own fields; none is needed), and does not send it upstream', async () => {
+    const { h } = state;
+    const { key } = await h.t.accountWithKey();
+    const { response, body } = await submit(key, { model: 'clip-news', style_id: 'news-daily', title: 'T', materials: [img(1)], content: [{ type: 'text', text: 'Morning news' }] });
+    expect(response.status, JSON.stringify(body)).toBe(200);
+    expect(submits()[0]!.body).toEqual({ model: 'clip-news-upstream', style_id: 'news-daily', title: 'T', materials: [img(1)], material_composition: 'random' });
+  });
+
   it('answers model errors by Errors rule 8: 403 model_not_allowed, 404 model_not_found, nothing held', async () => {
     const { h } = state;
-    const { accountId, key } = await h.t.accountWithKey({ allowed_models: ['clip-nw'] });
-    const refused = await submit(key, { model: 'clip-rm', style_id: 'rm-talk', source_video_url: SRC });
+    const { accountId, key } = await h.t.accountWithKey({ allowed_models: ['clip-news'] });
+    const refused = await submit(key, { model: 'clip-realman', style_id: 'rm-talk', source_video_url: SRC });
     expect(refused.response.status).toBe(403);
     expect(refused.response.headers.get('x-gateway-trace')).toMatch(/^req_/);
     expect(refused.body).toMatchObject({ error: { code: 'model_not_allowed', type: 'invalid_request_error' } });
@@ -274,7 +282,7 @@ describe('smart clip', () => {
   it('replays an Idempotency-Key: the same task id, Idempotency-Replayed, one upstream task, one hold', async () => {
     const { h, http } = state;
     const { accountId, key } = await h.t.accountWithKey();
-    const body = { model: 'clip-nw', style_id: 'news-flash', materials: [img(1), img(2)], title: 'Once', duration: 30 };
+    const body = { model: 'clip-news', style_id: 'news-flash', materials: [img(1), img(2)], title: 'Once', duration: 30 };
     const first = await submit(key, body, { 'idempotency-key': 'clip-1' });
     expect(first.response.status).toBe(200);
     const again = await submit(key, body, { 'idempotency-key': 'clip-1' });
@@ -302,7 +310,7 @@ describe('smart clip', () => {
     h.sim.enqueueFor({ pathPrefix: '/clip-a/api/v3/clip-templates' }, 'http_503');
     h.sim.enqueueFor({ pathPrefix: '/clip-b/api/v3/clip-templates' }, 'http_503');
     // A template no other test reads (none is cached): without a title layer, and of another scene.
-    const { response, body } = await submit(key, { model: 'clip-rm', style_id: 'vm-plain', source_video_url: SRC, title: 'T' });
+    const { response, body } = await submit(key, { model: 'clip-realman', style_id: 'vm-plain', source_video_url: SRC, title: 'T' });
     expect(response.status).toBe(200);
     // Its flags unknown, every input is sent.
     expect(submits()[0]!.body).toMatchObject({ style_id: 'vm-plain', title: 'T' });
@@ -315,7 +323,7 @@ describe('smart clip', () => {
     const { key } = await h.t.accountWithKey();
     h.sim.enqueueFor({ pathPrefix: '/clip-a/api/v3/clip-templates' }, 'slow_first_byte:8000');
     const started = Date.now();
-    const { response } = await submit(key, { model: 'clip-rm', style_id: 'vm-anchor', source_video_url: SRC });
+    const { response } = await submit(key, { model: 'clip-realman', style_id: 'vm-anchor', source_video_url: SRC });
     expect(response.status).toBe(200);
     expect(Date.now() - started).toBeLessThan(7_000);
   });
@@ -360,7 +368,7 @@ describe('smart clip: media limits, probed before any money moves', () => {
     const { h, http } = state;
     const { accountId, key } = await h.t.accountWithKey();
     const { response, body } = await submit(key, {
-      model: 'clip-rm',
+      model: 'clip-realman',
       style_id: 'rm-talk',
       source_video_url: at('talk-hevc.mov'),
       materials: [image('photo.jpg'), image('still.webp'), video('b-roll-55.mp4'), image('photo.jpg')],
@@ -375,27 +383,27 @@ describe('smart clip: media limits, probed before any money moves', () => {
   });
 
   it.each([
-    ['the source video format', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'voice.wav' }, /^source_video_url: source video: must be mp4, mov; http:\/\/127\.0\.0\.1:\d+\/voice\.wav is wav$/],
-    ['the source video length', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'long-talk.mp4' }, /^source_video_url: source video: must be under 300 s; .*long-talk\.mp4 is 300 s$/],
-    ['a still material image', { model: 'clip-mx', style_id: 'mix-promo', audio_url: 'voice.mp3', materials: [['image', 'photo.jpg'], ['image', 'animated.webp']] }, /^materials\[1\]\.file_url: material image: must be a still image; .*animated\.webp is animated$/],
-    ['a material image side', { model: 'clip-mx', style_id: 'mix-promo', audio_url: 'voice.mp3', materials: [['image', 'wide.png']] }, /^materials\[0\]\.file_url: material image: each side must be under 2000 px; .*wide\.png is 2000x10$/],
-    ['a material image that is a video', { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: [['image', 'talk.mp4']] }, /^materials\[0\]\.file_url: material image: must be jpg, png, webp; .*talk\.mp4 is mp4$/],
-    ['a material video over 60 s', { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: [['video', 'b-roll-55.mp4'], ['video', 'b-roll-61.mp4']] }, /^materials\[1\]\.file_url: material video: must be at most 60 s; .*b-roll-61\.mp4 is 61 s$/],
+    ['the source video format', { model: 'clip-realman', style_id: 'rm-talk', source_video_url: 'voice.wav' }, /^source_video_url: source video: must be mp4, mov; http:\/\/127\.0\.0\.1:\d+\/voice\.wav is wav$/],
+    ['the source video length', { model: 'clip-realman', style_id: 'rm-talk', source_video_url: 'long-talk.mp4' }, /^source_video_url: source video: must be under 300 s; .*long-talk\.mp4 is 300 s$/],
+    ['a still material image', { model: 'clip-mixcut', style_id: 'mix-promo', audio_url: 'voice.mp3', materials: [['image', 'photo.jpg'], ['image', 'animated.webp']] }, /^materials\[1\]\.file_url: material image: must be a still image; .*animated\.webp is animated$/],
+    ['a material image side', { model: 'clip-mixcut', style_id: 'mix-promo', audio_url: 'voice.mp3', materials: [['image', 'wide.png']] }, /^materials\[0\]\.file_url: material image: each side must be under 2000 px; .*wide\.png is 2000x10$/],
+    ['a material image that is a video', { model: 'clip-news', style_id: 'news-daily', title: 'T', materials: [['image', 'talk.mp4']] }, /^materials\[0\]\.file_url: material image: must be jpg, png, webp; .*talk\.mp4 is mp4$/],
+    ['a material video over 60 s', { model: 'clip-news', style_id: 'news-daily', title: 'T', materials: [['video', 'b-roll-55.mp4'], ['video', 'b-roll-61.mp4']] }, /^materials\[1\]\.file_url: material video: must be at most 60 s; .*b-roll-61\.mp4 is 61 s$/],
     [
       'the materials together over 300 s (images count 2 s each)',
-      { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: [...Array.from({ length: 5 }, () => ['video', 'b-roll-59.mp4']), ['image', 'photo.jpg'], ['image', 'still.webp'], ['image', 'photo.jpg']] },
+      { model: 'clip-news', style_id: 'news-daily', title: 'T', materials: [...Array.from({ length: 5 }, () => ['video', 'b-roll-59.mp4']), ['image', 'photo.jpg'], ['image', 'still.webp'], ['image', 'photo.jpg']] },
       'materials: together at most 300 s (each image counts 2 s, each video its length); these come to 301 s',
     ],
     [
       'the materials together over 300 s (six videos)',
-      { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: Array.from({ length: 6 }, () => ['video', 'b-roll-55.mp4']) },
+      { model: 'clip-news', style_id: 'news-daily', title: 'T', materials: Array.from({ length: 6 }, () => ['video', 'b-roll-55.mp4']) },
       'materials: together at most 300 s (each image counts 2 s, each video its length); these come to 330 s',
     ],
-    ['the spoken audio length', { model: 'clip-mx', style_id: 'mix-promo', audio_url: 'long.wav', materials: [['image', 'photo.jpg']] }, /^audio_url: spoken audio: must be at most 300 s; .*long\.wav is 301 s$/],
-    ['the spoken audio format', { model: 'clip-mx', style_id: 'mix-promo', audio_url: 'talk.mp4', materials: [['image', 'photo.jpg']] }, /^audio_url: spoken audio: must be mp3, wav, m4a; .*talk\.mp4 is mp4$/],
-    ['the bgm length', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'talk.mp4', bgm: { mode: 'custom', url: 'long.wav' } }, /^bgm\.url: background music: must be at most 300 s; .*long\.wav is 301 s$/],
-    ['the cover format', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'talk.mp4', cover_url: 'still.webp' }, /^cover_url: cover: must be jpg, png; .*still\.webp is webp$/],
-    ['the cover side', { model: 'clip-rm', style_id: 'rm-talk', source_video_url: 'talk.mp4', cover_url: 'wide.png' }, /^cover_url: cover: each side must be under 2000 px; .*wide\.png is 2000x10$/],
+    ['the spoken audio length', { model: 'clip-mixcut', style_id: 'mix-promo', audio_url: 'long.wav', materials: [['image', 'photo.jpg']] }, /^audio_url: spoken audio: must be at most 300 s; .*long\.wav is 301 s$/],
+    ['the spoken audio format', { model: 'clip-mixcut', style_id: 'mix-promo', audio_url: 'talk.mp4', materials: [['image', 'photo.jpg']] }, /^audio_url: spoken audio: must be mp3, wav, m4a; .*talk\.mp4 is mp4$/],
+    ['the bgm length', { model: 'clip-realman', style_id: 'rm-talk', source_video_url: 'talk.mp4', bgm: { mode: 'custom', url: 'long.wav' } }, /^bgm\.url: background music: must be at most 300 s; .*long\.wav is 301 s$/],
+    ['the cover format', { model: 'clip-realman', style_id: 'rm-talk', source_video_url: 'talk.mp4', cover_url: 'still.webp' }, /^cover_url: cover: must be jpg, png; .*still\.webp is webp$/],
+    ['the cover side', { model: 'clip-realman', style_id: 'rm-talk', source_video_url: 'talk.mp4', cover_url: 'wide.png' }, /^cover_url: cover: each side must be under 2000 px; .*wide\.png is 2000x10$/],
   ])('refuses %s with a 400 naming the limit, nothing held, no upstream task', async (_what, shape, message) => {
     const { h } = state;
     const { accountId, key } = await h.t.accountWithKey();
@@ -420,7 +428,7 @@ describe('smart clip: media limits, probed before any money moves', () => {
     const { h } = state;
     const { accountId, key } = await h.t.accountWithKey();
     const { response, body } = await submit(key, {
-      model: 'clip-mx',
+      model: 'clip-mixcut',
       style_id: 'mix-promo',
       audio_url: at('voice.mp3'),
       materials: [image('photo.jpg'), { type: 'video', file_url: 'http://169.254.169.254/latest/meta-data?token=secret' }],
@@ -437,7 +445,7 @@ describe('smart clip: media limits, probed before any money moves', () => {
     const { h } = state;
     const { key } = await h.t.accountWithKey();
     const missing = at('gone.mp4');
-    const { response } = await submit(key, { model: 'clip-rm', style_id: 'rm-talk', source_video_url: missing, materials: [image('photo.jpg?nohead&norange')] });
+    const { response } = await submit(key, { model: 'clip-realman', style_id: 'rm-talk', source_video_url: missing, materials: [image('photo.jpg?nohead&norange')] });
     expect(response.status).toBe(200);
     expect(submits()[0]!.body).toMatchObject({ source_video_url: missing });
   });
@@ -449,7 +457,7 @@ describe('smart clip: media limits, probed before any money moves', () => {
     // they would take 15 s.
     const slow = (i: number) => ({ type: 'video', file_url: at(`talk.mp4?trickle&n=${i}`) });
     const started = Date.now();
-    const { response } = await submit(key, { model: 'clip-nw', style_id: 'news-daily', title: 'T', materials: Array.from({ length: 5 }, (_, i) => slow(i)) });
+    const { response } = await submit(key, { model: 'clip-news', style_id: 'news-daily', title: 'T', materials: Array.from({ length: 5 }, (_, i) => slow(i)) });
     const took = Date.now() - started;
     expect(response.status).toBe(200);
     expect(took).toBeLessThan(5_500);

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import type { GatewayConfig, ModelConfig } from '../../src/config/schema';
+import { ConfigSchema, type GatewayConfig, type ModelConfig } from '../../src/config/schema';
+import { SPEC_VIDEO_SKUS } from '../../src/config/video-kind';
 import type { Simulator } from '../../src/simulator';
 import { startSimulatedGateway, type SimulatedGateway, type TestGatewayOptions } from '../support/gateway';
 
@@ -30,10 +31,35 @@ export const FAST_TASKS: Omit<TestGatewayOptions, 'config'> = {
   taskSweepEveryMs: 100,
 };
 
+/**
+ * How a spec's config names the kinds of the spec's dh-* and clip-* SKU ids: `explicit`, with the gateway's
+ * own `video.kind` on each (as the specs write them), or `design`, exactly as DESIGN.md writes them
+ * (`kind: video` and nothing more), read through the config file's schema. The `*.design.int.spec.ts`
+ * files run the digital-human and smart-clip specs again in the `design` style.
+ */
+export type SkuConfigStyle = 'explicit' | 'design';
+let skuConfigStyle: SkuConfigStyle = 'explicit';
+
+/** Every harness this test file starts from now on writes its config in `style`. */
+export function writeSkuConfigAs(style: SkuConfigStyle): void {
+  skuConfigStyle = style;
+}
+
+/** The config as DESIGN.md writes it: no `video.kind` on a spec-named SKU id; parsed as a config file is. */
+export function asDesignWrites(config: GatewayConfig): GatewayConfig {
+  const models = config.models.map((model) => {
+    if (SPEC_VIDEO_SKUS[model.id] === undefined || model.video === undefined) return model;
+    const { kind: _kind, ...rules } = model.video;
+    return { ...model, video: rules };
+  });
+  return ConfigSchema.parse({ ...config, models });
+}
+
 export async function startTaskHarness(config: (sim: Simulator) => GatewayConfig, options: Omit<TestGatewayOptions, 'config'> = {}): Promise<SimulatedGateway> {
   // With REDIS_URL the jobs run on BullMQ (under a prefix of this harness's own), as in production.
   const redis = process.env.REDIS_URL ? { redisUrl: process.env.REDIS_URL, rateLimits: { keyPrefix: `gwtest:rl:${randomBytes(4).toString('hex')}:` } } : {};
-  return startSimulatedGateway(config, { ...FAST_TASKS, ...redis, jobsPrefix: `gwtest:${randomBytes(4).toString('hex')}`, ...options });
+  const style = skuConfigStyle;
+  return startSimulatedGateway((sim) => (style === 'design' ? asDesignWrites(config(sim)) : config(sim)), { ...FAST_TASKS, ...redis, jobsPrefix: `gwtest:${randomBytes(4).toString('hex')}`, ...options });
 }
 
 export function api(h: SimulatedGateway) {

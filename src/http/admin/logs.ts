@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
-import { CSV_COLUMNS, CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, usageTotals, type LogFilter, type LogRow, type UsageTotals } from '../../projections/call-log/queries';
+import { ADJUSTMENT_COLUMNS, CSV_COLUMNS, CSV_ROW_CAP, DEFAULT_WINDOW_S, queryLogs, usageTotals, type LogFilter, type LogRow, type UsageTotals } from '../../projections/call-log/queries';
 import { formatUsd } from '../../money/usd';
 import type { SqlQuery } from '../../storage/sql';
 import { z } from 'zod';
@@ -43,6 +43,24 @@ const LogQuery = z.looseObject({
 const LogPageQuery = LogQuery.extend({ limit: pageSizeQuery(100, LOG_PAGE_ROWS) });
 type LogQuery = z.output<typeof LogQuery>;
 
+/** Column groups an export may add past the spec's columns. */
+const EXTRA_COLUMNS = { adjustments: ADJUSTMENT_COLUMNS } as const;
+const CsvQuery = LogQuery.extend({
+  include: z
+    .string()
+    .refine((text) => text.split(',').every((g) => g.trim() === '' || g.trim() in EXTRA_COLUMNS), `must be a comma-separated list of: ${Object.keys(EXTRA_COLUMNS).join(', ')}`)
+    .optional()
+    .describe('`adjustments`: add `adjustment_usd` and `adjustment_reference` (what a re-rate changed) after the spec\'s 21 columns.'),
+});
+type CsvQuery = z.output<typeof CsvQuery>;
+
+/** The export's columns: the spec's, then the groups `include` names. */
+export function csvColumns(include: string | undefined): readonly CsvColumn[] {
+  const groups = new Set((include ?? '').split(',').map((g) => g.trim()));
+  return [...CSV_COLUMNS, ...(groups.has('adjustments') ? EXTRA_COLUMNS.adjustments : [])];
+}
+type CsvColumn = (typeof CSV_COLUMNS)[number] | (typeof ADJUSTMENT_COLUMNS)[number];
+
 const LOGS_DOC: RouteDoc = {
   operationId: 'listAccountLogs',
   summary: "An account's call log, newest first",
@@ -53,8 +71,10 @@ const LOGS_DOC: RouteDoc = {
 const CSV_DOC: RouteDoc = {
   operationId: 'exportAccountLogs',
   summary: "An account's call log as CSV (10,000 rows at most)",
+  description:
+    "The spec's 21 columns exactly, in its order (id, created_at, key_name, key_prefix, model, status, error_code, error_message, input_tokens, output_tokens, cached_tokens, unit_count, unit_type, cost_usd, latency_ms, request_id, task_id, submitted_at, attempts_count, result_urls, result_expires_at), so that a fixed-schema import reads it; `include=adjustments` adds `adjustment_usd, adjustment_reference` after them.",
   tags: ['admin-accounts'],
-  query: LogQuery,
+  query: CsvQuery,
   responses: { 200: { description: 'The rows; `x-truncated: true` when the cap cut them.', mediaTypes: ['text/csv'] } },
 };
 
@@ -100,12 +120,12 @@ export function inertCell(value: unknown): unknown {
 }
 
 /** The CSV export of rows `queryLogs` read with the cap (the admin API's and the console's): the
- * spec's columns, formulas made inert, at most CSV_ROW_CAP rows and CSV_EXPORT_BYTES. */
-export function logsCsv(rows: readonly LogRow[]): { text: string; truncated: boolean } {
-  const all = rows.slice(0, CSV_ROW_CAP).map((row) => CSV_COLUMNS.map((column) => inertCell(column === 'result_urls' ? row.result_urls.join('|') : row[column])));
+ * spec's columns (or those `columns` names), formulas made inert, at most CSV_ROW_CAP rows and CSV_EXPORT_BYTES. */
+export function logsCsv(rows: readonly LogRow[], columns: readonly CsvColumn[] = CSV_COLUMNS): { text: string; truncated: boolean } {
+  const all = rows.slice(0, CSV_ROW_CAP).map((row) => columns.map((column) => inertCell(column === 'result_urls' ? row.result_urls.join('|') : row[column])));
   // A record's JSON is about the size of its CSV line.
   const records = withinBytes(all, CSV_EXPORT_BYTES, jsonBytes);
-  return { text: stringify(records, { header: true, columns: [...CSV_COLUMNS], cast: { boolean: (v) => String(v) } }), truncated: rows.length > records.length };
+  return { text: stringify(records, { header: true, columns: [...columns], cast: { boolean: (v) => String(v) } }), truncated: rows.length > records.length };
 }
 
 function filterOf(accountId: string, q: LogQuery, now: number): LogFilter {
@@ -143,8 +163,8 @@ export function logRoutes(sql: SqlQuery, now: () => number) {
       };
     });
 
-    app.get<{ Params: { id: string }; Querystring: LogQuery }>('/accounts/:id/logs.csv', { config: { openapi: CSV_DOC } }, async (request, reply) => {
-      const csv = logsCsv(await queryLogs(sql, filterOf(request.params.id, request.query, now()), CSV_ROW_CAP));
+    app.get<{ Params: { id: string }; Querystring: CsvQuery }>('/accounts/:id/logs.csv', { config: { openapi: CSV_DOC } }, async (request, reply) => {
+      const csv = logsCsv(await queryLogs(sql, filterOf(request.params.id, request.query, now()), CSV_ROW_CAP), csvColumns(request.query.include));
       if (csv.truncated) reply.header('x-truncated', 'true');
       return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="logs-${request.params.id}.csv"`).send(csv.text);
     });

@@ -1,4 +1,6 @@
 import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { generateContent } from '../../upstream/protocols/generate-content';
 import { callerGroup } from '../../channels/groups';
 import { channelDispatcher, shapedHeaders, shapedPath } from '../../upstream/shaping';
 import type { ProtocolAdapter } from '../../upstream/contract';
@@ -11,6 +13,10 @@ import { upstreamAgent, upstreamTarget } from '../../upstream/upstream-call';
 import { callableModel } from '../billable-call';
 import { GatewayError } from '../errors';
 import type { RelayDeps } from './relay';
+
+/** What Gemini's `:countTokens` takes (what `countPromptTokens` reads): a `:generateContent` body, or one
+ * wrapped in `generateContentRequest` as the SDK's `ai.models.countTokens()` sends it. */
+export const GenerateCountTokensBody = z.union([generateContent.requestSchema, z.looseObject({ generateContentRequest: generateContent.requestSchema })]);
 
 /** The most an upstream count may take before the local estimate answers instead. */
 export const UPSTREAM_COUNT_TIMEOUT_MS = 10_000;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { nativeAdapter } from '../../upstream/protocols/registry';
-import { countPromptTokens } from './count-tokens';
+import { countPromptTokens, GenerateCountTokensBody } from './count-tokens';
 import { GatewayError } from '../errors';
 import { redactUrl } from '../../metrics/redact';
 import type { RouteDoc } from '../openapi/route-doc';
@@ -53,6 +53,20 @@ const MessagesHeaders = {
 const GenerateQuery = z.looseObject({ alt: z.string().optional().describe('`sse`: server-sent events; otherwise a stream is one JSON array, written element by element.') });
 const GenerateParams = { model: z.string().min(1).describe('The model id (a `models/` prefix is dropped).') };
 
+const GENERATE_COUNT_TOKENS_DOC: RouteDoc = {
+  operationId: 'countContentTokens',
+  summary: 'Count the input tokens of a generate-content request (free)',
+  description:
+    'The body of `:generateContent`, or `{generateContentRequest: {...}}` as `ai.models.countTokens()` sends it. Asked of the upstream when a usable channel of the model speaks the generate-content protocol, else (or when it gives no count) estimated by the gateway (about 4 bytes of the prompt a token); no call is billed or logged.',
+  tags: ['chat'],
+  path: '/v1beta/models/{model}:countTokens',
+  params: GenerateParams,
+  // One route serves the three paths: the query its siblings declare (`alt` means nothing to a count).
+  query: GenerateQuery,
+  body: { json: GenerateCountTokensBody },
+  responses: { 200: { description: '`{totalTokens}`.' } },
+};
+
 /** The chat endpoints, one per client protocol, all through the same relay. */
 export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
   return async (app: FastifyInstance) => {
@@ -71,6 +85,7 @@ export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
           params: GenerateParams,
           query: GenerateQuery,
         }),
+        GENERATE_COUNT_TOKENS_DOC,
       ],
     };
     // `callLog`: a refusal before the relay (402, 429, an unreadable body) still gets its row.

@@ -3,6 +3,8 @@ import type { BilledCall } from '../../commands/rerate';
 import type { SqlQuery } from '../../storage/sql';
 import { CALL_TEXT_LIMITS, clipText } from './bounds';
 
+/** The spec's CSV export columns ("Call-log row"), exactly and in its order: the default export, which a
+ * finance import with a fixed schema (e.g. Postgres `COPY … CSV HEADER`) reads. */
 export const CSV_COLUMNS = [
   'id',
   'created_at',
@@ -25,10 +27,11 @@ export const CSV_COLUMNS = [
   'attempts_count',
   'result_urls',
   'result_expires_at',
-  // Past the spec's columns: what a re-rate changed (signed USD) and its reference.
-  'adjustment_usd',
-  'adjustment_reference',
 ] as const;
+
+/** Past the spec's columns, only on request (`include=adjustments`): what a re-rate changed (signed USD)
+ * and its reference. */
+export const ADJUSTMENT_COLUMNS = ['adjustment_usd', 'adjustment_reference'] as const;
 
 export const DEFAULT_WINDOW_S = 30 * 24 * 3600;
 export const CSV_ROW_CAP = 10_000;

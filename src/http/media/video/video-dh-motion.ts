@@ -17,11 +17,24 @@ export const MOTION_TIERS = ['fast', 'standard', 'max'] as const;
 export const DEFAULT_MOTION_TIER = 'standard';
 
 const PersonImage = z.looseObject({ type: z.literal('image_url'), image_url: z.looseObject({ url: WebUrl }) });
+/** A text item is not required (the spec's `content[]` holds the person images), but taken when sent and passed on. */
+const TextItem = z.looseObject({ type: z.literal('text'), text: z.string().min(1).max(10_000) });
+const ContentItem = z.discriminatedUnion('type', [PersonImage, TextItem]);
+type PersonImage = z.output<typeof PersonImage>;
+const personImages = (content: ReadonlyArray<z.output<typeof ContentItem>>): PersonImage[] => content.filter((item): item is PersonImage => item.type === 'image_url');
 
 const MotionBody = z.looseObject({
   model: z.string().min(1),
   source_video_url: WebUrl.describe('A public mp4/mov link to the video whose motion is carried over.'),
-  content: z.array(PersonImage).min(MOTION_FACES.min).max(MOTION_FACES.max).describe('1-7 person images, `{type: image_url, image_url: {url}}`.'),
+  content: z
+    .array(ContentItem)
+    .max(MOTION_FACES.max + 1)
+    .refine((items) => items.filter((i) => i.type === 'text').length <= 1, 'at most one {type: "text", text} item')
+    .refine((items) => {
+      const images = personImages(items).length;
+      return images >= MOTION_FACES.min && images <= MOTION_FACES.max;
+    }, `${MOTION_FACES.min}-${MOTION_FACES.max} person images ({type: "image_url", image_url: {url}}) are required`)
+    .describe('1-7 person images, `{type: image_url, image_url: {url}}`; no text item is needed (one is passed on when sent).'),
   face_count: z.number().int().min(MOTION_FACES.min).max(MOTION_FACES.max).optional().describe('How many faces: 1-7, equal to the number of images (default: that number).'),
   resolution: z.enum(MOTION_TIERS).optional().describe('`fast`, `standard` (default) or `max`: the price tier.'),
   duration: DhDuration,
@@ -41,20 +54,21 @@ export const dhMotionVideo: VideoSku<MotionBody> = {
   async prepare(body, model, context) {
     // Each face is one image's person: a count that differs would leave faces without an image or images
     // unused, a task the upstream fails after the money was held.
-    if (body.face_count !== undefined && body.face_count !== body.content.length)
-      return { invalid: `face_count: must equal the number of images in content (${body.content.length}); got ${body.face_count}` };
+    const images = personImages(body.content);
+    if (body.face_count !== undefined && body.face_count !== images.length)
+      return { invalid: `face_count: must equal the number of images in content (${images.length}); got ${body.face_count}` };
     const tier = body.resolution ?? DEFAULT_MOTION_TIER;
     const price = motionPrice(model, tier);
     if (price === null) return { invalid: `resolution: the model ${model.id} is not priced for "${tier}"` };
     const refused = await mediaRefusal(context.mediaProbe, [
       { field: 'source_video_url', url: body.source_video_url, rule: CLIP_LIMITS.sourceVideo },
-      ...body.content.map((item, i) => ({ field: `content[${i}].image_url`, url: item.image_url.url, rule: CLIP_LIMITS.materialImage })),
+      ...body.content.flatMap((item, i) => (item.type === 'image_url' ? [{ field: `content[${i}].image_url`, url: item.image_url.url, rule: CLIP_LIMITS.materialImage }] : [])),
     ]);
     if (refused) return { invalid: refused };
     const fields = {
       source_video_url: body.source_video_url,
-      content: body.content.map((item) => ({ type: 'image_url', image_url: { url: item.image_url.url } })),
-      face_count: body.content.length,
+      content: body.content.map((item) => (item.type === 'image_url' ? { type: 'image_url', image_url: { url: item.image_url.url } } : { type: 'text', text: item.text })),
+      face_count: images.length,
       resolution: tier,
       duration: body.duration,
     };

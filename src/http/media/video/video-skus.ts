@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { ChannelConfig, ModelConfig, VideoKind } from '../../../config/schema';
+import { videoKindOf } from '../../../config/video-kind';
 import type { TaskBilling } from '../../../events/catalog';
 import type { TaskService } from '../../../commands/task/service';
 import type { ModelRegistry } from '../../../config/registry';
@@ -44,7 +45,7 @@ export interface VideoContext {
 }
 
 /**
- * One kind of video SKU (the model's `video.kind`): its body schema, its rules and its plan. The route
+ * One kind of video SKU (`videoKindOf` the model): its body schema, its rules and its plan. The route
  * resolves the model first, then parses and prepares the body with the model's kind.
  */
 export interface VideoSku<B> {
@@ -55,7 +56,7 @@ export interface VideoSku<B> {
   reservation(body: B, model: ModelConfig): bigint;
 }
 
-/** Every kind of video SKU; `standard` unless the model's `video.kind` says. */
+/** Every kind of video SKU; which one a model is: `videoKindOf` (its `video.kind`, else its spec-named id). */
 export const VIDEO_SKUS: Readonly<Record<VideoKind, VideoSku<never>>> = {
   standard: standardVideo as VideoSku<never>,
   'clip-realman': CLIP_VIDEO_SKUS['clip-realman'] as VideoSku<never>,
@@ -67,5 +68,5 @@ export const VIDEO_SKUS: Readonly<Record<VideoKind, VideoSku<never>>> = {
 };
 
 export function videoSkuOf(model: ModelConfig): VideoSku<unknown> {
-  return VIDEO_SKUS[model.video?.kind ?? 'standard'] as VideoSku<unknown>;
+  return VIDEO_SKUS[videoKindOf(model)] as VideoSku<unknown>;
 }

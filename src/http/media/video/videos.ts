@@ -2,6 +2,7 @@ import { FAMILIES } from '../../../commands/task/families';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ModelRegistry } from '../../../config/registry';
+import { videoKindOf } from '../../../config/video-kind';
 import type { TaskQueries, TaskRow } from '../../../projections/tasks/queries';
 import { zodMessage } from '../../../config/zod-message';
 import type { Router } from '../../../channels/routing';
@@ -12,8 +13,7 @@ import type { RouteDoc } from '../../openapi/route-doc';
 import { sendRefused, submittedBody, submitUpstreamTask, type TaskSubmitDeps } from '../tasks/task-submit';
 import type { UrlProbe } from '../../../media-check/port';
 import type { ClipTemplates } from '../../../clip/templates';
-import { VideoBody } from './video-standard';
-import { videoSkuOf } from './video-skus';
+import { VIDEO_SKUS, videoSkuOf } from './video-skus';
 import { LIST_LIMIT, MEDIA_ROUTE } from '../tasks/task-views';
 import { taskFamilyRoutes, type TaskFamilyView } from '../tasks/task-family-routes';
 import { callerGroup } from '../../../channels/groups';
@@ -26,6 +26,9 @@ export interface VideoDeps extends TaskSubmitDeps {
   readonly clipTemplates: ClipTemplates;
 }
 
+/** Every kind of SKU's body, once each (the three clip kinds share one). */
+const SUBMISSION_BODY = z.union([...new Set(Object.values(VIDEO_SKUS).map((sku) => sku.schema as z.ZodType))] as [z.ZodType, z.ZodType, ...z.ZodType[]]);
+
 const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
   create: {
     operationId: 'createVideo',
@@ -33,7 +36,9 @@ const DOCS: Record<'create' | 'get' | 'list', RouteDoc> = {
     description:
       'Reserves the worst case (the per-second price of the resolution tier × `duration`, 12 s when absent; a token-billed reference video: × (duration + 30 s)) and submits the task upstream (60 s). Settled on the delivered seconds (or tokens), refunded in full on failure, expiry or cancellation.',
     tags: ['media'],
-    body: { json: VideoBody },
+    // The model's kind of SKU picks the body (standard: `content`; digital humans and smart clip: their own
+    // fields, docs/media.md): any of them.
+    body: { json: SUBMISSION_BODY },
     responses: { 200: { description: '`{id, status: queued, model, created_at}`.' } },
     errors: { 502: 'No channel could be reached: `upstream_unreachable`.', 503: 'The model has no video channel: `no_channel_available`.', 504: 'The upstream did not accept the task within 60 s: `upstream_timeout`.' },
   },
@@ -120,7 +125,7 @@ function mayReplay(deps: VideoDeps, request: FastifyRequest): GatewayError | nul
  */
 export function followsRuleEight(registry: ModelRegistry, id: string): boolean {
   const model = registry.resolve(id);
-  if (model) return model.kind === 'video' && (model.video?.kind ?? 'standard') !== 'standard';
+  if (model) return videoKindOf(model) !== 'standard';
   return /^(dh|clip)-/i.test(id);
 }
 
