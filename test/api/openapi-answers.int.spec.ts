@@ -249,6 +249,10 @@ describe('real answers validate against the published schemas', () => {
     expect(stream.status).toBe(200);
     expectDocumented('streamGenerateContent', 200, stream.body);
     await expectAnswer('countMessageTokens', 200, client('POST', '/v1/messages/count_tokens', { model: MODEL_OF.messages, messages: [{ role: 'user', content: 'hi' }] }));
+    const gemini = MODEL_OF['generate-content'];
+    await expectAnswer('countContentTokens', 200, client('POST', `/v1beta/models/${gemini}:countTokens`, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }));
+    await expectAnswer('listGenerateContentModels', 200, client('GET', '/v1beta/models'));
+    await expectAnswer('getGenerateContentModel', 200, client('GET', `/v1beta/models/${gemini}`));
   });
 
   it('models, balance, billing views and usage', async () => {

@@ -109,6 +109,9 @@ export const OPERATION_ANSWERS: Readonly<Record<string, Readonly<Partial<Record<
   createResponse: { 200: 'Response' },
   generateContent: { 200: 'GenerateContentResponse' },
   streamGenerateContent: { 200: 'GenerateContentStream' },
+  countContentTokens: { 200: 'GenerateTokenCount' },
+  listGenerateContentModels: { 200: 'GeminiModelList' },
+  getGenerateContentModel: { 200: 'GeminiModel' },
   // Models and the account.
   listModels: { 200: 'ModelList' },
   retrieveModel: { 200: 'Model' },
