@@ -7,6 +7,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // PGlite instances are heavy (WASM); two workers match this machine's two cores.
     maxWorkers: 2,
+    // One initdb per run instead of one per in-memory database.
+    globalSetup: ['test/support/pglite-template.ts'],
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
     outputFile: { json: '.test-results/vitest.json' },
   },

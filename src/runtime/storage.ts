@@ -27,7 +27,7 @@ export async function openStorage(settings: Settings, sqlOverride?: Sql): Promis
   else {
     mkdirSync(settings.dataDir, { recursive: true });
     release = acquireDataDirLock(settings.dataDir);
-    sql = await openPglite(join(settings.dataDir, 'pglite'), settings.pgliteSharedBuffersMb);
+    sql = await openPglite(join(settings.dataDir, 'pglite'), { sharedBuffersMb: settings.pgliteSharedBuffersMb });
   }
   // The EventStoreDB client (gRPC) is loaded only when EVENTSTORE_URL is set.
   const engine = settings.eventStoreUrl

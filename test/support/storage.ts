@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { openPglite, postgresSql, type Sql } from '../../src/storage/sql';
 
 export interface TestDatabase {
@@ -10,9 +12,18 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+let template: Blob | undefined;
+
+/** The run's fresh data directory (test/support/pglite-template.ts), read once per test file. */
+function pgliteTemplate(): Blob | undefined {
+  const path = inject('pgliteTemplate');
+  if (path && !template) template = new Blob([readFileSync(path)]);
+  return template;
+}
+
 /** In-memory PGlite: always available. */
 export async function pgliteDatabase(): Promise<TestDatabase> {
-  const sql = await openPglite();
+  const sql = await openPglite(undefined, { from: pgliteTemplate() });
   return {
     sql,
     label: 'pglite',
