@@ -95,7 +95,9 @@ export interface PgliteOptions {
 export async function openPglite(dataDir?: string, options: PgliteOptions = {}): Promise<Sql> {
   // Loaded here, not at module load: a gateway on DATABASE_URL never needs PGlite.
   const { PGlite } = await import('@electric-sql/pglite');
-  const db = new PGlite(dataDir, {
+  // One options object: PGlite reads a second argument only when the first is a string.
+  const db = new PGlite({
+    ...(dataDir === undefined ? {} : { dataDir }),
     postgresqlconf: [`shared_buffers=${options.sharedBuffersMb ?? DEFAULT_PGLITE_SHARED_BUFFERS_MB}MB`],
     ...(options.from ? { loadDataDir: options.from } : {}),
   });
