@@ -43,6 +43,8 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
+// A task row's phase and its money come from two events (the task's end, the wallet's HoldReleased or
+// settlement) that the projection may apply in separate batches: wait for both before asserting the row.
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -87,7 +89,7 @@ describe('TaskWorkflows recovery', () => {
     expect((await gateway.ledger.wallet(a.accountId)).held).toBe(task.reserved);
 
     offset += SUBMIT_GRACE_S + 1;
-    const row = await until(() => taskRow(gateway, task.taskId), (r) => r.phase !== 'created', 'the submission failure');
+    const row = await until(() => taskRow(gateway, task.taskId), (r) => r.phase !== 'created' && r.money !== 'held', 'the submission failure');
     expect(row).toMatchObject({ phase: 'failed', status: 'failed', error_code: 'submission_interrupted', money: 'released', cost: '0', visible: false });
     const wallet = await gateway.ledger.wallet(a.accountId);
     expect([wallet.balance, wallet.held]).toEqual([GRANT, 0n]);
@@ -313,7 +315,7 @@ describe('a restart past a task deadline (in process: the same database, a later
     const second = await startTestGateway({ ...options, config: config(sim) });
     try {
       await second.gateway.workflows.recovered();
-      const row = await until(() => taskRow(second.gateway, taskId), (r) => r.phase !== 'running', 'the expiry');
+      const row = await until(() => taskRow(second.gateway, taskId), (r) => r.phase !== 'running' && r.money !== 'held', 'the expiry');
       expect(row).toMatchObject({ phase: 'expired', status: 'expired', error_code: 'task_expired', money: 'released', cost: '0' });
       await until(async () => deletes(sim, upstreamId).length, (n) => n >= 1, 'the upstream DELETE');
       const wallet = await second.gateway.ledger.wallet(a.accountId);
