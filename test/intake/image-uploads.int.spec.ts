@@ -6,7 +6,7 @@
  * Before, every part was buffered, so a few concurrent 95 MB uploads pinned hundreds of MB of the heap.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdtempSync, openAsBlob, readdirSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, openAsBlob, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ import { FormData as UndiciFormData, request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
-import { chunk, sendPartial } from './support';
+import { chunk, noneSpooled, sendPartial, spooledFiles } from './support';
 
 type Json = Record<string, any>;
 
@@ -148,18 +148,8 @@ beforeEach(() => {
   upstream.failNext = 0;
 });
 
-/** The files the gateway has spooled, with their sizes. */
-function spooled(): Array<{ name: string; size: number }> {
-  const dir = join(h.t.dataDir, 'uploads');
-  try {
-    return readdirSync(dir).map((name) => ({ name, size: statSync(join(dir, name)).size }));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw error;
-  }
-}
-
-const noSpooledFiles = () => vi.waitFor(() => expect(spooled()).toEqual([]), { timeout: 5_000, interval: 20 });
+const spooled = () => spooledFiles(h.t.dataDir);
+const noSpooledFiles = () => noneSpooled(h.t.dataDir);
 
 async function edit(form: FormData): Promise<Response> {
   return fetch(`${h.baseUrl}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });

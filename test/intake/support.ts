@@ -1,4 +1,7 @@
+import { readdirSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
+import { join } from 'node:path';
+import { expect, vi } from 'vitest';
 
 /** What came back on a raw connection, and whether the server closed it. */
 export interface RawExchange {
@@ -63,3 +66,17 @@ export function jsonHead(method: string, path: string, length: number | 'chunked
 
 /** One HTTP/1.1 chunk of a chunked body. */
 export const chunk = (data: Buffer | string) => Buffer.concat([Buffer.from(`${Buffer.byteLength(data).toString(16)}\r\n`), Buffer.from(data), Buffer.from('\r\n')]);
+
+/** The files a gateway has spooled in `dataDir/uploads` (multipart image parts), with their sizes. */
+export function spooledFiles(dataDir: string): Array<{ name: string; size: number }> {
+  const dir = join(dataDir, 'uploads');
+  try {
+    return readdirSync(dir).map((name) => ({ name, size: statSync(join(dir, name)).size }));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+}
+
+/** Resolves once the spool of the gateway at `dataDir` is empty (its files go as their holders let go). */
+export const noneSpooled = (dataDir: string) => vi.waitFor(() => expect(spooledFiles(dataDir)).toEqual([]), { timeout: 5_000, interval: 20 });

@@ -5,13 +5,12 @@
  * Retry-After, its partial file deleted and its bytes given back; the wallet is not touched. Before,
  * concurrent 95 MB edits of one tenant or many could fill DATA_DIR.
  */
-import { readdirSync, statSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
 import { IMAGE_PRICE, startMediaHarness, type MediaHarness } from '../media/support';
+import { noneSpooled, spooledFiles } from './support';
 
 const MiB = 1024 * 1024;
 const GRANT = parseUsd('40.44');
@@ -23,16 +22,8 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-function spooled(): Array<{ name: string; size: number }> {
-  const dir = join(h.t.dataDir, 'uploads');
-  try {
-    return readdirSync(dir).map((name) => ({ name, size: statSync(join(dir, name)).size }));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw error;
-  }
-}
-const noSpooledFiles = () => vi.waitFor(() => expect(spooled()).toEqual([]), { timeout: 5_000, interval: 20 });
+const spooled = () => spooledFiles(h.t.dataDir);
+const noSpooledFiles = () => noneSpooled(h.t.dataDir);
 
 const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/v1`, maxRetries: 0 });
 async function edit(key: string, size: number) {
