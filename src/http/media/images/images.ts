@@ -20,7 +20,8 @@ import { IMAGE_BODY_LIMIT, IMAGE_JSON_LIMITS } from '../../intake/body-classes';
 import { ImageBody, imageReplayRefusal, takeImageCall, takeMultipart, type ImageCall, type ImageIntakeDeps } from './image-request';
 import { imageTaskRoutes, submitImageTask, type ImageTaskDeps } from './image-tasks';
 import { sweepStaleUploads } from './image-uploads';
-import { DEFAULT_UPLOAD_SPOOL_LIMIT_MB, UploadBudget } from './upload-budget';
+import { UploadBudget } from './upload-budget';
+import { DEFAULT_UPLOAD_SPOOL_LIMIT_MB } from './upload-settings';
 
 export { IMAGE_TIMINGS, type ImageTimings };
 

@@ -1,5 +1,4 @@
 import { GatewayError } from '../../errors';
-export { DEFAULT_UPLOAD_SPOOL_LIMIT_MB } from './upload-settings';
 
 // The disk the multipart upload spool (DATA_DIR/uploads, image-uploads.ts) may take, counted as bytes are
 // written and given back when their file is deleted (issue 31, item 4): concurrent 95 MB edits, from one
