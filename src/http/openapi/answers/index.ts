@@ -94,6 +94,7 @@ export const ANSWER_SCHEMAS = {
   AdminPaymentList: payments.AdminPaymentList,
   PaymentRefund: payments.PaymentRefund,
   WebhookDeliveries: payments.WebhookDeliveries,
+  WebhookReceived: payments.WebhookReceived,
   Health: operations.Health,
   Readiness: operations.Readiness,
   OpenApiDocument: operations.OpenApiDocument,
@@ -220,4 +221,5 @@ export const OPERATION_ANSWERS: Readonly<Record<string, Readonly<Partial<Record<
   getHealth: { 200: 'Health' },
   getReadiness: { 200: 'Readiness', 503: 'Readiness' },
   getOpenApiDocument: { 200: 'OpenApiDocument' },
+  stripeWebhook: { 200: 'WebhookReceived' },
 };

@@ -48,3 +48,7 @@ export const WebhookDeliveries = z
     ),
   })
   .meta({ description: 'Verified webhook deliveries the gateway did not apply, newest first: `unmatched` (a session or payment it never opened) or `failed` (the wallet refused it).' });
+
+export const WebhookReceived = z
+  .object({ received: z.literal(true), outcome: z.enum(['credited', 'debited', 'duplicate', 'unmatched', 'failed', 'ignored']) })
+  .meta({ description: 'What the gateway did with the delivery: `unmatched` and `failed` ones are set aside for the operator.' });
