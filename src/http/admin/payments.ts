@@ -5,12 +5,13 @@ import type { Payments } from '../../payments/service';
 import { payments as paymentRows, setAsideDeliveries, type PaymentRow } from '../../projections/payments/queries';
 import type { SqlQuery } from '../../storage/sql';
 import type { RouteDoc } from '../openapi/route-doc';
+import { pageSizeQuery } from '../intake/numbers';
 import { paymentAnswer } from '../resources/billing';
 import { AdminError, parse } from './admin-error';
 
 const ListQuery = z.looseObject({
   account_id: z.string().optional().describe("One account's payments (default: every account's)."),
-  limit: z.coerce.number().int().min(1).optional().describe('Default 50; larger than 500 is clamped to 500.'),
+  limit: pageSizeQuery(50, 500),
   cursor: z.string().optional().describe('`next_cursor` of the page before.'),
 });
 const RefundBody = z.strictObject({
@@ -58,7 +59,7 @@ export function paymentAdminRoutes(payments: Payments, sql: SqlQuery) {
   return async (app: FastifyInstance) => {
     app.get('/payments', { config: { openapi: DOCS.list } }, async (request) => {
       const query = request.query as z.output<typeof ListQuery>;
-      const limit = Math.min(query.limit ?? 50, 500);
+      const limit = query.limit;
       const rows = await paymentRows(sql, query.account_id ?? null, limit + 1, parseCursor(query.cursor));
       const page = rows.slice(0, limit);
       return {

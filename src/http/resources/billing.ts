@@ -7,6 +7,7 @@ import type { PaymentErrorCode, Payments } from '../../payments/service';
 import { payments as paymentRows, type PaymentRow } from '../../projections/payments/queries';
 import type { SqlQuery } from '../../storage/sql';
 import { GatewayError, type ErrorCode } from '../errors';
+import { countQuery } from '../intake/numbers';
 import type { RouteDoc } from '../openapi/route-doc';
 import { baseUrlOf } from './wiki';
 
@@ -17,7 +18,7 @@ const BODY_BYTES = 16 * 1024;
 const CheckoutBody = z.strictObject({
   amount_usd: z.string().regex(/^\d{1,10}(\.\d{1,2})?$/, 'a USD amount as a decimal string with at most 2 decimal places, such as "150.00"').describe('At least 134.8 (the minimum top-up).'),
 });
-const PaymentsQuery = z.looseObject({ limit: z.coerce.number().int().min(1).optional().describe('Default 30; larger than 100 is clamped to 100.') });
+const PaymentsQuery = z.looseObject({ limit: countQuery(1, 100).describe('Default 30; larger than 100 is clamped to 100.') });
 
 const CHECKOUT_DOC: RouteDoc = {
   operationId: 'createCheckout',
@@ -86,7 +87,7 @@ export function billingRoutes(deps: BillingDeps) {
 
     app.get('/v1/billing/payments', { config: { ...FREE, openapi: PAYMENTS_DOC } }, async (request) => {
       const query = request.query as z.output<typeof PaymentsQuery>;
-      const rows = await paymentRows(deps.sql, request.caller!.accountId, Math.min(query.limit ?? 30, 100));
+      const rows = await paymentRows(deps.sql, request.caller!.accountId, query.limit ?? 30);
       return { data: rows.map(paymentAnswer) };
     });
   };
