@@ -22,6 +22,8 @@ import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
 import { doc, DateText, FORM_BYTES } from './forms';
 import { keyRoutes } from './key-routes';
+import { billingRoutes } from './billing-routes';
+import type { Payments } from '../payments/service';
 import { secretBox } from './keys-page';
 import { callPage, enterprisePage, knowledgePage, logsPage, overviewPage, signInPage, type LogFilters } from './pages';
 import { receiptOf } from './receipt';
@@ -41,6 +43,8 @@ export interface ConsoleOptions {
   /** Read-your-writes: a page after a key action shows it. */
   readonly settled: (position: Position | null) => Promise<void>;
   readonly now: () => number;
+  /** Paid top-ups (the Billing page); absent: the page says top-ups are the operator's. */
+  readonly payments?: Payments | undefined;
   /** `https://…`: cookies are marked Secure (as they are for a request that came over TLS). */
   readonly publicBaseUrl?: string | undefined;
 }
@@ -160,6 +164,7 @@ export function consoleRoutes(options: ConsoleOptions) {
 
     // ---- keys ----
     keyRoutes(app, { ledger, sql, registry, settled, now, viewerOf, send });
+    billingRoutes(app, { ledger, sql, payments: options.payments, publicBaseUrl: options.publicBaseUrl, viewerOf, send });
 
     // ---- call log ----
     const LogFilterQuery = z.object({

@@ -25,6 +25,8 @@ export interface PaymentProvider {
   readonly name: string;
   /** Shown beside the top-up form: a demo provider says it takes no money. */
   readonly label: string;
+  /** Origins of its checkout pages: the console's top-up form is redirected there (its CSP form-action). */
+  readonly checkoutOrigins: readonly string[];
   openCheckout(request: CheckoutRequest): Promise<OpenedCheckout>;
   /** Refunds `amountCents` of a paid payment (null: what is left of it). The provider's notice of the
    * refund, not this call, debits the wallet. */

@@ -21,7 +21,7 @@ export function paymentsFromEnv(env: NodeJS.ProcessEnv, store: EventStore, ledge
   const client = settings ? stripeClient(settings) : null;
   metrics.payments.setAside(metrics.registry, () => setAsideCounts(sql), onMetricsError);
   return {
-    payments: new Payments(store, ledger, client ? new StripeProvider(client) : null, now),
+    payments: new Payments(store, ledger, client ? new StripeProvider(client, settings!.apiBase) : null, now),
     stripe: client && settings ? { client, webhookSecret: settings.webhookSecret } : null,
   };
 }

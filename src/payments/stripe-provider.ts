@@ -21,7 +21,15 @@ export function stripeClient(settings: StripeSettings): Stripe {
 export class StripeProvider implements PaymentProvider {
   readonly name = 'stripe';
   readonly label = 'Stripe';
-  constructor(private readonly stripe: Stripe) {}
+  readonly checkoutOrigins: readonly string[];
+  /** `apiBase`: a stand-in or mock server (STRIPE_API_BASE) serves its checkout pages from its own origin. */
+  constructor(
+    private readonly stripe: Stripe,
+    apiBase: string,
+  ) {
+    const own = new URL(apiBase).origin;
+    this.checkoutOrigins = own === 'https://api.stripe.com' ? ['https://checkout.stripe.com'] : ['https://checkout.stripe.com', own];
+  }
 
   async openCheckout(request: CheckoutRequest): Promise<OpenedCheckout> {
     const session = await this.stripe.checkout.sessions.create({

@@ -299,6 +299,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       registry: deps.registry,
       knowledgeQueries: deps.knowledgeQueries,
       sessions: deps.consoleSessions,
+      payments: deps.payments?.payments,
       enterprises: deps.enterprises,
       settled: (position) => deps.runner.waitFor(position),
       now,
