@@ -33,8 +33,10 @@ afterAll(async () => {
 
 async function signedIn(gateway: SimulatedGateway, context: BrowserContext): Promise<{ page: Page; accountId: string }> {
   // Over HTTP: the link names the origin the operator's request came to.
-  const admin = async (path: string, body: unknown) =>
-    (await fetch(`${gateway.baseUrl}/admin/v1${path}`, { method: 'POST', headers: { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
+  const admin = async (path: string, body: unknown) => {
+    const response = await fetch(`${gateway.baseUrl}/admin/v1${path}`, { method: 'POST', headers: { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return (await response.json()) as Record<string, unknown>;
+  };
   const accountId = (await admin('/accounts', { name: 'Billing holder' })).id as string;
   const link = (await admin(`/accounts/${accountId}/login-link`, {})).url as string;
   const page = await context.newPage();
