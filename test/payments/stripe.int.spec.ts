@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyLedger } from '../../src/projections/verify';
 import { startSimulator, type Simulator } from '../../src/simulator';
 import { chatConfig } from '../chat/support';
 import { startTestGateway, type TestGateway } from '../support/gateway';
@@ -182,5 +183,9 @@ describe('paid top-ups through Stripe', () => {
     expect((await api(key, 'POST', '/v1/billing/checkout', { amount_usd: '200' })).status).toBe(201);
     const verified = await t().admin('GET', `/accounts/${accountId}`);
     expect(verified.json().balance_usd).toBe(after);
+    // `ledger verify`: the replayed wallets (debits included) agree with the read models, money conserved.
+    await t().gateway.ledger.idle();
+    await t().gateway.runner.catchUpToHead();
+    expect(await verifyLedger(t().gateway.storage.store, t().gateway.storage.sql, { accountId })).toEqual([]);
   });
 });
