@@ -523,27 +523,3 @@ describe('adjustments (re-rates)', () => {
     expect(again.ok ? null : again.error.code).toBe('adjustment_exists');
   });
 });
-
-describe('Debit (the payment provider took money back)', () => {
-  const debited = (reference: string, amount: bigint, total: bigint): WalletEvent => ({
-    type: 'WalletDebited',
-    data: { debit_id: `${reference}@${total}`, reference, amount, total, reason: 'refund', at: NOW },
-  });
-  const debit = (reference: string, total: bigint): WalletCommand => ({ type: 'Debit', debitId: `${reference}@${total}`, reference, total, reason: 'refund', now: NOW });
-
-  it('takes what the reference has not taken yet; a repeated or older total takes nothing', () => {
-    given([...opened, toppedUp(usd('150'))]).when(debit('refund:pi_1', usd('50'))).then([debited('refund:pi_1', usd('50'), usd('50'))]);
-    const after = [...opened, toppedUp(usd('150')), debited('refund:pi_1', usd('50'), usd('50'))];
-    given(after).when(debit('refund:pi_1', usd('150'))).then([debited('refund:pi_1', usd('100'), usd('150'))]);
-    given(after).when(debit('refund:pi_1', usd('50'))).then([]);
-    given(after).when(debit('refund:pi_1', usd('20'))).then([]);
-    given(after).when({ ...debit('refund:pi_1', -1n) }).thenRefused('invalid_amount');
-  });
-
-  it('may take the balance below zero, conserving money, and the next reservation is refused', () => {
-    const state = given([...opened, toppedUp(usd('150'))]).when(debit('dispute:dp_1', usd('200'))).then([debited('dispute:dp_1', usd('200'), usd('200'))]);
-    expect(state.balance).toBe(SIGNUP_GRANT + usd('150') - usd('200'));
-    expect(state.credited).toBe(state.balance + state.captured + state.adjusted + state.debited);
-    expect(decide({ type: 'Reserve', holdId: 'h', amount: 1n, keyId: null, spendCap: null, purpose: 'chat', expiresAt: NOW + 60, now: NOW }, state)).toMatchObject({ ok: false, error: { code: 'insufficient_funds' } });
-  });
-});
