@@ -87,6 +87,19 @@ describe('paid top-ups through Stripe', () => {
     expect((await api(key, 'POST', '/v1/billing/checkout', { amount_usd: '134.80' })).status).toBe(201);
   });
 
+  it('refuses agent keys with 403, as elsewhere', async () => {
+    const enterprise = (await t().admin('POST', '/accounts', { name: 'enterprise' })).json().id as string;
+    const boss = (await t().admin('POST', '/accounts', { name: 'boss' })).json().id as string;
+    await t().admin('PUT', `/accounts/${enterprise}/enterprise`, { allowed_models: ['chat-model'], default_model: 'chat-model' });
+    await t().admin('PUT', `/accounts/${enterprise}/members/${boss}`, { role: 'admin' });
+    const agent = (await t().admin('POST', `/accounts/${enterprise}/agents`, { name: 'helper', system_prompt: 'Be brief.', creator_account_id: boss })).json().id as string;
+    const agentKey = (await t().admin('POST', `/agents/${agent}/keys`, { name: 'agent key', issued_by: boss })).json().key as string;
+    const before = stripe.requests.length;
+    expect((await api(agentKey, 'POST', '/v1/billing/checkout', { amount_usd: '150.00' })).status).toBe(403);
+    expect((await api(agentKey, 'GET', '/v1/billing/payments')).status).toBe(403);
+    expect(stripe.requests.length).toBe(before);
+  });
+
   it('credits a paid session once when its webhook is delivered twice, to every instance at once', async () => {
     const { accountId, key, session, event } = await paidTopUp();
     const deliveries = await Promise.all(
