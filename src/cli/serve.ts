@@ -65,11 +65,10 @@ export async function serve(settings: Settings) {
   const simulator = await startDemoSimulator(settings);
   const gateway = await createGateway(settings, { logger });
   await gateway.app.listen({ port: settings.port, host: settings.host });
-  const where = settings.databaseUrl ? 'Postgres (DATABASE_URL)' : `embedded PGlite in ${settings.dataDir}`;
   process.stdout.write(
     [
       `gateway listening on http://${settings.host}:${settings.port}`,
-      `storage: ${where}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
+      `storage: ${gateway.storage.description}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
       adminTokenLine(settings, token),
       `web console: http://${settings.host}:${settings.port}/console/ (sign-in link: npx gateway accounts login-link ACCOUNT_ID)`,
       ...(simulator.line ? [simulator.line] : []),
