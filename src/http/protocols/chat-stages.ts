@@ -29,8 +29,6 @@ export interface Stage {
   /** The most of the usage the call may be billed on (src/upstream/capture.ts). */
   readonly ceiling: UsageCeiling;
   readonly pricing: TokenPricing;
-  /** The channel the call's session is pinned to for this model, first in `routes` (null: none, or not usable). */
-  readonly pinned: string | null;
 }
 
 /**
@@ -66,17 +64,17 @@ export function chatStages(
     const f = found[i]!;
     if ('code' in f) return [];
     const stuck = stickFirst(f.routes, pins[i] ?? null);
-    return [stuck ? { model: m, routes: stuck, pinned: pins[i] ?? null } : { model: m, routes: pinnedOrder(f.routes, pin, (route) => route.channel.id), pinned: null }];
+    return [{ model: m, routes: stuck ?? pinnedOrder(f.routes, pin, (route) => route.channel.id) }];
   });
   // Translated: the client's request decoded once, and re-encoded for each route's channel.
   const decoded = staged.some((st) => st.routes.some(isTranslated)) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
   const shape = requestShape(request.body);
-  return staged.map(({ model: m, routes, pinned }) => {
+  return staged.map(({ model: m, routes }) => {
     const translations = routes.map((route) => (decoded && isTranslated(route) ? translationFor(decoded, adapter, route, m) : null));
     const estimate = callEstimate(m, translations.map((t) => t?.asked ?? info));
     const pricing = pricingOf(m, deps.registry.config.discounts);
     const ceiling = usageCeiling(m, shape, info.maxTokens, info.choices, estimate.outputTokens);
-    return { model: m, routes, translations, estimate, bounds: usageBounds(m, info), ceiling, pricing, pinned };
+    return { model: m, routes, translations, estimate, bounds: usageBounds(m, info), ceiling, pricing };
   });
 }
 
