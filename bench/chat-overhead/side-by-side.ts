@@ -5,7 +5,7 @@
  *   npm ci --prefix bench/peers          # Portkey's gateway and autocannon, once
  *   node --import tsx bench/chat-overhead/side-by-side.ts [--duration 10] [--warmup 3] [--rounds 1]
  *        [--loadgens autocannon,undici] [--targets floor,portkey,gateway,gateway-embedded[,passthrough,gateway-external,gateway-embedded-async]]
- *        [--scenarios REGEX] [--rate 500] [--timeout 10] [--upstream simulator|fixed]
+ *        [--scenarios REGEX] [--order target|scenario] [--rate 500] [--timeout 10] [--upstream simulator|fixed]
  *        [--log-level info] [--gateway-flags "--cpu-prof ..."] [--out DIR]
  *
  * Layout (as issue 35 measured it): each target alone on core 1; the load generator, the upstream,
@@ -53,6 +53,8 @@ const UPSTREAM = arg('upstream', 'simulator') as UpstreamKind;
 const RATE = Number(arg('rate', '500'));
 /** open loop: a request unanswered this long after its scheduled send is a time-out */
 const TIMEOUT_MS = Number(arg('timeout', '10')) * 1000;
+const ORDER = arg('order', 'target');
+if (ORDER !== 'target' && ORDER !== 'scenario') throw new Error(`--order is target or scenario, not ${ORDER}`);
 const GATEWAY_FLAGS = arg('gateway-flags', '').split(/\s+/).filter(Boolean);
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -223,24 +225,29 @@ async function main() {
       return measured(() => run(ep, s, DURATION_MS), pid, workerPid);
     };
 
+    // --order target: each target started once and every scenario run on it; scenario: for each scenario, the
+    // upstream directly and then every target in turn, each started for it and stopped after it.
+    const groups = ORDER === 'scenario' ? RUNS.map((run) => [run]) : [RUNS];
     for (let round = 1; round <= ROUNDS; round += 1) {
-      for (const [loadgen, s] of RUNS) {
-        const d = await measure(loadgen, s, direct, null);
-        rows.push({ loadgen, scenario: s.name, target: 'direct', round, sample: d.result, cpuPerRequestMs: null, rssMb: null });
-        log(loadgen, s.name, 'direct', d.result.rps.toFixed(0), 'req/s', d.result.latency.p50.toFixed(3), 'ms p50');
-      }
-      for (const name of TARGETS) {
-        const { child, worker, endpoint } = await launch[name]!();
-        try {
-          for (const [loadgen, s] of RUNS) {
-            const m = await measure(loadgen, s, endpoint, child.pid!, worker?.pid);
-            const sample = m.result;
-            rows.push({ loadgen, scenario: s.name, target: name, round, sample, cpuPerRequestMs: m.cpuPerCallMs, workerCpuPerRequestMs: m.workerCpuPerCallMs, rssMb: m.rssMb });
-            log(loadgen, s.name, name, sample.rps.toFixed(0), 'req/s', sample.latency.p50.toFixed(3), 'ms p50', m.cpuPerCallMs?.toFixed(3), 'ms CPU/req', m.workerCpuPerCallMs === null ? '' : `+ worker ${m.workerCpuPerCallMs.toFixed(3)}`, `(${m.afterMs.toFixed(0)} ms after the run)`, sample.errors, 'errors', sample.timeouts, 'time-outs');
+      for (const group of groups) {
+        for (const [loadgen, s] of group) {
+          const d = await measure(loadgen, s, direct, null);
+          rows.push({ loadgen, scenario: s.name, target: 'direct', round, sample: d.result, cpuPerRequestMs: null, rssMb: null });
+          log(loadgen, s.name, 'direct', d.result.rps.toFixed(0), 'req/s', d.result.latency.p50.toFixed(3), 'ms p50');
+        }
+        for (const name of TARGETS) {
+          const { child, worker, endpoint } = await launch[name]!();
+          try {
+            for (const [loadgen, s] of group) {
+              const m = await measure(loadgen, s, endpoint, child.pid!, worker?.pid);
+              const sample = m.result;
+              rows.push({ loadgen, scenario: s.name, target: name, round, sample, cpuPerRequestMs: m.cpuPerCallMs, workerCpuPerRequestMs: m.workerCpuPerCallMs, rssMb: m.rssMb });
+              log(loadgen, s.name, name, sample.rps.toFixed(0), 'req/s', sample.latency.p50.toFixed(3), 'ms p50', m.cpuPerCallMs?.toFixed(3), 'ms CPU/req', m.workerCpuPerCallMs === null ? '' : `+ worker ${m.workerCpuPerCallMs.toFixed(3)}`, `(${m.afterMs.toFixed(0)} ms after the run)`, sample.errors, 'errors', sample.timeouts, 'time-outs');
+            }
+          } finally {
+            await stop(child);
+            if (worker) await stop(worker);
           }
-        } finally {
-          await stop(child);
-          if (worker) await stop(worker);
         }
       }
     }
@@ -248,7 +255,7 @@ async function main() {
     for (const child of processes.running) await stop(child);
     await db?.drop();
   }
-  const setup = { upstream: UPSTREAM, logLevel: LOG_LEVEL, nodeFlags: [...npmStartFlags(ROOT), ...GATEWAY_FLAGS], durationMs: DURATION_MS, warmupMs: WARMUP_MS, rate: RATE, timeoutMs: TIMEOUT_MS, loadgens: LOADGENS, targets: TARGETS };
+  const setup = { upstream: UPSTREAM, logLevel: LOG_LEVEL, nodeFlags: [...npmStartFlags(ROOT), ...GATEWAY_FLAGS], durationMs: DURATION_MS, warmupMs: WARMUP_MS, order: ORDER, rate: RATE, timeoutMs: TIMEOUT_MS, loadgens: LOADGENS, targets: TARGETS };
   writeFileSync(join(OUT, 'results.json'), JSON.stringify({ setup, rows }, null, 2));
   process.stdout.write(report(rows, SCENARIOS.map((s) => s.name), ROUNDS));
 }
