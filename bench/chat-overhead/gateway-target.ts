@@ -96,13 +96,20 @@ export async function freshDatabase(serverUrl: string, prefix: string): Promise<
   return { name, url: url.toString(), drop };
 }
 
-/** Pins the Postgres backends serving database `name` to `core` (the load core, as issue 35's run had them). */
-export async function pinBackends(databaseUrl: string, name: string, pin: (pid: number) => void): Promise<void> {
+/** The pids of the Postgres backends serving database `name` (as the server numbers them). */
+export async function backendPids(databaseUrl: string, name: string): Promise<number[]> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
-  const pids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name])).rows.map((r) => r.pid);
-  await db.end();
-  for (const pid of pids) {
+  try {
+    return (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])).rows.map((r) => r.pid);
+  } finally {
+    await db.end();
+  }
+}
+
+/** Pins the Postgres backends serving database `name` to a core (the load core, as issue 35's run had them). */
+export async function pinBackends(databaseUrl: string, name: string, pin: (pid: number) => void): Promise<void> {
+  for (const pid of await backendPids(databaseUrl, name)) {
     try {
       pin(pid);
     } catch {

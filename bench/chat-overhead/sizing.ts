@@ -11,14 +11,15 @@
  *                    [--database-url URL] [--redis-url URL] [--json FILE] [--out DIR]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BENCH_MODEL, benchConfig, Children, npmStartFlags, startUpstream, stop, type UpstreamKind } from './children';
 import { HAS_PROC, measured } from './cpu-per-call';
-import { accountWithKey, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
+import { accountWithKey, backendPids, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
 import { closedLoop, openLoop, type RunResult, type Target } from './loadgen';
+import { cpuMs } from './proc';
 
 const { values: o } = parseArgs({
   options: {
@@ -90,6 +91,8 @@ interface Result {
   readonly direct: RunResult;
   readonly gateway: RunResult;
   readonly cpuPerCallMs: number | null;
+  /** postgres mode, a server on this machine: its backends' CPU ms a call */
+  readonly postgresCpuPerCallMs: number | null;
   readonly coreShare: number | null;
   readonly rssMb: number | null;
 }
@@ -140,8 +143,12 @@ async function main(): Promise<void> {
       await run(direct, WARMUP_MS, false);
       const d = await run(direct, DURATION_MS);
       await run(viaGateway, WARMUP_MS, false);
+      const backends = db && HAS_PROC ? (await backendPids(db.url, db.name)).filter(localPostgres) : [];
+      const backendsBefore = backends.map(cpuMs);
       const m = await measured(() => run(viaGateway, DURATION_MS), gw.child.pid!);
-      results.push({ load: load.name, direct: d, gateway: m.result, cpuPerCallMs: m.cpuPerCallMs, coreShare: m.coreShare, rssMb: m.rssMb });
+      const postgresMs = backends.reduce((sum, pid, i) => sum + Math.max(0, cpuMs(pid) - backendsBefore[i]!), 0);
+      const postgresCpuPerCallMs = backends.length ? postgresMs / Math.max(1, m.result.ok) : null;
+      results.push({ load: load.name, direct: d, gateway: m.result, cpuPerCallMs: m.cpuPerCallMs, postgresCpuPerCallMs, coreShare: m.coreShare, rssMb: m.rssMb });
       log(`${load.name}: ${m.result.rps.toFixed(0)} req/s, p50 ${m.result.latency.p50.toFixed(2)} ms, ${m.result.errors} errors`);
     }
     await stop(gw.child);
@@ -156,10 +163,19 @@ async function main(): Promise<void> {
   }
 }
 
+/** A pid the server reported that is a Postgres process on this machine (not a container's own numbering). */
+function localPostgres(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').startsWith('postgres');
+  } catch {
+    return false;
+  }
+}
+
 function table(results: readonly Result[]): string {
   const f = (v: number | null, d = 2) => (v !== null && Number.isFinite(v) ? v.toFixed(d) : '–');
   const added = (g: number, d: number) => (Number.isFinite(g - d) ? `${g - d >= 0 ? '+' : ''}${(g - d).toFixed(2)}` : '–');
-  const header = ['load', 'gateway req/s', 'upstream alone req/s', 'added p50 / p99 / p99.9 ms', 'gateway CPU ms/call', 'calls/s per core', 'gateway core busy', 'time-outs', 'errors', 'RSS MB'];
+  const header = ['load', 'gateway req/s', 'upstream alone req/s', 'added p50 / p99 / p99.9 ms', 'gateway CPU ms/call', 'calls/s per core', 'Postgres CPU ms/call', 'gateway core busy', 'time-outs', 'errors', 'RSS MB'];
   const rows = results.map((r) => {
     const g = r.gateway.latency;
     const d = r.direct.latency;
@@ -170,6 +186,7 @@ function table(results: readonly Result[]): string {
       `${added(g.p50, d.p50)} / ${added(g.p99, d.p99)} / ${added(g.p999, d.p999)}`,
       f(r.cpuPerCallMs, 3),
       r.cpuPerCallMs ? f(1000 / r.cpuPerCallMs, 0) : '–',
+      f(r.postgresCpuPerCallMs, 3),
       r.coreShare === null ? '–' : `${(r.coreShare * 100).toFixed(0)} %`,
       String(r.gateway.timeouts),
       String(r.gateway.errors - r.gateway.timeouts),
@@ -185,6 +202,7 @@ function table(results: readonly Result[]): string {
     'the open loop sends on schedule whatever the answers and counts latency from each scheduled send.',
     `CPU a call is the gateway process's (all threads, including what its projections do after the load stops)${HAS_PROC ? '' : ': needs Linux /proc, not available here'};`,
     '"calls/s per core" is 1000 / that: about what one core of this machine sustains, before headroom.',
+    ...(MODE === 'postgres' ? ['Postgres CPU a call: the backends serving the run\'s database when the run started, if the server runs on this machine (else –).'] : []),
     '',
   ];
   return [...notes, line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), ''].join('\n');
