@@ -90,7 +90,7 @@ export async function freshDatabase(serverUrl: string, prefix: string): Promise<
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const drop = async () => {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((error: Error) => process.stderr.write(`could not drop database ${name}: ${error.message}\n`));
     await admin.end().catch(() => undefined);
   };
   return { name, url: url.toString(), drop };

@@ -27,7 +27,7 @@
  * Prints Markdown tables (side-by-side-report.ts); writes results.json (the setup and every row) in --out.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -254,6 +254,8 @@ async function main() {
   } finally {
     for (const child of processes.running) await stop(child);
     await db?.drop();
+    // The config and the embedded gateways' DATA_DIRs (tens of MB each); the logs and results stay in --out.
+    rmSync(work, { recursive: true, force: true });
   }
   const setup = { upstream: UPSTREAM, logLevel: LOG_LEVEL, nodeFlags: [...npmStartFlags(ROOT), ...GATEWAY_FLAGS], durationMs: DURATION_MS, warmupMs: WARMUP_MS, order: ORDER, rate: RATE, timeoutMs: TIMEOUT_MS, loadgens: LOADGENS, targets: TARGETS };
   writeFileSync(join(OUT, 'results.json'), JSON.stringify({ setup, rows }, null, 2));
