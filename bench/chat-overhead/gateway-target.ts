@@ -1,12 +1,13 @@
 /**
  * A gateway as a benchmark target, as `npm start` runs it: npm start's node flags (package.json), the log
  * level given (npm start's default is `info`: one access line a call), in either storage mode: `postgres`
- * (DATABASE_URL + REDIS_URL) or `embedded`, the zero-setup default (PGlite in a DATA_DIR of its own, no
- * DATABASE_URL, REDIS_URL or EVENTSTORE_URL). Then an account, topped up, with one key through the admin
+ * (DATABASE_URL + REDIS_URL) or `embedded`, the zero-setup default (a DATA_DIR of its own, no DATABASE_URL,
+ * REDIS_URL or EVENTSTORE_URL: the gateway's own Postgres server under DATA_DIR/postgres where it can run,
+ * else PGlite in its process; EMBEDDED_DATABASE from the caller's environment or `env` chooses). Then an account, topped up, with one key through the admin
  * API. Shared by side-by-side.ts and sizing.ts (`npm run bench`); run by hand, never by CI.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { type Children, freePort, gatewayEnv, npmStartFlags } from './children';
@@ -42,6 +43,8 @@ export interface StartedGateway {
   readonly env: NodeJS.ProcessEnv;
   /** `node` and its flags, without the command (`serve`) */
   readonly node: readonly string[];
+  /** embedded mode: the pid of the gateway's own Postgres server (its postmaster); null on PGlite or Postgres mode */
+  readonly databasePid: number | null;
 }
 
 export async function startGateway(o: GatewayOptions): Promise<StartedGateway> {
@@ -49,6 +52,9 @@ export async function startGateway(o: GatewayOptions): Promise<StartedGateway> {
   const env = gatewayEnv({ port, dataDir: join(o.workDir, 'data'), databaseUrl: o.databaseUrl ?? '', redisUrl: o.redisUrl ?? '', configPath: o.configPath, adminToken: o.adminToken });
   if (o.mode === 'embedded') {
     env.DATA_DIR = mkdtempSync(join(o.workDir, 'embedded-'));
+    // Run as root, the gateway starts its own server as the `postgres` user, who must be let through the
+    // temporary directories (made 0700), else the gateway falls back to PGlite: not what npm start runs.
+    for (const dir of [o.workDir, env.DATA_DIR]) chmodSync(dir, 0o711);
     for (const name of ['DATABASE_URL', 'REDIS_URL', 'EVENTSTORE_URL', 'LEDGER_CALL_COMMIT', 'PROJECTIONS']) delete env[name];
   } else if (!o.databaseUrl || !o.redisUrl) {
     throw new Error('the postgres mode needs a DATABASE_URL and a REDIS_URL');
@@ -57,7 +63,10 @@ export async function startGateway(o: GatewayOptions): Promise<StartedGateway> {
   Object.assign(env, o.env);
   const node = [process.execPath, ...npmStartFlags(o.root), ...(o.nodeFlags ?? []), 'bin/gateway.mjs'];
   const child = await o.children.start(o.name, o.core, [...node, 'serve'], env, /gateway listening on/);
-  return { child, origin: `http://127.0.0.1:${port}`, env, node };
+  // src/runtime/storage.ts's EMBEDDED_POSTGRES_DIR; the first line of postmaster.pid is the server's pid.
+  const pidFile = join(env.DATA_DIR!, 'postgres', 'postmaster.pid');
+  const databasePid = o.mode === 'embedded' && existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : null;
+  return { child, origin: `http://127.0.0.1:${port}`, env, node, databasePid };
 }
 
 /** An account topped up with 100,000 USD and one key (no limits), made through the admin API; the key. */

@@ -23,14 +23,15 @@ export interface Row {
   readonly sample: Sample;
   /** CPU time of the target process per answered request, ms */
   readonly cpuPerRequestMs: number | null;
-  /** gateway-external: the projection worker's CPU time per answered request, ms */
-  readonly workerCpuPerRequestMs?: number | null;
+  /** gateway-external: the projection worker's CPU time per answered request, ms; an embedded gateway on its
+   * own Postgres server: that server's (all its processes) */
+  readonly companionCpuPerRequestMs?: number | null;
   readonly rssMb: number | null;
 }
 
 const f = (v: number | null, d = 2) => (v !== null && Number.isFinite(v) ? v.toFixed(d) : '–');
 const signed = (v: number) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(2)}` : '–');
-const cpu = (r: Row) => `${f(r.cpuPerRequestMs, 3)}${r.workerCpuPerRequestMs == null ? '' : ` (+ ${f(r.workerCpuPerRequestMs, 3)})`}`;
+const cpu = (r: Row) => `${f(r.cpuPerRequestMs, 3)}${r.companionCpuPerRequestMs == null ? '' : ` (+ ${f(r.companionCpuPerRequestMs, 3)})`}`;
 
 export function report(rows: readonly Row[], scenarios: readonly string[], rounds: number): string {
   const out: string[] = [];
@@ -40,8 +41,8 @@ export function report(rows: readonly Row[], scenarios: readonly string[], round
     out.push(
       `\n### ${pacer ? 'pacer (open loop, latency from each request\'s scheduled time)' : loadgen}\n`,
       pacer
-        ? '| load | target | served req/s | p50 / p99 / p99.9 ms | added p50 / p99 / p99.9 ms | time-outs | other errors | CPU ms/req (+ projection worker) | RSS MB |'
-        : '| load | target | req/s | p50 / p99 ms | added p50 / p99 ms | CPU ms/req (+ projection worker) | RSS MB | errors |',
+        ? '| load | target | served req/s | p50 / p99 / p99.9 ms | added p50 / p99 / p99.9 ms | time-outs | other errors | CPU ms/req (+ projection worker or embedded server) | RSS MB |'
+        : '| load | target | req/s | p50 / p99 ms | added p50 / p99 ms | CPU ms/req (+ projection worker or embedded server) | RSS MB | errors |',
       pacer ? '|---|---|--:|--:|--:|--:|--:|--:|--:|' : '|---|---|--:|--:|--:|--:|--:|--:|',
     );
     for (const scenario of scenarios) {

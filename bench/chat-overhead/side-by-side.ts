@@ -35,6 +35,7 @@ import { BENCH_MODEL, benchConfig, Children, freePort, npmStartFlags, startUpstr
 import { measured } from './cpu-per-call';
 import { accountWithKey, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
 import { closedLoop, openLoop, stats, type Target } from './loadgen';
+import { processTree } from './proc';
 import { report, type Row, type Sample } from './side-by-side-report';
 
 const arg = (name: string, fallback: string) => {
@@ -178,6 +179,10 @@ async function main() {
         env: mode === 'postgres' ? { PROJECTIONS: external ? 'external' : 'in-process' } : commit ? { LEDGER_CALL_COMMIT: commit } : {},
       });
       const worker = external ? await start('projections', LOAD_CORE, [...gw.node, 'projections', 'run'], gw.env, /applying the log/) : undefined;
+      // The embedded default's own server inherited the gateway's core: it goes to the load core, as the
+      // Postgres mode's backends do (its new backends fork from the postmaster and inherit that), and its CPU
+      // is counted beside the gateway's.
+      if (gw.databasePid) for (const { pid } of processTree(gw.databasePid)) pin(pid, LOAD_CORE);
       // Every Postgres gateway uses the same account; an embedded one, one in its own DATA_DIR.
       const key = mode === 'postgres' && gatewayKey ? gatewayKey : await accountWithKey(gw.origin, ADMIN_TOKEN, 'side-by-side');
       if (mode === 'postgres') {
@@ -185,14 +190,14 @@ async function main() {
         // Postgres backends serving this database go to the load core, as the issue's setup had them.
         await pinBackends(db!.url, db!.name, (pid) => pin(pid, LOAD_CORE));
       }
-      return { child: gw.child, worker, endpoint: { origin: gw.origin, headers: { authorization: `Bearer ${key}` } } };
+      return { child: gw.child, worker, companionPid: worker?.pid ?? gw.databasePid, endpoint: { origin: gw.origin, headers: { authorization: `Bearer ${key}` } } };
     };
     const bare = (name: 'floor' | 'passthrough') => async () => {
       const port = await freePort();
       const child = await start(name, TARGET_CORE, [process.execPath, '--import', 'tsx', `bench/chat-overhead/${name}.ts`, '--port', String(port), '--upstream', upstream.url], process.env, /listening on/);
       return { child, endpoint: { origin: `http://127.0.0.1:${port}`, headers: {} } };
     };
-    const launch: Record<string, () => Promise<{ child: ChildProcess; worker?: ChildProcess; endpoint: Endpoint }>> = {
+    const launch: Record<string, () => Promise<{ child: ChildProcess; worker?: ChildProcess; companionPid?: number | null; endpoint: Endpoint }>> = {
       floor: bare('floor'),
       passthrough: bare('passthrough'),
       portkey: async () => {
@@ -219,10 +224,10 @@ async function main() {
     };
     for (const name of TARGETS) if (!launch[name]) throw new Error(`unknown target ${name}; known: ${Object.keys(launch).join(', ')}`);
     const direct: Endpoint = { origin: upstream.url, headers: { authorization: 'Bearer sim-key' } };
-    const measure = async (loadgen: string, s: Scenario, ep: Endpoint, pid: number | null, workerPid?: number) => {
+    const measure = async (loadgen: string, s: Scenario, ep: Endpoint, pid: number | null, companionPid?: number | null) => {
       const run = loadgen === 'autocannon' ? withAutocannon : withLoadgen;
       await run(ep, s, WARMUP_MS);
-      return measured(() => run(ep, s, DURATION_MS), pid, workerPid);
+      return measured(() => run(ep, s, DURATION_MS), pid, companionPid);
     };
 
     // --order target: each target started once and every scenario run on it; scenario: for each scenario, the
@@ -236,13 +241,13 @@ async function main() {
           log(loadgen, s.name, 'direct', d.result.rps.toFixed(0), 'req/s', d.result.latency.p50.toFixed(3), 'ms p50');
         }
         for (const name of TARGETS) {
-          const { child, worker, endpoint } = await launch[name]!();
+          const { child, worker, companionPid, endpoint } = await launch[name]!();
           try {
             for (const [loadgen, s] of group) {
-              const m = await measure(loadgen, s, endpoint, child.pid!, worker?.pid);
+              const m = await measure(loadgen, s, endpoint, child.pid!, companionPid);
               const sample = m.result;
-              rows.push({ loadgen, scenario: s.name, target: name, round, sample, cpuPerRequestMs: m.cpuPerCallMs, workerCpuPerRequestMs: m.workerCpuPerCallMs, rssMb: m.rssMb });
-              log(loadgen, s.name, name, sample.rps.toFixed(0), 'req/s', sample.latency.p50.toFixed(3), 'ms p50', m.cpuPerCallMs?.toFixed(3), 'ms CPU/req', m.workerCpuPerCallMs === null ? '' : `+ worker ${m.workerCpuPerCallMs.toFixed(3)}`, `(${m.afterMs.toFixed(0)} ms after the run)`, sample.errors, 'errors', sample.timeouts, 'time-outs');
+              rows.push({ loadgen, scenario: s.name, target: name, round, sample, cpuPerRequestMs: m.cpuPerCallMs, companionCpuPerRequestMs: m.companionCpuPerCallMs, rssMb: m.rssMb });
+              log(loadgen, s.name, name, sample.rps.toFixed(0), 'req/s', sample.latency.p50.toFixed(3), 'ms p50', m.cpuPerCallMs?.toFixed(3), 'ms CPU/req', m.companionCpuPerCallMs === null ? '' : `+ ${m.companionCpuPerCallMs.toFixed(3)} (worker or database)`, `(${m.afterMs.toFixed(0)} ms after the run)`, sample.errors, 'errors', sample.timeouts, 'time-outs');
             }
           } finally {
             await stop(child);

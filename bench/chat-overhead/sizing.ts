@@ -19,7 +19,7 @@ import { BENCH_MODEL, benchConfig, Children, npmStartFlags, startUpstream, stop,
 import { HAS_PROC, measured } from './cpu-per-call';
 import { accountWithKey, backendPids, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
 import { closedLoop, openLoop, type RunResult, type Target } from './loadgen';
-import { cpuMs } from './proc';
+import { cpuMs, processTree } from './proc';
 
 const { values: o } = parseArgs({
   options: {
@@ -91,8 +91,9 @@ interface Result {
   readonly direct: RunResult;
   readonly gateway: RunResult;
   readonly cpuPerCallMs: number | null;
-  /** postgres mode, a server on this machine: its backends' CPU ms a call */
-  readonly postgresCpuPerCallMs: number | null;
+  /** the database's CPU ms a call: the embedded server's processes, or in postgres mode, a server on this
+   * machine, the backends serving the run's database */
+  readonly databaseCpuPerCallMs: number | null;
   readonly coreShare: number | null;
   readonly rssMb: number | null;
 }
@@ -124,8 +125,11 @@ async function main(): Promise<void> {
       adminToken: ADMIN_TOKEN, databaseUrl: db?.url, redisUrl: REDIS_URL, logLevel: o['log-level'],
     });
     const key = await accountWithKey(gw.origin, ADMIN_TOKEN, 'bench');
-    if (db && LOAD_CORE) await pinBackends(db.url, db.name, (pid) => execFileSync('taskset', ['-a', '-p', '-c', LOAD_CORE, String(pid)], { stdio: 'ignore' }));
-    log(`gateway ${gw.origin} (${MODE}, LOG_LEVEL=${o['log-level']}, pid ${gw.child.pid}); upstream ${o.upstream} ${upstream.url}; logs in ${work}`);
+    const pinToLoad = (pid: number) => execFileSync('taskset', ['-a', '-p', '-c', LOAD_CORE!, String(pid)], { stdio: 'ignore' });
+    if (db && LOAD_CORE) await pinBackends(db.url, db.name, pinToLoad);
+    // The embedded default's own server inherited the gateway's core; pinned, it goes beside the simulator.
+    if (gw.databasePid && LOAD_CORE) for (const { pid } of processTree(gw.databasePid)) pinToLoad(pid);
+    log(`gateway ${gw.origin} (${MODE}${gw.databasePid ? ` on its own Postgres server, pid ${gw.databasePid}` : ''}, LOG_LEVEL=${o['log-level']}, pid ${gw.child.pid}); upstream ${o.upstream} ${upstream.url}; logs in ${work}`);
 
     const results: Result[] = [];
     for (const load of LOADS) {
@@ -145,14 +149,15 @@ async function main(): Promise<void> {
       await run(viaGateway, WARMUP_MS, false);
       const backends = db && HAS_PROC ? (await backendPids(db.url, db.name)).filter(localPostgres) : [];
       const backendsBefore = backends.map(cpuMs);
-      const m = await measured(() => run(viaGateway, DURATION_MS), gw.child.pid!);
-      const postgresMs = backends.reduce((sum, pid, i) => sum + Math.max(0, cpuMs(pid) - backendsBefore[i]!), 0);
-      const postgresCpuPerCallMs = backends.length ? postgresMs / Math.max(1, m.result.ok) : null;
-      results.push({ load: load.name, direct: d, gateway: m.result, cpuPerCallMs: m.cpuPerCallMs, postgresCpuPerCallMs, coreShare: m.coreShare, rssMb: m.rssMb });
+      const m = await measured(() => run(viaGateway, DURATION_MS), gw.child.pid!, gw.databasePid);
+      const backendsMs = backends.reduce((sum, pid, i) => sum + Math.max(0, cpuMs(pid) - backendsBefore[i]!), 0);
+      const databaseCpuPerCallMs = m.companionCpuPerCallMs ?? (backends.length ? backendsMs / Math.max(1, m.result.ok) : null);
+      results.push({ load: load.name, direct: d, gateway: m.result, cpuPerCallMs: m.cpuPerCallMs, databaseCpuPerCallMs, coreShare: m.coreShare, rssMb: m.rssMb });
       log(`${load.name}: ${m.result.rps.toFixed(0)} req/s, p50 ${m.result.latency.p50.toFixed(2)} ms, ${m.result.errors} errors`);
     }
     await stop(gw.child);
-    process.stdout.write(table(results));
+    const storage = MODE === 'postgres' ? 'postgres mode' : `embedded mode (${gw.databasePid ? 'its own Postgres server' : 'PGlite in its process'})`;
+    process.stdout.write(table(results, storage));
     if (o.json) writeFileSync(o.json, JSON.stringify({ mode: MODE, logLevel: o['log-level'], upstream: o.upstream, nodeFlags: npmStartFlags(ROOT), durationMs: DURATION_MS, warmupMs: WARMUP_MS, pinned: o.pin, results }, null, 2));
     ok = true;
   } finally {
@@ -172,10 +177,10 @@ function localPostgres(pid: number): boolean {
   }
 }
 
-function table(results: readonly Result[]): string {
+function table(results: readonly Result[], storage: string): string {
   const f = (v: number | null, d = 2) => (v !== null && Number.isFinite(v) ? v.toFixed(d) : '–');
   const added = (g: number, d: number) => (Number.isFinite(g - d) ? `${g - d >= 0 ? '+' : ''}${(g - d).toFixed(2)}` : '–');
-  const header = ['load', 'gateway req/s', 'upstream alone req/s', 'added p50 / p99 / p99.9 ms', 'gateway CPU ms/call', 'calls/s per core', 'Postgres CPU ms/call', 'gateway core busy', 'time-outs', 'errors', 'RSS MB'];
+  const header = ['load', 'gateway req/s', 'upstream alone req/s', 'added p50 / p99 / p99.9 ms', 'gateway CPU ms/call', 'calls/s per core', 'database CPU ms/call', 'gateway core busy', 'time-outs', 'errors', 'RSS MB'];
   const rows = results.map((r) => {
     const g = r.gateway.latency;
     const d = r.direct.latency;
@@ -186,7 +191,7 @@ function table(results: readonly Result[]): string {
       `${added(g.p50, d.p50)} / ${added(g.p99, d.p99)} / ${added(g.p999, d.p999)}`,
       f(r.cpuPerCallMs, 3),
       r.cpuPerCallMs ? f(1000 / r.cpuPerCallMs, 0) : '–',
-      f(r.postgresCpuPerCallMs, 3),
+      f(r.databaseCpuPerCallMs, 3),
       r.coreShare === null ? '–' : `${(r.coreShare * 100).toFixed(0)} %`,
       String(r.gateway.timeouts),
       String(r.gateway.errors - r.gateway.timeouts),
@@ -197,12 +202,13 @@ function table(results: readonly Result[]): string {
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   const notes = [
     '',
-    `Gateway: ${MODE} mode, as npm start runs it (node ${npmStartFlags(ROOT).join(' ')}, LOG_LEVEL=${o['log-level']})${o.pin ? ', alone on core 1' : ', not pinned'}; upstream: ${o.upstream === 'fixed' ? 'a fixed node:http answer' : 'the bundled simulator'}.`,
+    `Gateway: ${storage}, as npm start runs it (node ${npmStartFlags(ROOT).join(' ')}, LOG_LEVEL=${o['log-level']})${o.pin ? ', alone on core 1' : ', not pinned'}; upstream: ${o.upstream === 'fixed' ? 'a fixed node:http answer' : 'the bundled simulator'}.`,
     `${DURATION_MS / 1000} s a run after ${WARMUP_MS / 1000} s of warm-up. "Added" is the gateway's percentile minus the upstream's, called directly at the same load just before;`,
     'the open loop sends on schedule whatever the answers and counts latency from each scheduled send.',
     `CPU a call is the gateway process's (all threads, including what its projections do after the load stops)${HAS_PROC ? '' : ': needs Linux /proc, not available here'};`,
     '"calls/s per core" is 1000 / that: about what one core of this machine sustains, before headroom.',
-    ...(MODE === 'postgres' ? ['Postgres CPU a call: the backends serving the run\'s database when the run started, if the server runs on this machine (else –).'] : []),
+    'Database CPU a call: the embedded Postgres server\'s processes; in postgres mode the backends serving the run\'s database when the run',
+    'started, if the server runs on this machine; – on PGlite (inside the gateway\'s own figure) or a remote server.',
     '',
   ];
   return [...notes, line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), ''].join('\n');
