@@ -3,8 +3,8 @@
  * level given (npm start's default is `info`: one access line a call), in either storage mode: `postgres`
  * (DATABASE_URL + REDIS_URL) or `embedded`, the zero-setup default (a DATA_DIR of its own, no DATABASE_URL,
  * REDIS_URL or EVENTSTORE_URL: the gateway's own Postgres server under DATA_DIR/postgres where it can run,
- * else PGlite in its process; EMBEDDED_DATABASE from the caller's environment or `env` chooses). Then an account, topped up, with one key through the admin
- * API. Shared by side-by-side.ts and sizing.ts (`npm run bench`); run by hand, never by CI.
+ * else PGlite in its process; EMBEDDED_DATABASE from the caller's environment or `env` chooses). Then an
+ * account, topped up, with one key through the admin API. Shared by side-by-side.ts and sizing.ts (`npm run bench`); run by hand, never by CI.
  */
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
