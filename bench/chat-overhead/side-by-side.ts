@@ -8,8 +8,9 @@
  *        [--scenarios REGEX] [--order target|scenario] [--rate 500] [--timeout 10] [--upstream simulator|fixed]
  *        [--log-level info] [--gateway-flags "--cpu-prof ..."] [--out DIR]
  *
- * Layout (as issue 35 measured it): each target alone on core 1; the load generator, the upstream,
- * Postgres (this run's backends) and Redis on core 0. The targets run one after the other, every other
+ * Layout (as issue 35 measured it): each target alone on core 1; the load generator, the upstream, the
+ * Postgres backends serving this run's database and an embedded gateway's own server on core 0 (Redis and
+ * Postgres' background processes are not pinned). The targets run one after the other, every other
  * one stopped, so that nothing else shares core 1. A gateway runs as `npm start` runs it (gateway-target.ts:
  * npm start's node flags, LOG_LEVEL `info` unless --log-level), every Postgres-mode call on ONE account with
  * one key (its history grows through the run); an embedded one in a fresh DATA_DIR with an account of its
