@@ -4,7 +4,7 @@
  *
  *   npm ci --prefix bench/peers          # Portkey's gateway and autocannon, once
  *   node --import tsx bench/chat-overhead/side-by-side.ts [--duration 10] [--warmup 3] [--rounds 1]
- *        [--loadgens autocannon,undici] [--targets floor,portkey,gateway,gateway-embedded[,passthrough,gateway-external,gateway-embedded-async]]
+ *        [--loadgens autocannon,undici] [--targets floor,portkey,gateway,gateway-embedded[,passthrough,gateway-external,gateway-embedded-async,gateway-embedded-pglite]]
  *        [--scenarios REGEX] [--order target|scenario] [--rate 500] [--timeout 10] [--upstream simulator|fixed]
  *        [--log-level info] [--gateway-flags "--cpu-prof ..."] [--out DIR]
  *
@@ -163,7 +163,7 @@ async function main() {
     /** `external`: PROJECTIONS=external and a `gateway projections run` worker on the load core (with Postgres,
      * whose work the worker's is), its CPU counted apart; `embedded`: the zero-setup default with
      * LEDGER_CALL_COMMIT as given (`default`: unset, which is `sync` there). */
-    const launchGateway = async (mode: StorageMode, external: boolean, commit?: 'async') => {
+    const launchGateway = async (mode: StorageMode, external: boolean, commit?: 'async', database?: 'pglite') => {
       const gw = await startGateway({
         root: ROOT,
         children: processes,
@@ -177,7 +177,7 @@ async function main() {
         redisUrl: REDIS_URL,
         logLevel: LOG_LEVEL,
         nodeFlags: GATEWAY_FLAGS,
-        env: mode === 'postgres' ? { PROJECTIONS: external ? 'external' : 'in-process' } : commit ? { LEDGER_CALL_COMMIT: commit } : {},
+        env: mode === 'postgres' ? { PROJECTIONS: external ? 'external' : 'in-process' } : { ...(commit ? { LEDGER_CALL_COMMIT: commit } : {}), ...(database ? { EMBEDDED_DATABASE: database } : {}) },
       });
       const worker = external ? await start('projections', LOAD_CORE, [...gw.node, 'projections', 'run'], gw.env, /applying the log/) : undefined;
       // The embedded default's own server inherited the gateway's core: it goes to the load core, as the
@@ -222,6 +222,8 @@ async function main() {
       'gateway-external': () => launchGateway('postgres', true),
       'gateway-embedded': () => launchGateway('embedded', false),
       'gateway-embedded-async': () => launchGateway('embedded', false, 'async'),
+      // The embedded database before issue 35: PGlite on the gateway's own thread.
+      'gateway-embedded-pglite': () => launchGateway('embedded', false, undefined, 'pglite'),
     };
     for (const name of TARGETS) if (!launch[name]) throw new Error(`unknown target ${name}; known: ${Object.keys(launch).join(', ')}`);
     const direct: Endpoint = { origin: upstream.url, headers: { authorization: 'Bearer sim-key' } };
