@@ -24,12 +24,13 @@ describe('a re-rate at the prices in force', () => {
     fc.assert(
       fc.property(
         textModel,
-        fc.record({ prompt: tokens, cached: tokens, written: tokens, output: tokens, searches: fc.nat({ max: 50 }) }),
+        fc.record({ prompt: tokens, cached: tokens, written: tokens, oneHour: tokens, output: tokens, searches: fc.nat({ max: 50 }) }),
         fc.bigInt({ min: 1n, max: 10n ** 11n }),
         (model, u, hold) => {
           const cached = Math.min(u.cached, u.prompt);
           const written = Math.min(u.written, u.prompt - cached);
-          const usage = { promptTokens: u.prompt, cachedTokens: cached, cacheWriteTokens: written, outputTokens: u.output, reasoningTokens: 0, ...(u.searches > 0 ? { toolCalls: { web_search: u.searches } } : {}) };
+          const oneHour = Math.min(u.oneHour, written);
+          const usage = { promptTokens: u.prompt, cachedTokens: cached, cacheWriteTokens: written, cacheWrite1hTokens: oneHour, outputTokens: u.output, reasoningTokens: 0, ...(u.searches > 0 ? { toolCalls: { web_search: u.searches } } : {}) };
           const charge = chargeOf(pricingOf(model), usage, AT);
           const call: BilledCall = {
             accountId: 'a',
@@ -40,6 +41,7 @@ describe('a re-rate at the prices in force', () => {
             outputTokens: u.output,
             cachedTokens: cached,
             cacheWriteTokens: written,
+            cacheWrite1hTokens: oneHour,
             unitCount: u.searches > 0 ? u.searches : null,
             toolFee: charge.toolFee,
             hold,
@@ -67,6 +69,7 @@ describe('a re-rate at the prices in force', () => {
           outputTokens: 0,
           cachedTokens: 0,
           cacheWriteTokens: 0,
+          cacheWrite1hTokens: 0,
           unitCount: images,
           toolFee: 0n,
           hold,

@@ -24,6 +24,8 @@ const row = (fields: Partial<LogRow>): LogRow => ({
   input_tokens: 0,
   output_tokens: 0,
   cached_tokens: 0,
+  cache_write_tokens: 0,
+  cache_write_1h_tokens: 0,
   unit_count: null,
   unit_type: null,
   cost_usd: '0.00',
