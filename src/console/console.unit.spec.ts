@@ -5,6 +5,7 @@ import { holderErrorText } from './call-errors';
 import { yTicks } from './chart';
 import { html, usd } from './html';
 import { fromOwnOrigin } from './origin';
+import { callPage } from './pages';
 import { receiptOf } from './receipt';
 import { SignInLimit } from './sign-in-limit';
 import { isTimeZone, startOfDay } from './zone';
@@ -93,6 +94,8 @@ describe('the receipt of a call', () => {
     ]);
     expect(receipt.computed).toBe('0.052638');
     expect(receipt.matches).toBe(true);
+    // The call page says how much of the prompt was written, and for how long.
+    expect(callPage(written, [], receipt).text).toContain('18447 in (10000 cached, 6352 written to the cache: 1024 for 5 minutes, 5328 for 1 hour), 503 out');
     // A write price below the nano-dollar is written exactly: $0.0021 × 1.25 = $0.002625 / 1M; 3 tokens: $0.000000007875.
     const tiny = receiptOf(model({ input: '0.0021', output: '1' }, { cache_write_multiplier: '1.25' }), row({ input_tokens: 3, cache_write_tokens: 3, cost_usd: '0.000000008' }), []);
     expect(tiny.lines[1]).toEqual({ label: 'Cache writes (5 minutes)', quantity: '3 tokens', price: '$0.002625 / 1M (input × 1.25)', amount: '$0.000000007875' });
