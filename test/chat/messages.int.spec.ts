@@ -134,6 +134,19 @@ describe('POST /v1/messages with @anthropic-ai/sdk', () => {
     expect(byRequest.get(settled2.call.request_id)).toEqual([half2, 0]);
   });
 
+  it('bills a streamed 1-hour cache write from message_start\'s split', async () => {
+    const { accountId, anthropic } = await client();
+    const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: 'A streaming coding agent', cache_control: { type: 'ephemeral', ttl: '1h' } }];
+    const messages = [{ role: 'user' as const, content: 'stream please' }];
+    const final = await anthropic.messages.stream({ model: 'msg-model', max_tokens: 100, system, messages }).finalMessage();
+    const prompt = promptTokens('messages', { system, messages });
+    const half = cachedTokensFor(prompt);
+    expect(final.usage.cache_creation).toMatchObject({ ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: half });
+    const settled = await lastSettled(accountId);
+    expect(settled.call).toMatchObject({ cache_write_tokens: half, cache_write_1h_tokens: half });
+    expect(BigInt(settled.captured)).toBe(expectedCost(prompt, 0, tokens('Echo: stream please'), half, 2));
+  });
+
   it('accepts a raw call with x-api-key and anthropic-version, forwards anthropic-beta, and defaults the version', async () => {
     const { accountId, key } = await client();
     const body = { model: 'msg-model', max_tokens: 50, messages: [{ role: 'user', content: 'raw call' }] };
