@@ -29,6 +29,8 @@ export interface Stage {
   /** The most of the usage the call may be billed on (src/upstream/capture.ts). */
   readonly ceiling: UsageCeiling;
   readonly pricing: TokenPricing;
+  /** Some channel may be asked for 1-hour cache writes: the hold assumes their price (src/upstream/pricing.ts `holdAmount`). */
+  readonly longCacheWrites: boolean;
 }
 
 /**
@@ -71,10 +73,11 @@ export function chatStages(
   const shape = requestShape(request.body);
   return staged.map(({ model: m, routes }) => {
     const translations = routes.map((route) => (decoded && isTranslated(route) ? translationFor(decoded, adapter, route, m) : null));
-    const estimate = callEstimate(m, translations.map((t) => t?.asked ?? info));
+    const asked = translations.map((t) => t?.asked ?? info);
+    const estimate = callEstimate(m, asked);
     const pricing = pricingOf(m, deps.registry.config.discounts);
     const ceiling = usageCeiling(m, shape, info.maxTokens, info.choices, estimate.outputTokens);
-    return { model: m, routes, translations, estimate, bounds: usageBounds(m, info), ceiling, pricing };
+    return { model: m, routes, translations, estimate, bounds: usageBounds(m, info), ceiling, pricing, longCacheWrites: asked.some((r) => r.longCacheWrites === true) };
   });
 }
 

@@ -50,6 +50,7 @@ const usageFields = (usage: Usage) => ({
   output_tokens: usage.outputTokens,
   cached_tokens: usage.cachedTokens,
   ...(usage.cacheWriteTokens > 0 ? { cache_write_tokens: usage.cacheWriteTokens } : {}),
+  ...((usage.cacheWrite1hTokens ?? 0) > 0 ? { cache_write_1h_tokens: Math.min(usage.cacheWrite1hTokens!, usage.cacheWriteTokens) } : {}),
 });
 
 /**
@@ -97,7 +98,7 @@ export async function relayChat(
   // The hold covers the worst case of the whole chain: the dearest of its models' worst cases, so that
   // whichever model answers, its charge was held (a model that answers is billed at its own price).
   const feeTools = [...info.builtinTools, ...feeToolsNamed(request.body)];
-  const amount = stages.map((st) => holdAmount(st.pricing, st.estimate, ctx.submittedAt) + builtinToolsHold(st.pricing, feeTools)).reduce((a, b) => (a > b ? a : b));
+  const amount = stages.map((st) => holdAmount(st.pricing, st.estimate, ctx.submittedAt, st.longCacheWrites) + builtinToolsHold(st.pricing, feeTools)).reduce((a, b) => (a > b ? a : b));
   // The upstream request may leave once the hold is decided; its commit is awaited before
   // anything reaches the client, before a settlement and before another channel is tried.
   const hold = EarlyHold.place(deps.ledger, ctx, { amount, purpose: `chat ${model.id}`, ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S }, reject);
