@@ -23,7 +23,7 @@ import { digestOfHold, idempotencyDigest, idempotentCallDecider, type Idempotent
 import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
 import { RefusalBudget } from './refusal-budget';
 import type { Snapshotting } from './stream-cache';
-import { walletDecider, type AdjustmentCall, type WalletCommand } from './wallet/decider';
+import { SIGNUP_GRANT, walletDecider, type AdjustmentCall, type WalletCommand } from './wallet/decider';
 import { type WalletState } from './wallet/state';
 
 /** How the appends that meter calls (reserve, settle, release, rejected calls) commit.
@@ -209,10 +209,17 @@ export class Ledger {
     return this.keys.handle(keyStream(keyId), command, actor ? { metadata: { actor } } : {});
   }
 
-  async openAccount(name: string, actor = 'admin', group: string | null = null): Promise<Result<{ accountId: string; state: WalletState }>> {
+  /** `trialGrant`: granted with the opening (the admin API's accounts get SIGNUP_GRANT), or null:
+   * none until grantTrial (a holder's sign-up, once the email address is verified). */
+  async openAccount(name: string, actor = 'admin', group: string | null = null, trialGrant: bigint | null = SIGNUP_GRANT): Promise<Result<{ accountId: string; state: WalletState }>> {
     const accountId = `acct_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-    const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, group, now: this.now() }, `open:${accountId}`, actor);
+    const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, group, trialGrant, now: this.now() }, `open:${accountId}`, actor);
     return outcome(handled, (state) => ({ accountId, state }));
+  }
+
+  /** The trial credit, once per account: a repeat (or an account granted at its opening) grants nothing. */
+  async grantTrial(accountId: string, amount: bigint, actor = 'system') {
+    return outcome(await this.wallet$(accountId, { type: 'GrantTrialCredit', amount, now: this.now() }, undefined, actor), (state) => ({ state }));
   }
 
   /** Idempotent by `reference` within the account: a repeat with the same amount answers with the
