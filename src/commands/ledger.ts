@@ -80,6 +80,9 @@ export type Result<T> = ({ ok: true; position: Position | null } & T) | { ok: fa
 
 const unixNow = () => Math.floor(Date.now() / 1000);
 
+/** A new account's id (a sign-up claims its address under it before the account is opened). */
+export const newAccountId = () => `acct_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+
 function outcome<S, T>(handled: Handled<S>, value: (state: S) => T): Result<T> {
   if (!handled.ok) return { ok: false, error: handled.error };
   return { ok: true, position: handled.position, ...value(handled.state) };
@@ -211,8 +214,13 @@ export class Ledger {
 
   /** `trialGrant`: granted with the opening (the admin API's accounts get SIGNUP_GRANT), or null:
    * none until grantTrial (a holder's sign-up, once the email address is verified). */
-  async openAccount(name: string, actor = 'admin', group: string | null = null, trialGrant: bigint | null = SIGNUP_GRANT): Promise<Result<{ accountId: string; state: WalletState }>> {
-    const accountId = `acct_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+  async openAccount(
+    name: string,
+    actor = 'admin',
+    group: string | null = null,
+    trialGrant: bigint | null = SIGNUP_GRANT,
+    accountId = newAccountId(),
+  ): Promise<Result<{ accountId: string; state: WalletState }>> {
     const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, group, trialGrant, now: this.now() }, `open:${accountId}`, actor);
     return outcome(handled, (state) => ({ accountId, state }));
   }
