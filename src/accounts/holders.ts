@@ -3,6 +3,7 @@ import type { SignupConfig } from '../config/schema';
 import type { EventStore } from '../events/store/port';
 import { mailerOf, type MailLog, type MailSettings } from '../mail/mailer';
 import type { Sql } from '../storage/sql';
+import { EmailChanges } from './email-change';
 import { Logins } from './logins';
 import { PasswordSignIn } from './password-sign-in';
 import { SignUps } from './sign-up';
@@ -11,6 +12,7 @@ export interface HolderAccounts {
   readonly logins: Logins;
   readonly signUps: SignUps;
   readonly passwords: PasswordSignIn;
+  readonly emailChanges: EmailChanges;
   /** Forgets old attempts and links (an hourly chore). */
   purge(): Promise<void>;
   close(): void;
@@ -35,5 +37,6 @@ export async function openHolderAccounts(parts: HolderAccountParts): Promise<Hol
   const mailer = mailerOf(parts.mail, parts.log);
   const signUps = new SignUps({ ledger: parts.ledger, logins, mailer, store: parts.store, config: parts.config, now: parts.now });
   const passwords = new PasswordSignIn({ ledger: parts.ledger, logins, mailer, store: parts.store, signUps, now: parts.now });
-  return { logins, signUps, passwords, purge: () => logins.purge(), close: () => mailer.close() };
+  const emailChanges = new EmailChanges({ logins, mailer, store: parts.store, now: parts.now });
+  return { logins, signUps, passwords, emailChanges, purge: () => logins.purge(), close: () => mailer.close() };
 }

@@ -23,6 +23,8 @@ CREATE TABLE IF NOT EXISTS account_links (
   used_at bigint
 );
 CREATE INDEX IF NOT EXISTS account_links_account ON account_links (account_id, purpose) WHERE used_at IS NULL;
+-- The new address a change_email link confirms; null for the other purposes.
+ALTER TABLE account_links ADD COLUMN IF NOT EXISTS email text;
 CREATE TABLE IF NOT EXISTS account_attempts (
   kind text NOT NULL,
   subject text NOT NULL,
@@ -30,9 +32,9 @@ CREATE TABLE IF NOT EXISTS account_attempts (
 );
 CREATE INDEX IF NOT EXISTS account_attempts_by_subject ON account_attempts (kind, subject, at);`;
 
-export type LinkPurpose = 'verify_email' | 'password_reset';
-/** A password reset link works once and for 30 minutes; a verification link for a day. */
-export const LINK_TTL_S: Record<LinkPurpose, number> = { verify_email: 24 * 3600, password_reset: 30 * 60 };
+export type LinkPurpose = 'verify_email' | 'password_reset' | 'change_email';
+/** A password reset link works once and for 30 minutes; a verification link (of the first address or a new one) for a day. */
+export const LINK_TTL_S: Record<LinkPurpose, number> = { verify_email: 24 * 3600, password_reset: 30 * 60, change_email: 24 * 3600 };
 
 export interface Login {
   readonly accountId: string;
@@ -43,7 +45,7 @@ export interface Login {
   readonly signupIp: string;
 }
 
-export type Redeemed = { readonly ok: true; readonly accountId: string; readonly link: string } | { readonly ok: false; readonly reason: 'unknown' | 'used' | 'expired' };
+export type Redeemed = { readonly ok: true; readonly accountId: string; readonly link: string; readonly email: string | null } | { readonly ok: false; readonly reason: 'unknown' | 'used' | 'expired' };
 
 const digest = (secret: string) => createHash('sha256').update(secret).digest('hex');
 /** How events name a link: the first 12 hex digits of its digest. */
@@ -119,17 +121,32 @@ export class Logins {
     return (await this.sql.query(`UPDATE account_logins SET verified_at = $2 WHERE account_id = $1 AND verified_at IS NULL RETURNING account_id`, [accountId, this.now()])).length === 1;
   }
 
+  /** False when another account has the address. */
+  async setEmail(accountId: string, email: string): Promise<boolean> {
+    const taken = await this.sql.query(`SELECT 1 FROM account_logins WHERE email = $1 AND account_id <> $2`, [email, accountId]);
+    if (taken.length > 0) return false;
+    await this.sql.query(`UPDATE account_logins SET email = $2, verified_at = COALESCE(verified_at, $3) WHERE account_id = $1`, [accountId, email, this.now()]);
+    return true;
+  }
+
   async setPassword(accountId: string, passwordHash: string): Promise<void> {
     await this.sql.query(`UPDATE account_logins SET password_hash = $2, password_changed_at = $3 WHERE account_id = $1`, [accountId, passwordHash, this.now()]);
   }
 
-  /** A new link secret; only its digest is stored. */
-  async issueLink(accountId: string, purpose: LinkPurpose): Promise<{ token: string; fingerprint: string; expiresAt: number }> {
+  /** A new link secret; only its digest is stored. `email`: the new address a change_email link confirms. */
+  async issueLink(accountId: string, purpose: LinkPurpose, email: string | null = null): Promise<{ token: string; fingerprint: string; expiresAt: number }> {
     const token = randomBytes(32).toString('base64url');
     const hash = digest(token);
     const at = this.now();
     const expiresAt = at + LINK_TTL_S[purpose];
-    await this.sql.query(`INSERT INTO account_links (token_hash, account_id, purpose, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`, [hash, accountId, purpose, at, expiresAt]);
+    await this.sql.query(`INSERT INTO account_links (token_hash, account_id, purpose, created_at, expires_at, email) VALUES ($1, $2, $3, $4, $5, $6)`, [
+      hash,
+      accountId,
+      purpose,
+      at,
+      expiresAt,
+      email,
+    ]);
     return { token, fingerprint: fingerprintOf(hash), expiresAt };
   }
 
@@ -137,11 +154,11 @@ export class Logins {
   async redeem(token: string, purpose: LinkPurpose): Promise<Redeemed> {
     const hash = digest(token);
     const at = this.now();
-    const [claimed] = await this.sql.query<{ account_id: string }>(
-      `UPDATE account_links SET used_at = $2 WHERE token_hash = $1 AND purpose = $3 AND used_at IS NULL AND expires_at > $2 RETURNING account_id`,
+    const [claimed] = await this.sql.query<{ account_id: string; email: string | null }>(
+      `UPDATE account_links SET used_at = $2 WHERE token_hash = $1 AND purpose = $3 AND used_at IS NULL AND expires_at > $2 RETURNING account_id, email`,
       [hash, at, purpose],
     );
-    if (claimed) return { ok: true, accountId: claimed.account_id, link: fingerprintOf(hash) };
+    if (claimed) return { ok: true, accountId: claimed.account_id, link: fingerprintOf(hash), email: claimed.email };
     const [row] = await this.sql.query<{ used_at: string | null }>(`SELECT used_at::text AS used_at FROM account_links WHERE token_hash = $1 AND purpose = $2`, [hash, purpose]);
     return { ok: false, reason: !row ? 'unknown' : row.used_at !== null ? 'used' : 'expired' };
   }

@@ -34,6 +34,20 @@ Setting a new password signs you out everywhere. If you did not ask for this, ig
 `,
 });
 
+export const changeEmailMail = (to: string, link: string): Mail => ({
+  to,
+  subject: 'Confirm your new email address',
+  link,
+  text: `Someone signed in to a model gateway account asked to use this address for it.
+
+Open this link to confirm it (it works once, for 24 hours):
+
+${link}
+
+If you did not ask for this, ignore this mail: nothing changes.
+`,
+});
+
 export const repeatedSignUpMail = (to: string, signInUrl: string, resetUrl: string): Mail => ({
   to,
   subject: 'Someone tried to sign up with your address',

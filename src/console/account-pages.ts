@@ -74,7 +74,18 @@ ${message}
 </form>`;
 }
 
-/** The signed-in holder's account page: `hasPassword` false for an account the operator opened. */
+export function confirmEmailPage(message: Html | null): Html {
+  return html`<h1>Confirm your new address</h1>
+${message}
+<p>Open the link from the mail: it fills in the code below.</p>
+<form method="post" action="/console/confirm-email">
+<label for="token">Confirmation code (the part of the link after <code>#</code>)</label>
+<input type="text" id="token" name="token" autocomplete="off" required spellcheck="false">
+<p><button type="submit" id="confirm-email">Use this address</button></p>
+</form>`;
+}
+
+/** The signed-in holder's account page: `email` null for an account the operator opened (no password). */
 export function accountPage(viewer: ConsoleViewer, email: string | null, message: Html | null): Html {
   return html`<h1>Account</h1>
 ${message}
@@ -88,6 +99,14 @@ ${
 <label for="password">New password (at least 10 characters)</label>
 <input type="password" id="password" name="password" autocomplete="new-password" required minlength="10" maxlength="200">
 <p><button type="submit" id="change-password">Change password</button> It signs you out everywhere, here too.</p>
+</form>
+<h2>Change your email address</h2>
+<form method="post" action="/console/account/email">${csrfField(viewer)}
+<label for="new-email">New email address</label>
+<input type="email" id="new-email" name="email" autocomplete="email" required maxlength="254">
+<label for="email-current">Your password</label>
+<input type="password" id="email-current" name="current" autocomplete="current-password" required maxlength="200">
+<p><button type="submit" id="change-email">Change email address</button> A link to the new address confirms it.</p>
 </form>`
     : ''
 }

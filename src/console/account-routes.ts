@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logins } from '../accounts/logins';
 import type { PasswordSignIn } from '../accounts/password-sign-in';
+import type { EmailChanges } from '../accounts/email-change';
 import type { SignUps } from '../accounts/sign-up';
 import { baseUrlOf } from '../http/resources/wiki';
 import { formatUsd, parseUsd } from '../money/usd';
-import { accountPage, checkMailPage, forgotPasswordPage, resetPasswordPage, signUpClosedPage, signUpPage, verifiedPage, verifyEmailPage } from './account-pages';
+import { accountPage, checkMailPage, confirmEmailPage, forgotPasswordPage, resetPasswordPage, signUpClosedPage, signUpPage, verifiedPage, verifyEmailPage } from './account-pages';
 import { doc, FORM_BYTES } from './forms';
 import { field, INACTIVE } from './guard';
 import { html, type Html } from './html';
@@ -19,6 +20,7 @@ import type { ConsoleSessions } from './sessions';
 export interface AccountRouteParts {
   readonly signUps: SignUps;
   readonly passwords: PasswordSignIn;
+  readonly emailChanges: EmailChanges;
   readonly logins: Logins;
   readonly sessions: ConsoleSessions;
   readonly publicBaseUrl: string | undefined;
@@ -32,7 +34,7 @@ const PUBLIC = { consolePublic: true } as const;
 const minutes = (seconds: number) => Math.ceil(seconds / 60);
 
 export function accountRoutes(app: FastifyInstance, parts: AccountRouteParts): void {
-  const { signUps, passwords, logins, sessions, viewerOf, setSession, send, now } = parts;
+  const { signUps, passwords, emailChanges, logins, sessions, viewerOf, setSession, send, now } = parts;
   const grantText = () => (signUps.config.require_email_verification ? formatUsd(parseUsd(signUps.config.grant_usd)) : null);
   const baseUrl = (request: FastifyRequest) => baseUrlOf(request, parts.publicBaseUrl);
 
@@ -140,6 +142,29 @@ export function accountRoutes(app: FastifyInstance, parts: AccountRouteParts): v
     await sessions.endAccountSessions(viewer.accountId, 'password_changed', viewer.actor);
     setSession(request, reply, '', 0);
     return send(reply, 200, 'Sign in', signInPage(notice('Your password is changed and every session of your account has ended. Sign in with the new one.'), signUps.config.enabled), null);
+  });
+
+  app.post('/account/email', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleChangeEmail', 'Change the email address (the current password is asked): a link to the new address confirms it', 'POST') } }, async (request, reply) => {
+    const viewer = viewerOf(request);
+    const asked = await emailChanges.request(viewer.accountId, field(request.body, 'email').slice(0, 254), field(request.body, 'current'), request.ip, baseUrl(request), viewer.actor);
+    const login = await logins.byAccount(viewer.accountId);
+    return send(reply, asked.ok ? 200 : 400, 'Account', accountPage(viewer, login?.email ?? null, notice(asked.message, asked.ok ? 'info' : 'error')), viewer, '/console/account');
+  });
+
+  app.get('/confirm-email', { config: { ...PUBLIC, openapi: doc('consoleConfirmEmailPage', "The new address's confirmation page (the link's code is in its fragment)", 'GET') } }, async (_request, reply) =>
+    send(reply, 200, 'Confirm your new address', confirmEmailPage(null), null),
+  );
+
+  app.post('/confirm-email', { bodyLimit: FORM_BYTES, config: { ...PUBLIC, openapi: doc('consoleConfirmEmail', 'Confirm a new email address by its mailed link', 'POST') } }, async (request, reply) => {
+    const confirmed = await emailChanges.confirm(field(request.body, 'token').trim());
+    if (confirmed.ok) return send(reply, 200, 'Confirm your new address', html`<h1>Address changed</h1>${notice(`Your account's address is now ${confirmed.email}: sign in with it.`)}<p><a href="/console/sign-in">Sign in</a></p>`, null);
+    const why = {
+      unknown: 'This confirmation code is not one we issued. Check that you copied the whole link.',
+      used: 'This link was used already.',
+      expired: 'This link has expired (a link works for 24 hours). Ask for the change again on the Account page.',
+      taken: 'This address has another account now: nothing was changed.',
+    }[confirmed.reason];
+    return send(reply, { unknown: 400, used: 410, expired: 410, taken: 409 }[confirmed.reason], 'Confirm your new address', confirmEmailPage(notice(why, 'error')), null);
   });
 
   app.post('/sign-out-everywhere', { bodyLimit: FORM_BYTES, config: { openapi: doc('consoleSignOutEverywhere', 'End every session of the account, on every device', 'POST') } }, async (request, reply) => {

@@ -25,6 +25,7 @@ import { keyRoutes } from './key-routes';
 import { accountRoutes } from './account-routes';
 import type { Logins } from '../accounts/logins';
 import type { PasswordSignIn } from '../accounts/password-sign-in';
+import type { EmailChanges } from '../accounts/email-change';
 import type { SignUps } from '../accounts/sign-up';
 import { secretBox } from './keys-page';
 import { callPage, enterprisePage, knowledgePage, logsPage, overviewPage, signInPage, type LogFilters } from './pages';
@@ -50,6 +51,7 @@ export interface ConsoleOptions {
   /** A holder's own account: sign-up, password sign-in and reset (src/accounts). */
   readonly signUps: SignUps;
   readonly passwords: PasswordSignIn;
+  readonly emailChanges: EmailChanges;
   readonly logins: Logins;
 }
 
@@ -170,7 +172,7 @@ export function consoleRoutes(options: ConsoleOptions) {
     keyRoutes(app, { ledger, sql, registry, settled, now, viewerOf, send });
 
     // ---- sign-up, password sign-in and reset, the account page ----
-    accountRoutes(app, { signUps: options.signUps, passwords: options.passwords, logins: options.logins, sessions, publicBaseUrl: options.publicBaseUrl, now, viewerOf, setSession, send });
+    accountRoutes(app, { signUps: options.signUps, passwords: options.passwords, emailChanges: options.emailChanges, logins: options.logins, sessions, publicBaseUrl: options.publicBaseUrl, now, viewerOf, setSession, send });
 
     // ---- call log ----
     const LogFilterQuery = z.object({

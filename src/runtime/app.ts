@@ -63,6 +63,7 @@ import { consoleRoutes } from '../console/routes';
 import type { ConsoleSessions } from '../console/sessions';
 import type { Logins } from '../accounts/logins';
 import type { PasswordSignIn } from '../accounts/password-sign-in';
+import type { EmailChanges } from '../accounts/email-change';
 import type { SignUps } from '../accounts/sign-up';
 import { signUpRoutes } from '../http/resources/sign-up';
 
@@ -128,6 +129,7 @@ export interface AppDeps {
   readonly logins: Logins;
   readonly signUps: SignUps;
   readonly passwords: PasswordSignIn;
+  readonly emailChanges: EmailChanges;
   /** Channel health: cooldowns, disabled channels, probes (src/channels); absent: a board of the app's own, no admin view. */
   readonly channelHealth?: ChannelHealthAdmin;
 }
@@ -304,6 +306,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       publicBaseUrl: deps.publicBaseUrl,
       signUps: deps.signUps,
       passwords: deps.passwords,
+      emailChanges: deps.emailChanges,
       logins: deps.logins,
     }),
     { prefix: '/console' },

@@ -268,7 +268,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const channelHealth = { board: channelBoard, channels: () => registry.config.channels, idle: () => channelAudit.idle(), probe: (channel: ChannelConfig) => probeChannel(channelBoard, channel), reload };
   const app = await buildApp({
     consoleSessions,
-    logins: holders.logins, signUps: holders.signUps, passwords: holders.passwords,
+    logins: holders.logins, signUps: holders.signUps, passwords: holders.passwords, emailChanges: holders.emailChanges,
     drain,
     channelHealth,
     rateLimiter,

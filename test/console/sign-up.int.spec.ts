@@ -278,6 +278,32 @@ describe('password sign-in, reset and sessions', () => {
   });
 });
 
+describe('a change of address', () => {
+  it('asks the password, mails the new address, and changes it only when its link is opened', async () => {
+    const email = unique('move');
+    const accountId = await verifiedAccount(email);
+    const session = cookieOf(await form('/console/sign-in/password', { email, password: PASSWORD }, newIp()));
+    const page = await inject({ method: 'GET', url: '/console/account', headers: { cookie: session } });
+    const to = unique('moved');
+    const wrong = await form('/console/account/email', { _csrf: csrfOf(page.body), email: to, current: 'not the password' }, newIp(), session);
+    expect(wrong.statusCode).toBe(400);
+    const asked = await form('/console/account/email', { _csrf: csrfOf(page.body), email: to, current: PASSWORD }, newIp(), session);
+    expect(asked.statusCode).toBe(200);
+    expect(asked.body).toContain(`Until then you sign in with ${email}`);
+    const mail = await smtp.next(to, /Confirm your new email address/);
+    expect((await form('/console/sign-in/password', { email: to, password: PASSWORD }, newIp())).statusCode).toBe(401);
+    const confirmed = await form('/console/confirm-email', { token: codeOf(mail.link!) }, newIp());
+    expect(confirmed.statusCode).toBe(200);
+    expect((await form('/console/confirm-email', { token: codeOf(mail.link!) }, newIp())).statusCode).toBe(410);
+    expect((await form('/console/sign-in/password', { email: to, password: PASSWORD }, newIp())).statusCode).toBe(303);
+    expect((await form('/console/sign-in/password', { email, password: PASSWORD }, newIp())).statusCode).toBe(401);
+    expect((await accountOf(to)).account_id).toBe(accountId);
+    await settle();
+    const changed = (await audit(accountId)).find((r) => r.action === 'AccountEmailChanged');
+    expect(changed?.details).toMatchObject({ from: email, to });
+  });
+});
+
 describe("the operator's side", () => {
   it('keeps granting 40.44 at once to accounts the admin API opens', async () => {
     const { accountId } = await h.t.accountWithKey();

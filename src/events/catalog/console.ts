@@ -30,7 +30,7 @@ export const AccountSignedUp = defineEvent(
  * the notice that someone tried to sign up with the address again). */
 export const AccountMailSent = defineEvent(
   'AccountMailSent',
-  z.object({ kind: z.enum(['verify_email', 'password_reset', 'signup_repeated']), link: z.string().nullable(), expires_at: Timestamp.nullable(), at: Timestamp }),
+  z.object({ kind: z.enum(['verify_email', 'password_reset', 'signup_repeated', 'change_email']), link: z.string().nullable(), expires_at: Timestamp.nullable(), at: Timestamp }),
 );
 /** Someone signed up again with the address of this account: nothing was opened. */
 export const AccountSignUpRepeated = defineEvent('AccountSignUpRepeated', z.object({ ip: z.string(), at: Timestamp }));
@@ -48,6 +48,11 @@ export const PasswordChanged = defineEvent(
   z.object({ how: z.enum(['reset', 'change']), link: z.string().nullable(), ip: z.string(), at: Timestamp }),
 );
 
+/** A signed-in holder asked to change the address to `to`: a link was mailed there to confirm it. */
+export const AccountEmailChangeRequested = defineEvent('AccountEmailChangeRequested', z.object({ to: z.string(), link: z.string(), expires_at: Timestamp, ip: z.string(), at: Timestamp }));
+/** The new address was confirmed by its link: sign-in and mail use it from now on. */
+export const AccountEmailChanged = defineEvent('AccountEmailChanged', z.object({ from: z.string(), to: z.string(), link: z.string(), at: Timestamp }));
+
 export const consoleEvents = [
   ConsoleLinkIssued,
   ConsoleSignedIn,
@@ -61,6 +66,8 @@ export const consoleEvents = [
   ConsoleSignInRefused,
   PasswordResetRequested,
   PasswordChanged,
+  AccountEmailChangeRequested,
+  AccountEmailChanged,
 ] as const;
 
 export type ConsoleEvent = EventOf<(typeof consoleEvents)[number]>;

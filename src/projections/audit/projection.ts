@@ -57,6 +57,8 @@ const AUDITED = new Set([
   'ConsoleSignInRefused',
   'PasswordResetRequested',
   'PasswordChanged',
+  'AccountEmailChangeRequested',
+  'AccountEmailChanged',
   'EscrowFunded',
   'EscrowReturned',
   'EnterpriseConfigured',
