@@ -212,15 +212,8 @@ export class Ledger {
     return this.keys.handle(keyStream(keyId), command, actor ? { metadata: { actor } } : {});
   }
 
-  /** `trialGrant`: granted with the opening (the admin API's accounts get SIGNUP_GRANT), or null:
-   * none until grantTrial (a holder's sign-up, once the email address is verified). */
-  async openAccount(
-    name: string,
-    actor = 'admin',
-    group: string | null = null,
-    trialGrant: bigint | null = SIGNUP_GRANT,
-    accountId = newAccountId(),
-  ): Promise<Result<{ accountId: string; state: WalletState }>> {
+  /** `trialGrant`: granted with the opening (the admin API's: SIGNUP_GRANT), or null: none until grantTrial (a sign-up, once verified). */
+  async openAccount(name: string, actor = 'admin', group: string | null = null, trialGrant: bigint | null = SIGNUP_GRANT, accountId = newAccountId()): Promise<Result<{ accountId: string; state: WalletState }>> {
     const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, group, trialGrant, now: this.now() }, `open:${accountId}`, actor);
     return outcome(handled, (state) => ({ accountId, state }));
   }
