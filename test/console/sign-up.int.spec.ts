@@ -310,6 +310,24 @@ describe("the operator's side", () => {
     expect(await balanceOf(accountId)).toBe('40.44');
   });
 
+  it('grants at sign-up and lets the holder sign in at once when the config does not require verification', async () => {
+    writeFileSync(CONFIG_FILE, JSON.stringify({ ...made, signup: { ...made.signup, require_email_verification: false } }));
+    expect((await h.t.admin('POST', '/config/reload')).statusCode).toBe(200);
+    try {
+      const email = unique('trusted');
+      const res = await signUpJson({ email, password: PASSWORD, name: 'Trusted' }, newIp());
+      expect(res.json().message).toContain('your account is open');
+      const account = await accountOf(email);
+      expect(account).toMatchObject({ verified_at: null, trial_granted: true });
+      expect(await balanceOf(account.account_id)).toBe('40.44');
+      expect((await form('/console/sign-in/password', { email, password: PASSWORD }, newIp())).statusCode).toBe(303);
+      expect(smtp.mails.some((m) => m.to.includes(email))).toBe(false);
+    } finally {
+      writeFileSync(CONFIG_FILE, JSON.stringify(made));
+      expect((await h.t.admin('POST', '/config/reload')).statusCode).toBe(200);
+    }
+  });
+
   it('switches sign-up off by a config reload: the page and the endpoint say so, nothing is opened', async () => {
     const count = (await signUps()).length;
     writeFileSync(CONFIG_FILE, JSON.stringify({ ...made, signup: { ...made.signup, enabled: false } }));
