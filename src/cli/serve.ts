@@ -3,6 +3,7 @@
 import pino from 'pino';
 import { startSimulator } from '../simulator';
 import { requestSerializers } from '../runtime/app';
+import { LOG_REDACT } from '../metrics/redact';
 import { createGateway } from '../runtime/gateway';
 import { adminTokenOf, type Settings } from '../runtime/settings';
 
@@ -52,7 +53,7 @@ const LOG_FLUSH_MS = 250;
 
 export async function serve(settings: Settings) {
   const destination = logDestination();
-  const logger = pino({ level: settings.logLevel, serializers: requestSerializers }, destination);
+  const logger = pino({ level: settings.logLevel, serializers: requestSerializers, redact: LOG_REDACT }, destination);
   // The log's last batch written before the process exits (the exit hook only writes what no write is carrying).
   // At most a second: a stdout nobody reads any more must not hold the exit.
   const logFlushed = () =>

@@ -23,7 +23,7 @@ import { digestOfHold, idempotencyDigest, idempotentCallDecider, type Idempotent
 import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
 import { RefusalBudget } from './refusal-budget';
 import type { Snapshotting } from './stream-cache';
-import { walletDecider, type AdjustmentCall, type WalletCommand } from './wallet/decider';
+import { SIGNUP_GRANT, walletDecider, type AdjustmentCall, type WalletCommand } from './wallet/decider';
 import { type WalletState } from './wallet/state';
 
 /** How the appends that meter calls (reserve, settle, release, rejected calls) commit.
@@ -79,6 +79,9 @@ export const WALLET_STATE_MAX_AGE_MS = 1000;
 export type Result<T> = ({ ok: true; position: Position | null } & T) | { ok: false; error: DomainError };
 
 const unixNow = () => Math.floor(Date.now() / 1000);
+
+/** A new account's id (a sign-up claims its address under it before the account is opened). */
+export const newAccountId = () => `acct_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
 
 function outcome<S, T>(handled: Handled<S>, value: (state: S) => T): Result<T> {
   if (!handled.ok) return { ok: false, error: handled.error };
@@ -209,10 +212,15 @@ export class Ledger {
     return this.keys.handle(keyStream(keyId), command, actor ? { metadata: { actor } } : {});
   }
 
-  async openAccount(name: string, actor = 'admin', group: string | null = null): Promise<Result<{ accountId: string; state: WalletState }>> {
-    const accountId = `acct_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-    const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, group, now: this.now() }, `open:${accountId}`, actor);
+  /** `trialGrant`: granted with the opening (the admin API's: SIGNUP_GRANT), or null: none until grantTrial (a sign-up, once verified). */
+  async openAccount(name: string, actor = 'admin', group: string | null = null, trialGrant: bigint | null = SIGNUP_GRANT, accountId = newAccountId()): Promise<Result<{ accountId: string; state: WalletState }>> {
+    const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, group, trialGrant, now: this.now() }, `open:${accountId}`, actor);
     return outcome(handled, (state) => ({ accountId, state }));
+  }
+
+  /** The trial credit, once per account: a repeat (or an account granted at its opening) grants nothing. */
+  async grantTrial(accountId: string, amount: bigint, actor = 'system') {
+    return outcome(await this.wallet$(accountId, { type: 'GrantTrialCredit', amount, now: this.now() }, undefined, actor), (state) => ({ state }));
   }
 
   /** Idempotent by `reference` within the account: a repeat with the same amount answers with the

@@ -27,6 +27,7 @@ export const CONSOLE_NAV: readonly ConsoleNavItem[] = [
   { href: '/console/logs', label: 'Call log' },
   { href: '/console/knowledge', label: 'Knowledge' },
   { href: '/console/enterprise', label: 'Enterprise', visible: (viewer) => viewer.adminOf.length > 0 },
+  { href: '/console/account', label: 'Account' },
 ];
 
 export interface PageOptions {

@@ -13,9 +13,19 @@ import type { Receipt } from './receipt';
 
 const money = (units: bigint) => usd(formatUsd(units));
 
-export function signInPage(message: Html | null): Html {
+/** `signUp`: whether the gateway takes sign-ups (the page then offers it). */
+export function signInPage(message: Html | null, signUp = false, email = ''): Html {
   return html`<h1>Sign in</h1>
 ${message}
+<h2>With your email address and password</h2>
+<form method="post" action="/console/sign-in/password">
+<label for="email">Email address</label>
+<input type="email" id="email" name="email" autocomplete="username" required maxlength="254" value="${email}">
+<label for="password">Password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required maxlength="200">
+<p><button type="submit" id="password-sign-in">Continue</button> <a href="/console/forgot-password">Forgot your password?</a>${signUp ? html` · No account yet? <a href="/console/sign-up">Sign up</a>` : ''}</p>
+</form>
+<h2>With a sign-in link</h2>
 <p>Open the sign-in link your operator gave you: it fills in the code below. A link works once and for 15 minutes.
 No link? Ask the operator to run <code>gateway accounts login-link YOUR_ACCOUNT_ID</code>.</p>
 <form method="post" action="/console/sign-in">

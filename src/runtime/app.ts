@@ -62,6 +62,11 @@ import { drainPlugin } from '../http/plugins/lifecycle';
 import { openApiPlugin } from '../http/openapi/plugin';
 import { consoleRoutes } from '../console/routes';
 import type { ConsoleSessions } from '../console/sessions';
+import type { Logins } from '../accounts/logins';
+import type { PasswordSignIn } from '../accounts/password-sign-in';
+import type { EmailChanges } from '../accounts/email-change';
+import type { SignUps } from '../accounts/sign-up';
+import { signUpRoutes } from '../http/resources/sign-up';
 
 export { redactUrl };
 
@@ -121,6 +126,11 @@ export interface AppDeps {
   readonly corsOrigins?: CorsOrigins;
   /** The account holders' web console: sign-in links and sessions (src/console). */
   readonly consoleSessions: ConsoleSessions;
+  /** A holder's own account: sign-up, password sign-in and reset (src/accounts). */
+  readonly logins: Logins;
+  readonly signUps: SignUps;
+  readonly passwords: PasswordSignIn;
+  readonly emailChanges: EmailChanges;
   /** Channel health: cooldowns, disabled channels, probes (src/channels); absent: a board of the app's own, no admin view. */
   readonly channelHealth?: ChannelHealthAdmin;
 }
@@ -284,6 +294,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));
+  await app.register(signUpRoutes(deps.signUps, deps.publicBaseUrl));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));
   await app.register(adminRoutes(deps), { prefix: '/admin/v1' });
   await app.register(
@@ -297,6 +308,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       settled: (position) => deps.runner.waitFor(position),
       now,
       publicBaseUrl: deps.publicBaseUrl,
+      signUps: deps.signUps,
+      passwords: deps.passwords,
+      emailChanges: deps.emailChanges,
+      logins: deps.logins,
     }),
     { prefix: '/console' },
   );

@@ -35,6 +35,7 @@ import { KeyCipher } from '../secrets/api-key';
 import { sqlSnapshotStore } from '../commands/snapshot/store';
 import { KeyVault } from '../secrets/key-vault';
 import { ConsoleSessions } from '../console/sessions';
+import { openHolderAccounts } from '../accounts/holders';
 import type { Sql } from '../storage/sql';
 import { redactedEndpoint, tracingSettingsOf } from '../tracing/settings';
 import { gatewayChecks } from '../lifecycle/checks';
@@ -205,6 +206,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await idempotency.migrate();
   const consoleSessions = new ConsoleSessions(storage.sql, store, clock);
   await consoleSessions.migrate();
+  const holders = await openHolderAccounts({ sql: storage.sql, store, ledger, mail: settings, config: () => registry.config.signup, now: clock, log: () => app?.log ?? null });
   const channels = new Map(config.channels.map((c) => [c.id, c]));
   const workflows = new TaskWorkflows({
     tasks,
@@ -267,6 +269,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const channelHealth = { board: channelBoard, channels: () => registry.config.channels, idle: () => channelAudit.idle(), probe: (channel: ChannelConfig) => probeChannel(channelBoard, channel), reload };
   const app = await buildApp({
     consoleSessions,
+    logins: holders.logins, signUps: holders.signUps, passwords: holders.passwords, emailChanges: holders.emailChanges,
     drain,
     channelHealth,
     rateLimiter,
@@ -345,7 +348,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const stopChores = startGatewayChores({
     sweepHolds: () => sweepExpiredHolds(storage.sql, ledger, clock()),
     purgeIdempotencyKeys: () => idempotency.purge(),
-    purgeConsoleSessions: () => consoleSessions.purge(),
+    purgeConsoleSessions: () => Promise.all([consoleSessions.purge(), holders.purge()]),
     followChannels: () => channelFollower.poll(),
     followChannelsEveryMs: overrides.channelFollowMs ?? CHANNEL_FOLLOW_MS,
     sweepHostedMedia: () => hosted.sweep(clock()),
@@ -356,11 +359,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   let hurry = () => {};
   const hurried = new Promise<void>((resolve) => (hurry = resolve));
   return {
-    app,
-    ledger,
-    runner,
-    storage,
-    registry,
+    ...{ app, ledger, runner, storage, registry },
     channels: channelBoard,
     knowledge,
     enterprises,
@@ -388,6 +387,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         await channelAudit.idle();
         await flushLedger(ledger, runner, app.log);
         await ownLimiter?.close();
+        holders.close();
         await storage.close();
         app.log.info('shutdown complete');
         // Last: what was buffered goes out, the settlements that ended during the close included.

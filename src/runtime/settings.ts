@@ -50,6 +50,11 @@ export interface Settings {
   /** PROJECTIONS: `in-process` (default), this process applies the log to the read models; `external`,
    * a `gateway projections run` worker does, and this process only follows its checkpoints (Postgres only). */
   readonly projections: 'in-process' | 'external';
+  /** SMTP_URL (`smtp://user:pass@host:587`, `smtps://…`): mail to account holders through it; unset,
+   * mails are written to DATA_DIR/outbox and their links logged (src/mail). */
+  readonly smtpUrl: string | undefined;
+  /** MAIL_FROM: the sender of those mails (default `Model gateway <gateway@localhost>`). */
+  readonly mailFrom: string;
   /** The environment the settings came from (object store settings are read from it). */
   readonly env: NodeJS.ProcessEnv;
 }
@@ -104,8 +109,17 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     embeddedDatabase: embeddedDatabaseOf(blank(env.EMBEDDED_DATABASE)),
     pgliteSharedBuffersMb: sharedBuffersOf(blank(env.PGLITE_SHARED_BUFFERS_MB)),
     projections: projectionsOf(blank(env.PROJECTIONS), blank(env.DATABASE_URL)),
+    smtpUrl: smtpUrlOf(blank(env.SMTP_URL)),
+    mailFrom: blank(env.MAIL_FROM) ?? 'Model gateway <gateway@localhost>',
     env,
   };
+}
+
+function smtpUrlOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!URL.canParse(value) || !['smtp:', 'smtps:'].includes(new URL(value).protocol))
+    throw new SettingError('SMTP_URL must be an smtp:// or smtps:// URL (smtp://user:password@host:587)');
+  return value;
 }
 
 /** A setting's own parser's refusal, as the start's refusal of that setting. */

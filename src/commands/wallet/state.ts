@@ -88,6 +88,8 @@ export interface WalletState {
   /** The channel group the account's calls are routed to; null: none (every channel). A key's own
    * group wins (src/channels/groups.ts). */
   readonly group: string | null;
+  /** Whether the trial credit (grant `signup-{account}`) was granted: it is granted once. */
+  readonly trialGranted: boolean;
   /** Escrows of the account's agent keys, by key id. */
   readonly escrows: PersistentMap<string, Escrow>;
   /** What the open escrows still set aside (Σ escrowLeft): part of the balance, not available. */
@@ -111,6 +113,7 @@ export const initialWalletState: WalletState = {
   adjustments: PersistentSet<string>(),
   limits: { rpm: null, concurrency: null },
   group: null,
+  trialGranted: false,
   escrows: PersistentMap<string, Escrow>(),
   escrowed: 0n,
 };
@@ -167,6 +170,7 @@ export function copy(state: WalletState): { -readonly [K in keyof WalletState]: 
     adjustments: state.adjustments,
     limits: state.limits,
     group: state.group,
+    trialGranted: state.trialGranted,
     escrows: state.escrows,
     escrowed: state.escrowed,
   };
@@ -201,6 +205,7 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
     case 'CreditGranted':
       next.balance = state.balance + event.data.amount;
       next.credited = state.credited + event.data.amount;
+      if (event.data.grant_id === `signup-${state.accountId}`) next.trialGranted = true;
       return next;
     case 'WalletToppedUp': {
       const { reference, topup_id, amount } = event.data;

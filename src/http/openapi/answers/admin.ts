@@ -130,6 +130,22 @@ export const Rerate = z
 
 export const ConsoleLink = z.object({ account_id: z.string(), url: z.string(), expires_at: Unix }).meta({ description: 'A one-time console sign-in link.' });
 
+export const Signup = z
+  .object({
+    account_id: z.string(),
+    email: z.string(),
+    name: z.string(),
+    status: z.string().describe('The account: `active`, `inactive`.'),
+    created_at: Unix,
+    verified_at: Unix.nullable().describe('When the address was verified; null: not yet.'),
+    trial_granted: z.boolean().describe('Whether the trial credit was granted.'),
+    signup_ip: z.string(),
+  })
+  .meta({ description: "An account its holder opened at the console's sign-up." });
+export const SignupList = z
+  .object({ data: z.array(Signup), next_cursor: z.string().nullable().describe('The `after` of the next page; null: none.') })
+  .meta({ description: 'Sign-ups, newest first.' });
+
 export const Channel = z
   .object({
     id: z.string(),
