@@ -138,6 +138,11 @@ export class CommandHandler<C, S, E extends DomainEvent> {
     );
   }
 
+  /** Resolves when the snapshots being taken now are written (the snapshot backfill waits for its own). */
+  snapshotsSaved(): Promise<void> {
+    return this.streams.saved();
+  }
+
   /** Resolves when no command or read is queued or running for any stream. */
   idle(): Promise<void> {
     return this.lanes.idle();

@@ -50,6 +50,8 @@ export class StreamCache<S, E extends DomainEvent> {
   private readonly foreignWriteAt = new Map<string, number>();
   /** The revision of each cached stream's latest snapshot known to this process. */
   private readonly snapshotAt = new Map<string, bigint>();
+  /** Snapshots being written. */
+  private readonly saving = new Set<Promise<void>>();
 
   constructor(
     private readonly store: EventStore,
@@ -192,13 +194,24 @@ export class StreamCache<S, E extends DomainEvent> {
   }
 
   /** `from` read forward to the end of the stream a page at a time: a long stream (read before
-   * its first snapshot) is never held in memory whole. */
+   * its first snapshot) is never held in memory whole. The next page is asked for before this one is
+   * folded, so the database reads it while this process decodes: a long fold takes about the longer
+   * of the two instead of their sum. */
   private async foldForward(streamId: string, from: Cached<S>): Promise<Cached<S>> {
     let loaded = from;
+    let next = this.store.readStream(streamId, { fromRevision: loaded.revision + 1n, maxCount: READ_PAGE });
     for (;;) {
-      const page = await this.store.readStream(streamId, { fromRevision: loaded.revision + 1n, maxCount: READ_PAGE });
-      loaded = this.fold(loaded, page);
-      if (page.length < READ_PAGE) return loaded;
+      const page = await next;
+      const full = page.length === READ_PAGE;
+      if (full) next = this.store.readStream(streamId, { fromRevision: page[page.length - 1]!.revision + 1n, maxCount: READ_PAGE });
+      try {
+        loaded = this.fold(loaded, page);
+      } catch (error) {
+        // The page asked for ahead is not awaited any more: its failure, if any, is not this read's.
+        if (full) next.catch(() => {});
+        throw error;
+      }
+      if (!full) return loaded;
     }
   }
 
@@ -217,10 +230,19 @@ export class StreamCache<S, E extends DomainEvent> {
       onError?.(error, streamId);
       return;
     }
-    store.save(streamId, { revision: loaded.revision, eventId: loaded.lastId, version, state }).catch((error: unknown) => {
-      if (this.snapshotAt.get(streamId) === loaded.revision) this.snapshotAt.delete(streamId);
-      onError?.(error, streamId);
-    });
+    const saved = store
+      .save(streamId, { revision: loaded.revision, eventId: loaded.lastId, version, state })
+      .catch((error: unknown) => {
+        if (this.snapshotAt.get(streamId) === loaded.revision) this.snapshotAt.delete(streamId);
+        onError?.(error, streamId);
+      })
+      .finally(() => this.saving.delete(saved));
+    this.saving.add(saved);
+  }
+
+  /** Resolves when the snapshots being written now are written (or failed, which onError was told). */
+  async saved(): Promise<void> {
+    await Promise.all(this.saving);
   }
 
   private fold(from: Cached<S>, events: readonly RecordedEvent[]): Cached<S> {

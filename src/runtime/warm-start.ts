@@ -53,8 +53,9 @@ export class WarmStart {
     return this.outcome;
   }
 
-  /** Loads what `choose` names into `loader`'s caches; never throws. */
-  async run(choose: () => Promise<Array<{ keyId: string; accountId: string }>>, loader: WarmStartLoader): Promise<WarmStartOutcome> {
+  /** Loads what `choose` names into `loader`'s caches, then waits for `also` (the snapshot backfill),
+   * all within the budget (`also` goes on past it); never throws. */
+  async run(choose: () => Promise<Array<{ keyId: string; accountId: string }>>, loader: WarmStartLoader, also?: Promise<unknown>): Promise<WarmStartOutcome> {
     const started = performance.now();
     const deadline = started + this.options.budgetMs;
     let cut: string | null = null;
@@ -81,6 +82,12 @@ export class WarmStart {
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, this.options.concurrency ?? 4) }, worker));
+      if (also && this.options.keys > 0 && cut === null) {
+        let timer: NodeJS.Timeout | undefined;
+        const over = new Promise<'budget'>((resolve) => (timer = setTimeout(() => resolve('budget'), Math.max(0, deadline - performance.now()))));
+        cut = (await Promise.race([also.then(() => null), over])) ?? null;
+        clearTimeout(timer);
+      }
     } catch (error) {
       cut = error instanceof Error ? error.message : String(error);
     }
