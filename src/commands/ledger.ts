@@ -205,6 +205,12 @@ export class Ledger {
     await Promise.all([this.wallets.idle(), this.keys.idle(), this.idempotentCalls.idle()]);
   }
 
+  /** At shutdown, once the calls are done: a stream being folded from far back (the snapshot backfill's)
+   * stops at its next page, so that idle() does not wait for a fold nobody needs any more. */
+  stopLongReads(): void {
+    for (const handler of [this.wallets, this.keys, this.idempotentCalls]) handler.stopLongReads();
+  }
+
   private wallet$(accountId: string, command: WalletCommand, commandId?: string, actor?: string) {
     return this.wallets.handle(walletStream(accountId), command, { ...(commandId ? { commandId } : {}), ...(actor ? { metadata: { actor } } : {}) });
   }

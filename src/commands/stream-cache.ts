@@ -52,6 +52,8 @@ export class StreamCache<S, E extends DomainEvent> {
   private readonly snapshotAt = new Map<string, bigint>();
   /** Snapshots being written. */
   private readonly saving = new Set<Promise<void>>();
+  /** Set at shutdown: a read that has more pages to go fails instead (stopLongReads). */
+  private stopping = false;
 
   constructor(
     private readonly store: EventStore,
@@ -203,6 +205,7 @@ export class StreamCache<S, E extends DomainEvent> {
     for (;;) {
       const page = await next;
       const full = page.length === READ_PAGE;
+      if (full && this.stopping) throw new Error(`the read of ${streamId} was stopped: the process is shutting down`);
       if (full) next = this.store.readStream(streamId, { fromRevision: page[page.length - 1]!.revision + 1n, maxCount: READ_PAGE });
       try {
         loaded = this.fold(loaded, page);
@@ -212,6 +215,9 @@ export class StreamCache<S, E extends DomainEvent> {
         throw error;
       }
       if (!full) return loaded;
+      // A turn of the event loop between pages: embedded PGlite answers through promises alone, and a long
+      // fold (the snapshot backfill's) must not hold back the requests and signals of everyone else.
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
@@ -238,6 +244,12 @@ export class StreamCache<S, E extends DomainEvent> {
       })
       .finally(() => this.saving.delete(saved));
     this.saving.add(saved);
+  }
+
+  /** From now on a read that has more than a page left fails at its next page: a shutdown does not wait
+   * for a long fold (a stream without a snapshot, being loaded by the snapshot backfill). */
+  stopLongReads(): void {
+    this.stopping = true;
   }
 
   /** Resolves when the snapshots being written now are written (or failed, which onError was told). */

@@ -391,11 +391,12 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         backfill.stop();
         stopChores();
         await closeHttp(app, drain, { graceMs: settings.shutdownGraceS * 1000, hurry: hurried, log: app.log });
-        // The gateway's own task runs get the same grace; past it they are failed and refunded.
-        await workflows.close(settings.shutdownGraceS * 1000);
+        // The gateway's own task runs get what is left of the grace; past it they are failed and refunded.
+        await workflows.close(Math.max(0, deadline - Date.now()));
         await tasks.idle();
         await probes.stop();
         await channelAudit.idle();
+        ledger.stopLongReads();
         await flushLedger(ledger, runner, app.log, undefined, deadline);
         await ownLimiter?.close();
         await storage.close();

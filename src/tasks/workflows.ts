@@ -148,9 +148,10 @@ export class TaskWorkflows {
     this.closed = true;
     this.stopSweep();
     this.stopAdopt();
-    // A recovery still waiting for the views (a stopped runner) is not waited for; one under way ends first.
+    // A recovery still waiting for the views (projections far behind the log) is not waited for, and never
+    // past the grace; one under way ends first.
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.recovering?.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+    await Promise.race([this.recovering?.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(1_000, graceMs))))]);
     clearTimeout(timer);
     await this.background.close(graceMs);
     await this.deps.jobs.close(Math.min(graceMs, 10_000));

@@ -194,6 +194,10 @@ export class ProjectionRunner {
     let at = await this.checkpoints(projections);
     let failure: unknown = null;
     while (at.size > 0 && !pass.halt?.()) {
+      // Embedded PGlite answers on this thread through promises alone: without a turn of the event loop
+      // between batches, a long catch-up would hold back everything else (a signal, a listen, requests).
+      if (pass.halt) await new Promise((resolve) => setImmediate(resolve));
+      if (pass.halt?.()) break;
       const next = new Map<Projection, Position>();
       const moved: Projection[] = [];
       for (const [from, group] of groupByPosition(at)) {
