@@ -72,12 +72,15 @@ export async function closeHttp(app: FastifyInstance, drain: Drain, options: Htt
 
 /** How long the ledger's queued commands and the projections get to catch up at shutdown. */
 export const FLUSH_MS = 10_000;
+/** What the projections get even when the calls used the whole grace: enough to apply what this process
+ * has just written (the ended calls' settlements), not a long lag. */
+export const FLUSH_FLOOR_MS = 2_000;
 
 /**
  * After the last call: the ledger appends what it has queued (the settlements of the calls that
  * just ended among them), and the projections apply the log towards its head, so that what this
  * process wrote is in the read models when it exits. The projections get what is left of the grace
- * (`deadline`, at most FLUSH_MS) and stop between batches when it is over, however far behind the
+ * (`deadline`; at least FLUSH_FLOOR_MS, at most FLUSH_MS) and stop between batches then, however far behind the
  * log they are: each batch's checkpoint is committed with its rows, and the next start goes on from
  * there. Failures are logged, not thrown: a hold whose settlement was lost is released by a sweeper.
  */
@@ -87,8 +90,8 @@ export async function flushLedger(ledger: Ledger, runner: ProjectionRunner, log:
   await runner.stop();
   // PROJECTIONS=external: the worker applies what this process appended, whether this process waits or not.
   if (!runner.applies) return;
-  const budget = Math.max(0, Math.min(flushMs, deadline - Date.now()));
-  const flushed = runner.catchUpToHead(budget).then(
+  const budget = Math.min(flushMs, Math.max(FLUSH_FLOOR_MS, deadline - Date.now()));
+  const flushed = runner.catchUpToHead(budget, true).then(
     () => null,
     (error: unknown) => error,
   );

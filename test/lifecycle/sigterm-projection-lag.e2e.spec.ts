@@ -56,8 +56,9 @@ describe('SIGTERM while the projections are far behind the log', () => {
     const exit = await gw.terminate('SIGTERM');
     const tookMs = performance.now() - sent;
     expect(exit.code, gw.output).toBe(0);
-    // The grace, and a second and a half for what a shutdown does besides (the batch or page in hand, closing storage, the log).
-    expect(tookMs).toBeLessThan(GRACE_S * 1000 + 1500);
+    // The grace, and what a shutdown does besides (the batch or page in hand, closing storage, the log) on a
+    // busy machine. (Before, the shutdown caught up with the whole log first: 5.4 s here on an idle Postgres.)
+    expect(tookMs).toBeLessThan(GRACE_S * 1000 + 2500);
 
     // Stopped, not finished: still behind the log, from a durable checkpoint.
     const after = await progress();

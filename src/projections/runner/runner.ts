@@ -307,15 +307,16 @@ export class ProjectionRunner {
   }
 
   /** Catches up until every projection has applied the log's current head, waiting for
-   * events that older in-flight transactions still hide (operator commands, tests). */
-  async catchUpToHead(timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+   * events that older in-flight transactions still hide (operator commands, tests). A catch-up under
+   * way runs to its end unless `stopAtDeadline` (the shutdown's): then it stops between batches once
+   * `timeoutMs` is over, however far behind the log it is. */
+  async catchUpToHead(timeoutMs = 30_000, stopAtDeadline = false): Promise<void> {
     // Commands this process has queued but not appended yet (settlements after an answer) belong to the head.
     await this.pendingAppends();
     const head = await this.store.headPosition();
+    const deadline = Date.now() + timeoutMs;
     for (;;) {
-      // Far behind the log, the catch-up stops between batches at the deadline instead of running to the head.
-      await this.catchUp(() => Date.now() > deadline);
+      await this.catchUp(stopAtDeadline ? () => Date.now() > deadline : undefined);
       if (this.reached(head)) return;
       if (Date.now() > deadline) throw new Error('projections did not reach the head of the log in time');
       await new Promise((r) => setTimeout(r, 20));
