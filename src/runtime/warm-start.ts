@@ -7,7 +7,9 @@ import { NotReady, type Check } from '../lifecycle/readiness';
  * later call takes one or two. A warm start pays that before the instance says it is ready: the
  * keys used most recently (the `key_activity` view) and their accounts' wallets are loaded into the
  * ledger's caches, WARM_START_KEYS of them at most, within WARM_START_BUDGET_S. What is not loaded
- * by then is loaded by its first call, as before; a failure only ends the warm start early.
+ * by then is loaded by its first call, as before; a failure only ends the warm start early. The snapshot
+ * backfill's time (long histories without a snapshot, src/commands/snapshot/backfill.ts) counts in the
+ * same budget: ready once those are loaded too, or at the budget while the backfill goes on.
  */
 export interface WarmStartOptions {
   /** How many of the most recently used keys (0: no warm start). */
