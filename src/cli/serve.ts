@@ -95,11 +95,10 @@ export async function serve(settings: Settings) {
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
   // Printed once the signals are handled: a supervisor that signals as soon as it reads this gets a graceful shutdown.
-  const where = settings.databaseUrl ? 'Postgres (DATABASE_URL)' : `embedded PGlite in ${settings.dataDir}`;
   process.stdout.write(
     [
       `gateway listening on http://${settings.host}:${settings.port}`,
-      `storage: ${where}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
+      `storage: ${gateway.storage.description}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
       adminTokenLine(settings, token),
       `web console: http://${settings.host}:${settings.port}/console/ (sign-in link: npx gateway accounts login-link ACCOUNT_ID)`,
       ...(simulator.line ? [simulator.line] : []),

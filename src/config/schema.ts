@@ -186,7 +186,11 @@ export const ModelSchema = z
     context_window: z.number().int().positive().optional(),
     capabilities: z.array(z.enum(CAPABILITIES)).default([]),
     price: PriceSchema.default({}),
+    /** Cache writes times the input price: 5-minute writes, and every write a protocol reports without its lifetime. */
     cache_write_multiplier: UsdString.optional(),
+    /** 1-hour cache writes (Anthropic's `ephemeral_1h_input_tokens`) times the input price. Absent: 2 when
+     * `cache_write_multiplier` is set (the vendor's price), else the same as 5-minute writes. */
+    cache_write_1h_multiplier: UsdString.optional(),
     long_context: z.object({ threshold_tokens: z.number().int().positive(), multiplier: UsdString }).strict().optional(),
     discount: DiscountSchema.optional(),
     fixed_grid: z.number().int().positive().optional(),

@@ -10,6 +10,7 @@ import type { ObjectStore } from '../objects/store';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { Enterprises } from '../commands/enterprise/service';
 import { agentKeyGate } from '../http/agents/gate';
+import { SessionPins } from '../channels/session-pins';
 import type { ProjectionRunner } from '../projections/runner/runner';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { metricsPlugin } from '../metrics/http';
@@ -217,6 +218,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const router = new Router(deps.registry.config, Math.random, deps.channelHealth?.board ?? new ChannelBoard(healthPolicyOf(deps.registry.config.channel_health)));
   // A reloaded config (POST /admin/v1/config/reload, SIGHUP) is routed from the next call on.
   deps.registry.onReplace((config) => router.replace(config));
+  // Conversations stay on the channel that served them while it is usable (src/channels/session-pins.ts).
+  const pins = new SessionPins({ onOutcome: (outcome) => deps.metrics.sessionPinned(outcome) });
   const knowledgeRead = { queries: deps.knowledgeQueries, objects: deps.objects, publicBaseUrl: deps.publicBaseUrl, now };
   await app.register(
     chatRoutes({
@@ -225,6 +228,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       router,
       timeoutMs: deps.chatTimeoutMs ?? CHAT_TIMEOUT_MS,
       now,
+      pins,
     }, { enterprises: deps.enterprises, knowledge: deps.knowledgeQueries, registry: deps.registry, router }),
   );
   await app.register(

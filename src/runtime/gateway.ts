@@ -142,7 +142,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       )
     : null;
   const registry = new ModelRegistry(config);
-  const storage = await openStorage(settings, overrides.sql);
+  // Before the app's logger exists: a fallback of the embedded database is said on stderr.
+  const storage = await openStorage(settings, overrides.sql, (message) => process.stderr.write(`${message}\n`));
   const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
   // Made first: the store's appends are timed, and the app counts every route. Its scrape-time
   // reads are of parts made below (they run once the gateway serves).

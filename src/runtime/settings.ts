@@ -41,6 +41,10 @@ export interface Settings {
   /** UPLOAD_SPOOL_LIMIT_MB: the most disk the files of multipart image edits in flight may take
    * (DATA_DIR/uploads; default 1024), one account at most half of it. */
   readonly uploadSpoolLimitMb: number;
+  /** EMBEDDED_DATABASE: without DATABASE_URL, `postgres` (a server of the gateway's own under DATA_DIR,
+   * refusing to start where it cannot run), `pglite` (in this process), or unset: the server where it
+   * can run, else PGlite (src/runtime/storage.ts, openEmbeddedDatabase). */
+  readonly embeddedDatabase: 'postgres' | 'pglite' | undefined;
   /** PGLITE_SHARED_BUFFERS_MB: the embedded database's buffer pool (default 32); unused with DATABASE_URL. */
   readonly pgliteSharedBuffersMb: number;
   /** PROJECTIONS: `in-process` (default), this process applies the log to the read models; `external`,
@@ -97,6 +101,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     },
     taskPollIntervalMs: pollIntervalOf(blank(env.TASK_POLL_INTERVAL_MS)),
     uploadSpoolLimitMb: uploadSpoolLimitOf(blank(env.UPLOAD_SPOOL_LIMIT_MB)),
+    embeddedDatabase: embeddedDatabaseOf(blank(env.EMBEDDED_DATABASE)),
     pgliteSharedBuffersMb: sharedBuffersOf(blank(env.PGLITE_SHARED_BUFFERS_MB)),
     projections: projectionsOf(blank(env.PROJECTIONS), blank(env.DATABASE_URL)),
     env,
@@ -118,6 +123,11 @@ function projectionsOf(value: string | undefined, databaseUrl: string | undefine
   // The embedded database is this process's alone (DATA_DIR is locked): no worker could open it.
   if (databaseUrl === undefined) throw new SettingError('PROJECTIONS=external needs DATABASE_URL: the embedded database cannot be shared with a projection worker');
   return value;
+}
+
+function embeddedDatabaseOf(value: string | undefined): Settings['embeddedDatabase'] {
+  if (value === undefined || value === 'postgres' || value === 'pglite') return value;
+  throw new SettingError(`EMBEDDED_DATABASE must be "postgres" or "pglite", not "${value}"`);
 }
 
 /** LEDGER_CALL_COMMIT; unset, the ledger picks by event store (defaultCallCommit). */

@@ -79,6 +79,8 @@ const LogRow = z.object({
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),
   cached_tokens: z.number().int(),
+  cache_write_tokens: z.number().int().describe('Input tokens written to the prompt cache (part of input_tokens).'),
+  cache_write_1h_tokens: z.number().int().describe('The part of cache_write_tokens written for 1 hour; the rest lived 5 minutes.'),
   unit_count: z.number().nullable(),
   unit_type: z.string().nullable(),
   cost_usd: Usd,
