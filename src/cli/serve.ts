@@ -66,16 +66,6 @@ export async function serve(settings: Settings) {
   const simulator = await startDemoSimulator(settings);
   const gateway = await createGateway(settings, { logger });
   await gateway.app.listen({ port: settings.port, host: settings.host });
-  process.stdout.write(
-    [
-      `gateway listening on http://${settings.host}:${settings.port}`,
-      `storage: ${gateway.storage.description}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
-      adminTokenLine(settings, token),
-      `web console: http://${settings.host}:${settings.port}/console/ (sign-in link: npx gateway accounts login-link ACCOUNT_ID)`,
-      ...(simulator.line ? [simulator.line] : []),
-      '',
-    ].join('\n'),
-  );
   // SIGTERM or SIGINT: a graceful shutdown (Gateway.close), then exit 0. A second signal ends the
   // grace at once (the calls in flight are ended and settled); a third exits without waiting.
   let signals = 0;
@@ -105,6 +95,17 @@ export async function serve(settings: Settings) {
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+  // Printed once the signals are handled: a supervisor that signals as soon as it reads this gets a graceful shutdown.
+  process.stdout.write(
+    [
+      `gateway listening on http://${settings.host}:${settings.port}`,
+      `storage: ${gateway.storage.description}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
+      adminTokenLine(settings, token),
+      `web console: http://${settings.host}:${settings.port}/console/ (sign-in link: npx gateway accounts login-link ACCOUNT_ID)`,
+      ...(simulator.line ? [simulator.line] : []),
+      '',
+    ].join('\n'),
+  );
   // SIGHUP: the config file is read again, validated whole and applied; a bad file is refused and logged.
   process.on('SIGHUP', () => {
     gateway.reloadConfig('sighup').then(

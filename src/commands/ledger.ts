@@ -16,6 +16,7 @@ import type { EventStore, Position } from '../events/store/port';
 import { generateApiKey } from '../secrets/api-key';
 import type { KeyVault } from '../secrets/key-vault';
 import { stateVersion } from './snapshot/codec';
+import type { SnapshottedKind } from './snapshot/backfill';
 import type { SnapshotStore } from './snapshot/store';
 import type { DomainError } from './decision';
 import { CommandHandler, type Handled } from './handle-command';
@@ -129,6 +130,9 @@ export class Ledger {
   readonly keys: CommandHandler<KeyCommand, KeyState, KeyEvent>;
   readonly idempotentCalls: CommandHandler<IdempotentCallCommand, IdempotentCallState, IdempotentCallEvent>;
 
+  /** The aggregates whose streams are snapshotted, for the snapshot backfill (src/commands/snapshot/backfill.ts). */
+  readonly snapshotted: readonly SnapshottedKind[];
+
   private readonly now: () => number;
   private readonly callsDurable: boolean;
   private readonly refusals: RefusalBudget;
@@ -151,8 +155,18 @@ export class Ledger {
             onError: (error, streamId) => this.warn({ streamId, error: String(error) }, 'snapshot not used'),
           }
         : null;
-    this.wallets = new CommandHandler(store, walletDecider, undefined, snapshotting('wallet', WALLET_SNAPSHOT_VERSION, walletDecider.initialState));
-    this.keys = new CommandHandler(store, keyDecider, undefined, snapshotting('key', KEY_SNAPSHOT_VERSION, keyDecider.initialState));
+    const walletSnapshots = snapshotting('wallet', WALLET_SNAPSHOT_VERSION, walletDecider.initialState);
+    const keySnapshots = snapshotting('key', KEY_SNAPSHOT_VERSION, keyDecider.initialState);
+    this.wallets = new CommandHandler(store, walletDecider, undefined, walletSnapshots);
+    this.keys = new CommandHandler(store, keyDecider, undefined, keySnapshots);
+    // Loaded through their handlers' lanes: a call that comes meanwhile waits for that fold, not for one of its own.
+    this.snapshotted =
+      walletSnapshots && keySnapshots
+        ? [
+            { prefix: walletStream(''), version: walletSnapshots.version, every: walletSnapshots.every, load: (streamId) => this.wallets.load(streamId).then(() => this.wallets.snapshotsSaved()) },
+            { prefix: keyStream(''), version: keySnapshots.version, every: keySnapshots.every, load: (streamId) => this.keys.load(streamId).then(() => this.keys.snapshotsSaved()) },
+          ]
+        : [];
     this.idempotentCalls = new CommandHandler(store, idempotentCallDecider);
     this.refusals = new RefusalBudget(options.refusalsPerMinute !== undefined ? { perMinute: options.refusalsPerMinute } : {});
   }
@@ -192,6 +206,12 @@ export class Ledger {
   /** Resolves once every queued wallet and key command has been appended. */
   async idle(): Promise<void> {
     await Promise.all([this.wallets.idle(), this.keys.idle(), this.idempotentCalls.idle()]);
+  }
+
+  /** At shutdown, once the calls are done: a stream being folded from far back (the snapshot backfill's)
+   * stops at its next page, so that idle() does not wait for a fold nobody needs any more. */
+  stopLongReads(): void {
+    for (const handler of [this.wallets, this.keys, this.idempotentCalls]) handler.stopLongReads();
   }
 
   private wallet$(accountId: string, command: WalletCommand, commandId?: string, actor?: string) {

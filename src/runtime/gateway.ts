@@ -48,6 +48,7 @@ import { ChannelProbes, probeChannel } from '../channels/probe';
 import { readyzRoute } from '../http/plugins/lifecycle';
 import { Readiness, type ReadinessOptions } from '../lifecycle/readiness';
 import { closeHttp, flushLedger } from '../lifecycle/shutdown';
+import { SnapshotBackfill } from '../commands/snapshot/backfill';
 
 import { configReload } from './config-reload';
 import { openStorage, type Storage } from './storage';
@@ -339,8 +340,15 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await app.register(readyzRoute(readiness));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   await workflows.start();
-  // Not awaited: /readyz says warm_start is failing until it has ended (within its budget).
-  const warmed = warmStart.run(() => recentKeys(storage.sql, settings.warmStart.keys), ledger).then((outcome) => {
+  // Long histories without a usable snapshot (a restore, an import, a new state shape) are folded and
+  // snapshotted now, in the background, so that their first call does not fold them (src/commands/snapshot/backfill.ts).
+  const backfill = new SnapshotBackfill(storage.sql, storage.store, ledger.snapshotted);
+  const backfilled = backfill.run().then((outcome) => {
+    if (outcome.found > 0 || outcome.cut !== null) app.log.info({ ...outcome }, outcome.cut === null ? 'snapshot backfill: long streams without a snapshot loaded and snapshotted' : 'snapshot backfill: ended early; the rest are snapshotted at their first load');
+    return outcome;
+  });
+  // Not awaited: /readyz says warm_start is failing until it has ended (within its budget), the backfill's time included.
+  const warmed = warmStart.run(() => recentKeys(storage.sql, settings.warmStart.keys), ledger, backfilled).then((outcome) => {
     app.log.info({ ...outcome }, outcome.cut === null ? 'warm start: recently used keys and wallets loaded' : 'warm start: ended early; the rest load at their first call');
     return outcome;
   });
@@ -378,14 +386,18 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         return closing;
       }
       closing = (async () => {
+        // What the projections' catch-up may use of the grace: the process exits within it, whatever their lag.
+        const deadline = Date.now() + settings.shutdownGraceS * 1000;
+        backfill.stop();
         stopChores();
         await closeHttp(app, drain, { graceMs: settings.shutdownGraceS * 1000, hurry: hurried, log: app.log });
-        // The gateway's own task runs get the same grace; past it they are failed and refunded.
-        await workflows.close(settings.shutdownGraceS * 1000);
+        // The gateway's own task runs get what is left of the grace; past it they are failed and refunded.
+        await workflows.close(Math.max(0, deadline - Date.now()));
         await tasks.idle();
         await probes.stop();
         await channelAudit.idle();
-        await flushLedger(ledger, runner, app.log);
+        ledger.stopLongReads();
+        await flushLedger(ledger, runner, app.log, undefined, deadline);
         await ownLimiter?.close();
         holders.close();
         await storage.close();
