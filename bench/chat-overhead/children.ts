@@ -26,9 +26,11 @@ export class Children {
     private readonly logDir: string,
   ) {}
 
-  /** Spawns `taskset -c core <args>` and resolves once its stdout matches `ready` (90 s at most). */
-  async start(name: string, core: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
-    const child = spawn('taskset', ['-c', core, ...args], { cwd: this.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  /** Spawns `taskset -c core <args>` (`core` null: `<args>` unpinned, for machines without taskset) and
+   * resolves once its stdout matches `ready` (90 s at most). */
+  async start(name: string, core: string | null, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
+    const [command, ...rest] = core === null ? args : ['taskset', '-c', core, ...args];
+    const child = spawn(command!, rest, { cwd: this.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.running.add(child);
     child.on('exit', () => this.running.delete(child));
     const logPath = join(this.logDir, `${name}.log`);
@@ -104,4 +106,15 @@ export function gatewayEnv(settings: {
 export function npmStartFlags(root: string): string[] {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
   return pkg.scripts.start.split(/\s+/).filter((word) => word.startsWith('--'));
+}
+
+/** The upstream a benchmark's targets call: the bundled simulator (`simulator.ts`) or the fixed `node:http`
+ * mock of issue 35's independent run (`fixed-upstream.ts`). */
+export type UpstreamKind = 'simulator' | 'fixed';
+export async function startUpstream(children: Children, kind: UpstreamKind, core: string | null): Promise<{ child: ChildProcess; url: string }> {
+  if (kind !== 'simulator' && kind !== 'fixed') throw new Error(`--upstream is simulator or fixed, not ${String(kind)}`);
+  const port = await freePort();
+  const script = kind === 'fixed' ? 'bench/chat-overhead/fixed-upstream.ts' : 'bench/chat-overhead/simulator.ts';
+  const child = await children.start(kind === 'fixed' ? 'fixed-upstream' : 'simulator', core, [process.execPath, '--import', 'tsx', script, '--port', String(port)], process.env, /listening on/);
+  return { child, url: `http://127.0.0.1:${port}` };
 }

@@ -5,7 +5,9 @@
  *   been read to the end (autocannon's model).
  * - openLoop: a steady request rate, independent of the answers (autocannon's --overallRate);
  *   latency is measured from the moment a request was scheduled, so a gateway that falls behind
- *   shows it in the numbers instead of silently slowing the generator (no coordinated omission).
+ *   shows it in the numbers instead of silently slowing the generator (no coordinated omission);
+ *   a request not answered to the end within a time-out of its scheduled time is abandoned and
+ *   counted as a time-out, so a gateway that stalls cannot hold the run open.
  *
  * Every answer is read to the end. For streams the time to the first body byte (the first SSE
  * frame) and the total time are recorded, and a stream that does not end with `data: [DONE]`
@@ -30,6 +32,7 @@ export interface Stats {
   readonly p50: number;
   readonly p90: number;
   readonly p99: number;
+  readonly p999: number;
   readonly max: number;
 }
 
@@ -37,6 +40,8 @@ export interface RunResult {
   readonly requests: number;
   readonly ok: number;
   readonly errors: number;
+  /** of the errors, requests abandoned at the open loop's time-out */
+  readonly timeouts: number;
   readonly statuses: Record<string, number>;
   /** first few error descriptions */
   readonly errorSamples: string[];
@@ -53,11 +58,11 @@ export interface RunResult {
 export function stats(values: Float64Array | number[]): Stats {
   const sorted = Float64Array.from(values).sort();
   const n = sorted.length;
-  if (n === 0) return { count: 0, mean: NaN, p50: NaN, p90: NaN, p99: NaN, max: NaN };
+  if (n === 0) return { count: 0, mean: NaN, p50: NaN, p90: NaN, p99: NaN, p999: NaN, max: NaN };
   const at = (q: number) => sorted[Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1))]!;
   let sum = 0;
   for (const v of sorted) sum += v;
-  return { count: n, mean: sum / n, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[n - 1]! };
+  return { count: n, mean: sum / n, p50: at(0.5), p90: at(0.9), p99: at(0.99), p999: at(0.999), max: sorted[n - 1]! };
 }
 
 class Recorder {
@@ -68,6 +73,7 @@ class Recorder {
   readonly errorSamples: string[] = [];
   ok = 0;
   errors = 0;
+  timeouts = 0;
 
   fail(what: string) {
     this.errors += 1;
@@ -78,10 +84,10 @@ class Recorder {
 
 const DONE = 'data: [DONE]';
 
-/** One request, read to the end; `t0` is when it counts as started. */
-async function once(pool: Pool, target: Target, headers: Record<string, string>, rec: Recorder, t0: number, record: boolean): Promise<void> {
+/** One request, read to the end; `t0` is when it counts as started; `signal` abandons it (a time-out). */
+async function once(pool: Pool, target: Target, headers: Record<string, string>, rec: Recorder, t0: number, record: boolean, signal?: AbortSignal): Promise<void> {
   try {
-    const res = await pool.request({ method: 'POST', path: target.path, headers, body: target.body });
+    const res = await pool.request({ method: 'POST', path: target.path, headers, body: target.body, signal });
     let first = -1;
     let tail = '';
     let size = 0;
@@ -101,7 +107,12 @@ async function once(pool: Pool, target: Target, headers: Record<string, string>,
     rec.latency.push(end - t0);
     rec.ttfb.push((first < 0 ? end : first) - t0);
   } catch (error) {
-    if (record) rec.fail(`${(error as { code?: string }).code ?? ''} ${(error as Error).message}`.trim());
+    if (!record) return;
+    if (signal?.aborted) {
+      rec.timeouts += 1;
+      return rec.fail('time-out');
+    }
+    rec.fail(`${(error as { code?: string }).code ?? ''} ${(error as Error).message}`.trim());
   }
 }
 
@@ -110,6 +121,7 @@ function result(rec: Recorder, seconds: number, withLag: boolean): RunResult {
     requests: rec.ok + rec.errors,
     ok: rec.ok,
     errors: rec.errors,
+    timeouts: rec.timeouts,
     statuses: rec.statuses,
     errorSamples: rec.errorSamples,
     seconds,
@@ -141,9 +153,10 @@ export async function closedLoop(target: Target, connections: number, durationMs
 
 /**
  * `rate` requests per second for `durationMs`, on up to `maxConnections` connections (a request
- * that finds every connection busy waits in undici's queue, and that wait is part of its latency).
+ * that finds every connection busy waits in undici's queue, and that wait is part of its latency);
+ * a request still unanswered `timeoutMs` after its scheduled time is abandoned as a time-out.
  */
-export async function openLoop(target: Target, rate: number, durationMs: number, maxConnections = 256, record = true): Promise<RunResult> {
+export async function openLoop(target: Target, rate: number, durationMs: number, maxConnections = 256, record = true, timeoutMs = 10_000): Promise<RunResult> {
   const pool = new Pool(target.origin, { connections: maxConnections, pipelining: 1, keepAliveTimeout: 60_000 });
   const rec = new Recorder();
   const total = Math.round((rate * durationMs) / 1000);
@@ -157,7 +170,7 @@ export async function openLoop(target: Target, rate: number, durationMs: number,
       while (sent < total && start + sent * interval <= now) {
         const scheduled = start + sent * interval;
         if (record) rec.lag.push(performance.now() - scheduled);
-        const p = once(pool, target, target.headers(sent), rec, scheduled, record);
+        const p = once(pool, target, target.headers(sent), rec, scheduled, record, AbortSignal.timeout(Math.max(1, Math.round(scheduled + timeoutMs - now))));
         inflight.add(p);
         void p.finally(() => inflight.delete(p));
         sent += 1;

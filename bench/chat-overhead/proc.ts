@@ -53,3 +53,36 @@ export function memMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;
 }
+
+/**
+ * A process tree: the process and every live descendant, each with its CPU ms including the children it has
+ * reaped (`cutime`, `cstime`): a Postgres server, whose backends come and go (an exited one is in the
+ * postmaster's). Its sum is the tree's CPU so far.
+ */
+export function processTree(root: number): Array<{ pid: number; cpuMs: number }> {
+  const children = new Map<number, number[]>();
+  const spent = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const pid = Number(entry);
+      const parent = Number(f[1]);
+      children.set(parent, [...(children.get(parent) ?? []), pid]);
+      spent.set(pid, (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_MS);
+    } catch {
+      /* ended */
+    }
+  }
+  const tree: Array<{ pid: number; cpuMs: number }> = [];
+  const stack = [root];
+  while (stack.length > 0) {
+    const pid = stack.pop()!;
+    if (spent.has(pid)) tree.push({ pid, cpuMs: spent.get(pid)! });
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return tree;
+}
+
+export const treeCpuMs = (root: number) => processTree(root).reduce((sum, p) => sum + p.cpuMs, 0);

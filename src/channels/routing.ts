@@ -34,7 +34,18 @@ function weightedOrder<T extends { channel: ChannelConfig }>(items: T[], random:
 export interface RouteSource {
   hasRoute(modelId: string, protocol: ChatProtocol | string): boolean;
   configured(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean): boolean;
-  routes(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean): Route[];
+  /** `prefer`: a channel put first among those of its priority when it is usable (a session's pin). */
+  routes(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean, prefer?: string): Route[];
+}
+
+/** The same source with `prefer` given to every `routes` (src/channels/session-pins.ts); null: the source itself. */
+export function preferring(source: RouteSource, channelId: string | null): RouteSource {
+  if (channelId === null) return source;
+  return {
+    hasRoute: (modelId, protocol) => source.hasRoute(modelId, protocol),
+    configured: (modelId, protocol, accept) => source.configured(modelId, protocol, accept),
+    routes: (modelId, protocol, accept) => source.routes(modelId, protocol, accept, channelId),
+  };
 }
 
 /** The channels to try for a model on a protocol: lower priority first, equal
@@ -84,7 +95,7 @@ export class Router implements RouteSource {
     return {
       hasRoute: (modelId, protocol) => this.configured(modelId, protocol, only()),
       configured: (modelId, protocol, accept) => this.configured(modelId, protocol, only(accept)),
-      routes: (modelId, protocol, accept) => this.routes(modelId, protocol, only(accept)),
+      routes: (modelId, protocol, accept, prefer) => this.routes(modelId, protocol, only(accept), prefer),
     };
   }
 
@@ -93,12 +104,15 @@ export class Router implements RouteSource {
     return (this.byKey.get(`${protocol}\n${modelId}`) ?? []).some((group) => group.some((r) => accept?.(r.channel) ?? true));
   }
 
-  /** `accept` keeps only some channels (before the cut to three). */
-  routes(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean): Route[] {
+  /** `accept` keeps only some channels (before the cut to three); `prefer` goes first among the usable
+   * channels of its priority, never before a lower priority nor past a channel's health or `accept`. */
+  routes(modelId: string, protocol: ChatProtocol | string, accept?: (channel: ChannelConfig) => boolean, prefer?: string): Route[] {
     const ordered: Route[] = [];
     for (const group of this.byKey.get(`${protocol}\n${modelId}`) ?? []) {
       const candidates = group.filter((r) => this.board.usable(r.channel.id) && (accept?.(r.channel) ?? true));
-      if (candidates.length === 1) ordered.push(candidates[0]!);
+      const preferred = prefer === undefined ? -1 : candidates.findIndex((r) => r.channel.id === prefer);
+      if (preferred >= 0) ordered.push(candidates[preferred]!, ...weightedOrder(candidates.filter((_, i) => i !== preferred), this.random));
+      else if (candidates.length === 1) ordered.push(candidates[0]!);
       else if (candidates.length > 1) ordered.push(...weightedOrder(candidates, this.random));
       if (ordered.length >= MAX_CHANNELS_PER_REQUEST) break;
     }

@@ -8,6 +8,10 @@ import type { Options } from './options';
 import { UsageError } from './usage';
 
 const ACCOUNT_COLUMNS: Column[] = [['id', 'id'], ['name', 'name'], ['status', 'status'], ['balance_usd', 'balance_usd'], ['available_usd', 'available_usd'], ['group', 'group'], ['created_at', 'created_at']];
+const SIGNUP_COLUMNS: Column[] = [
+  ['account_id', 'account_id'], ['email', 'email'], ['name', 'name'], ['status', 'status'], ['verified_at', 'verified_at'], ['trial_granted', 'trial_granted'],
+  ['signup_ip', 'signup_ip'], ['created_at', 'created_at'],
+];
 const KEY_COLUMNS: Column[] = [
   ['id', 'id'], ['name', 'name'], ['prefix', 'prefix'], ['status', 'status'], ['models', 'allowed_models'], ['spend_cap_usd', 'spend_cap_usd'],
   ['used_usd', 'used_usd'], ['group', 'group'], ['expires_at', 'expires_at'], ['last_used_at', 'last_used_at'],
@@ -90,6 +94,8 @@ export async function runAdminCommand(cli: Client, group: string, action: string
       return done(admin(cli, 'POST', `/accounts/${need(rest[0], 'ID')}/reactivate`, {}));
     case 'accounts login-link':
       return done(loginLink(cli, need(rest[0], 'ID')));
+    case 'accounts signups':
+      return done(adminList(cli, '/signups', SIGNUP_COLUMNS));
     case 'accounts ledger':
       return done(admin(cli, 'GET', `/accounts/${need(rest[0], 'ID')}/ledger`));
     case 'keys create':

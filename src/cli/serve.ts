@@ -3,6 +3,7 @@
 import pino from 'pino';
 import { startSimulator } from '../simulator';
 import { requestSerializers } from '../runtime/app';
+import { LOG_REDACT } from '../metrics/redact';
 import { createGateway } from '../runtime/gateway';
 import { adminTokenOf, type Settings } from '../runtime/settings';
 
@@ -52,7 +53,7 @@ const LOG_FLUSH_MS = 250;
 
 export async function serve(settings: Settings) {
   const destination = logDestination();
-  const logger = pino({ level: settings.logLevel, serializers: requestSerializers }, destination);
+  const logger = pino({ level: settings.logLevel, serializers: requestSerializers, redact: LOG_REDACT }, destination);
   // The log's last batch written before the process exits (the exit hook only writes what no write is carrying).
   // At most a second: a stdout nobody reads any more must not hold the exit.
   const logFlushed = () =>
@@ -65,17 +66,6 @@ export async function serve(settings: Settings) {
   const simulator = await startDemoSimulator(settings);
   const gateway = await createGateway(settings, { logger });
   await gateway.app.listen({ port: settings.port, host: settings.host });
-  const where = settings.databaseUrl ? 'Postgres (DATABASE_URL)' : `embedded PGlite in ${settings.dataDir}`;
-  process.stdout.write(
-    [
-      `gateway listening on http://${settings.host}:${settings.port}`,
-      `storage: ${where}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
-      adminTokenLine(settings, token),
-      `web console: http://${settings.host}:${settings.port}/console/ (sign-in link: npx gateway accounts login-link ACCOUNT_ID)`,
-      ...(simulator.line ? [simulator.line] : []),
-      '',
-    ].join('\n'),
-  );
   // SIGTERM or SIGINT: a graceful shutdown (Gateway.close), then exit 0. A second signal ends the
   // grace at once (the calls in flight are ended and settled); a third exits without waiting.
   let signals = 0;
@@ -105,6 +95,17 @@ export async function serve(settings: Settings) {
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+  // Printed once the signals are handled: a supervisor that signals as soon as it reads this gets a graceful shutdown.
+  process.stdout.write(
+    [
+      `gateway listening on http://${settings.host}:${settings.port}`,
+      `storage: ${gateway.storage.description}; events: ${settings.eventStoreUrl ? 'EventStoreDB (EVENTSTORE_URL)' : 'events table'}`,
+      adminTokenLine(settings, token),
+      `web console: http://${settings.host}:${settings.port}/console/ (sign-in link: npx gateway accounts login-link ACCOUNT_ID)`,
+      ...(simulator.line ? [simulator.line] : []),
+      '',
+    ].join('\n'),
+  );
   // SIGHUP: the config file is read again, validated whole and applied; a bad file is refused and logged.
   process.on('SIGHUP', () => {
     gateway.reloadConfig('sighup').then(

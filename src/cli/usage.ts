@@ -44,6 +44,8 @@ every command, and an error's JSON body on stderr:
   accounts reactivate ID
   accounts ledger ID
   accounts login-link ID                  a one-time sign-in link to the account's web console (/console/), 15 minutes
+  accounts signups [--json]               accounts their holders opened at /console/sign-up, newest first: address,
+                                          verified or not, trial credit granted or not (config key signup.enabled switches it)
   keys create ACCOUNT_ID --name NAME [--models a,b|none] [--expires-at UNIX] [--spend-cap USD] [--group GROUP] [--disabled]
   keys list ACCOUNT_ID [--json]
   keys update KEY_ID [--name NAME] [--models a,b|all|none] [--expires-at UNIX|never] [--spend-cap USD|none]

@@ -138,6 +138,16 @@ export class CommandHandler<C, S, E extends DomainEvent> {
     );
   }
 
+  /** Reads from far back stop at their next page from now on (StreamCache.stopLongReads). */
+  stopLongReads(): void {
+    this.streams.stopLongReads();
+  }
+
+  /** Resolves when the snapshots being taken now are written (the snapshot backfill waits for its own). */
+  snapshotsSaved(): Promise<void> {
+    return this.streams.saved();
+  }
+
   /** Resolves when no command or read is queued or running for any stream. */
   idle(): Promise<void> {
     return this.lanes.idle();

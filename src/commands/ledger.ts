@@ -16,6 +16,7 @@ import type { EventStore, Position } from '../events/store/port';
 import { generateApiKey } from '../secrets/api-key';
 import type { KeyVault } from '../secrets/key-vault';
 import { stateVersion } from './snapshot/codec';
+import type { SnapshottedKind } from './snapshot/backfill';
 import type { SnapshotStore } from './snapshot/store';
 import type { DomainError } from './decision';
 import { CommandHandler, type Handled } from './handle-command';
@@ -23,7 +24,7 @@ import { digestOfHold, idempotencyDigest, idempotentCallDecider, type Idempotent
 import { keyDecider, type KeyCommand, type KeyState } from './key/decider';
 import { RefusalBudget } from './refusal-budget';
 import type { Snapshotting } from './stream-cache';
-import { walletDecider, type AdjustmentCall, type WalletCommand } from './wallet/decider';
+import { SIGNUP_GRANT, walletDecider, type AdjustmentCall, type WalletCommand } from './wallet/decider';
 import { type WalletState } from './wallet/state';
 
 /** How the appends that meter calls (reserve, settle, release, rejected calls) commit.
@@ -80,6 +81,9 @@ export type Result<T> = ({ ok: true; position: Position | null } & T) | { ok: fa
 
 const unixNow = () => Math.floor(Date.now() / 1000);
 
+/** A new account's id (a sign-up claims its address under it before the account is opened). */
+export const newAccountId = () => `acct_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+
 function outcome<S, T>(handled: Handled<S>, value: (state: S) => T): Result<T> {
   if (!handled.ok) return { ok: false, error: handled.error };
   return { ok: true, position: handled.position, ...value(handled.state) };
@@ -126,6 +130,9 @@ export class Ledger {
   readonly keys: CommandHandler<KeyCommand, KeyState, KeyEvent>;
   readonly idempotentCalls: CommandHandler<IdempotentCallCommand, IdempotentCallState, IdempotentCallEvent>;
 
+  /** The aggregates whose streams are snapshotted, for the snapshot backfill (src/commands/snapshot/backfill.ts). */
+  readonly snapshotted: readonly SnapshottedKind[];
+
   private readonly now: () => number;
   private readonly callsDurable: boolean;
   private readonly refusals: RefusalBudget;
@@ -148,8 +155,18 @@ export class Ledger {
             onError: (error, streamId) => this.warn({ streamId, error: String(error) }, 'snapshot not used'),
           }
         : null;
-    this.wallets = new CommandHandler(store, walletDecider, undefined, snapshotting('wallet', WALLET_SNAPSHOT_VERSION, walletDecider.initialState));
-    this.keys = new CommandHandler(store, keyDecider, undefined, snapshotting('key', KEY_SNAPSHOT_VERSION, keyDecider.initialState));
+    const walletSnapshots = snapshotting('wallet', WALLET_SNAPSHOT_VERSION, walletDecider.initialState);
+    const keySnapshots = snapshotting('key', KEY_SNAPSHOT_VERSION, keyDecider.initialState);
+    this.wallets = new CommandHandler(store, walletDecider, undefined, walletSnapshots);
+    this.keys = new CommandHandler(store, keyDecider, undefined, keySnapshots);
+    // Loaded through their handlers' lanes: a call that comes meanwhile waits for that fold, not for one of its own.
+    this.snapshotted =
+      walletSnapshots && keySnapshots
+        ? [
+            { prefix: walletStream(''), version: walletSnapshots.version, every: walletSnapshots.every, load: (streamId) => this.wallets.load(streamId).then(() => this.wallets.snapshotsSaved()) },
+            { prefix: keyStream(''), version: keySnapshots.version, every: keySnapshots.every, load: (streamId) => this.keys.load(streamId).then(() => this.keys.snapshotsSaved()) },
+          ]
+        : [];
     this.idempotentCalls = new CommandHandler(store, idempotentCallDecider);
     this.refusals = new RefusalBudget(options.refusalsPerMinute !== undefined ? { perMinute: options.refusalsPerMinute } : {});
   }
@@ -191,6 +208,12 @@ export class Ledger {
     await Promise.all([this.wallets.idle(), this.keys.idle(), this.idempotentCalls.idle()]);
   }
 
+  /** At shutdown, once the calls are done: a stream being folded from far back (the snapshot backfill's)
+   * stops at its next page, so that idle() does not wait for a fold nobody needs any more. */
+  stopLongReads(): void {
+    for (const handler of [this.wallets, this.keys, this.idempotentCalls]) handler.stopLongReads();
+  }
+
   private wallet$(accountId: string, command: WalletCommand, commandId?: string, actor?: string) {
     return this.wallets.handle(walletStream(accountId), command, { ...(commandId ? { commandId } : {}), ...(actor ? { metadata: { actor } } : {}) });
   }
@@ -209,10 +232,15 @@ export class Ledger {
     return this.keys.handle(keyStream(keyId), command, actor ? { metadata: { actor } } : {});
   }
 
-  async openAccount(name: string, actor = 'admin', group: string | null = null): Promise<Result<{ accountId: string; state: WalletState }>> {
-    const accountId = `acct_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-    const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, group, now: this.now() }, `open:${accountId}`, actor);
+  /** `trialGrant`: granted with the opening (the admin API's: SIGNUP_GRANT), or null: none until grantTrial (a sign-up, once verified). */
+  async openAccount(name: string, actor = 'admin', group: string | null = null, trialGrant: bigint | null = SIGNUP_GRANT, accountId = newAccountId()): Promise<Result<{ accountId: string; state: WalletState }>> {
+    const handled = await this.wallet$(accountId, { type: 'OpenAccount', accountId, name, group, trialGrant, now: this.now() }, `open:${accountId}`, actor);
     return outcome(handled, (state) => ({ accountId, state }));
+  }
+
+  /** The trial credit, once per account: a repeat (or an account granted at its opening) grants nothing. */
+  async grantTrial(accountId: string, amount: bigint, actor = 'system') {
+    return outcome(await this.wallet$(accountId, { type: 'GrantTrialCredit', amount, now: this.now() }, undefined, actor), (state) => ({ state }));
   }
 
   /** Idempotent by `reference` within the account: a repeat with the same amount answers with the

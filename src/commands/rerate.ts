@@ -23,6 +23,8 @@ export interface BilledCall {
   readonly cachedTokens: number;
   /** Input tokens written to the cache (0 on rows from before they were recorded). */
   readonly cacheWriteTokens: number;
+  /** The part of them written for 1 hour (0 on rows from before lifetimes were recorded: all 5-minute, as billed). */
+  readonly cacheWrite1hTokens: number;
   readonly unitCount: number | null;
   /** The built-in tool fees part of the capture (kept as billed: a re-rate prices tokens and images). */
   readonly toolFee: bigint;
@@ -58,7 +60,7 @@ export function rerateable(model: ModelConfig): boolean {
 
 /**
  * What a call costs at `model`'s price, priced as it was billed: from the token classes its row
- * records (input, cached input, cache writes at the model's multiplier, output; long context and the
+ * records (input, cached input, cache writes at their lifetime's multiplier, output; long context and the
  * discount in force when the call was submitted as the config says) plus its built-in tool fees as
  * billed; an image call per image. Never above the bound its capture had: the hold for images, the
  * hold × CAPTURE_FACTOR for chat (src/upstream/capture.ts). At the prices in force, its cost.
@@ -75,6 +77,7 @@ export function costAt(model: ModelConfig, call: BilledCall, shared: readonly Sh
       promptTokens: call.inputTokens,
       cachedTokens: call.cachedTokens,
       cacheWriteTokens: call.cacheWriteTokens,
+      cacheWrite1hTokens: call.cacheWrite1hTokens,
       outputTokens: call.outputTokens,
       reasoningTokens: 0,
     },

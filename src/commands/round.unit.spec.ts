@@ -108,7 +108,7 @@ describe('a round of commands on one stream', () => {
 
   it('starts a stream that does not exist yet at revision 0', () => {
     const round = given([])
-      .when({ type: 'OpenAccount', accountId: ACCOUNT, name: 'Ada', now: NOW }, reserve('h1', usd('1')))
+      .when({ type: 'OpenAccount', accountId: ACCOUNT, name: 'Ada', trialGrant: SIGNUP_GRANT, now: NOW }, reserve('h1', usd('1')))
       .then([opened, [reserved('h1', usd('1'))]]);
     expect([round.revision, round.appends]).toEqual([2n, 3]);
   });

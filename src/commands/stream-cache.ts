@@ -50,6 +50,10 @@ export class StreamCache<S, E extends DomainEvent> {
   private readonly foreignWriteAt = new Map<string, number>();
   /** The revision of each cached stream's latest snapshot known to this process. */
   private readonly snapshotAt = new Map<string, bigint>();
+  /** Snapshots being written. */
+  private readonly saving = new Set<Promise<void>>();
+  /** Set at shutdown: a read that has more pages to go fails instead (stopLongReads). */
+  private stopping = false;
 
   constructor(
     private readonly store: EventStore,
@@ -192,13 +196,28 @@ export class StreamCache<S, E extends DomainEvent> {
   }
 
   /** `from` read forward to the end of the stream a page at a time: a long stream (read before
-   * its first snapshot) is never held in memory whole. */
+   * its first snapshot) is never held in memory whole. The next page is asked for before this one is
+   * folded, so the database reads it while this process decodes: a long fold takes about the longer
+   * of the two instead of their sum. */
   private async foldForward(streamId: string, from: Cached<S>): Promise<Cached<S>> {
     let loaded = from;
+    let next = this.store.readStream(streamId, { fromRevision: loaded.revision + 1n, maxCount: READ_PAGE });
     for (;;) {
-      const page = await this.store.readStream(streamId, { fromRevision: loaded.revision + 1n, maxCount: READ_PAGE });
-      loaded = this.fold(loaded, page);
-      if (page.length < READ_PAGE) return loaded;
+      const page = await next;
+      const full = page.length === READ_PAGE;
+      if (full && this.stopping) throw new Error(`the read of ${streamId} was stopped: the process is shutting down`);
+      if (full) next = this.store.readStream(streamId, { fromRevision: page[page.length - 1]!.revision + 1n, maxCount: READ_PAGE });
+      try {
+        loaded = this.fold(loaded, page);
+      } catch (error) {
+        // The page asked for ahead is not awaited any more: its failure, if any, is not this read's.
+        if (full) next.catch(() => {});
+        throw error;
+      }
+      if (!full) return loaded;
+      // A turn of the event loop between pages: embedded PGlite answers through promises alone, and a long
+      // fold (the snapshot backfill's) must not hold back the requests and signals of everyone else.
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
@@ -217,10 +236,25 @@ export class StreamCache<S, E extends DomainEvent> {
       onError?.(error, streamId);
       return;
     }
-    store.save(streamId, { revision: loaded.revision, eventId: loaded.lastId, version, state }).catch((error: unknown) => {
-      if (this.snapshotAt.get(streamId) === loaded.revision) this.snapshotAt.delete(streamId);
-      onError?.(error, streamId);
-    });
+    const saved = store
+      .save(streamId, { revision: loaded.revision, eventId: loaded.lastId, version, state })
+      .catch((error: unknown) => {
+        if (this.snapshotAt.get(streamId) === loaded.revision) this.snapshotAt.delete(streamId);
+        onError?.(error, streamId);
+      })
+      .finally(() => this.saving.delete(saved));
+    this.saving.add(saved);
+  }
+
+  /** From now on a read that has more than a page left fails at its next page: a shutdown does not wait
+   * for a long fold (a stream without a snapshot, being loaded by the snapshot backfill). */
+  stopLongReads(): void {
+    this.stopping = true;
+  }
+
+  /** Resolves when the snapshots being written now are written (or failed, which onError was told). */
+  async saved(): Promise<void> {
+    await Promise.all(this.saving);
   }
 
   private fold(from: Cached<S>, events: readonly RecordedEvent[]): Cached<S> {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseConfig } from './load';
 import { ModelRegistry } from './registry';
+import { SIGNUP_DEFAULTS } from './schema';
 
 describe('config', () => {
   it('expands ${VAR} and ${VAR:-default} in values, and refuses an unset ${VAR}', () => {
@@ -45,5 +46,13 @@ models:
     expect(() => parseConfig('presets: {voices: [], music: []}', {})).toThrow(ConfigError);
     expect(() => parseConfig('presets: {voices: [{id: alloy}]}', {})).toThrow(/presets\.voices\.0\.name/);
     expect(() => parseConfig('presets: {avatars: [{id: a, name: A}, {id: a, name: B}]}', {})).toThrow(/duplicate preset id a/);
+  });
+
+  it("keeps sign-up off by default, with the spec's 40.44 and verification required, and refuses a grant of 0", () => {
+    expect(parseConfig('channels: []\nmodels: []\n').signup).toBeUndefined();
+    expect(SIGNUP_DEFAULTS).toEqual({ enabled: false, grant_usd: '40.44', require_email_verification: true, per_ip_per_hour: 5, per_email_per_hour: 3 });
+    expect(parseConfig('signup: {enabled: true}\n').signup).toEqual({ ...SIGNUP_DEFAULTS, enabled: true });
+    expect(() => parseConfig('signup: {enabled: true, grant_usd: "0.00"}\n')).toThrow(/signup.grant_usd: the trial grant must be above 0/);
+    expect(loadConfig(undefined).config.signup?.enabled).toBe(true);
   });
 });

@@ -186,7 +186,11 @@ export const ModelSchema = z
     context_window: z.number().int().positive().optional(),
     capabilities: z.array(z.enum(CAPABILITIES)).default([]),
     price: PriceSchema.default({}),
+    /** Cache writes times the input price: 5-minute writes, and every write a protocol reports without its lifetime. */
     cache_write_multiplier: UsdString.optional(),
+    /** 1-hour cache writes (Anthropic's `ephemeral_1h_input_tokens`) times the input price. Absent: 2 when
+     * `cache_write_multiplier` is set (the vendor's price), else the same as 5-minute writes. */
+    cache_write_1h_multiplier: UsdString.optional(),
     long_context: z.object({ threshold_tokens: z.number().int().positive(), multiplier: UsdString }).strict().optional(),
     discount: DiscountSchema.optional(),
     fixed_grid: z.number().int().positive().optional(),
@@ -267,6 +271,25 @@ export const BodyLimitsSchema = z
   .strict();
 export type BodyLimits = z.infer<typeof BodyLimitsSchema>;
 
+/** Account holders' own sign-up (issue 34; docs/console.md). Read on every sign-up, so a reload
+ * switches it off or on at once. */
+export const SignupSchema = z
+  .object({
+    /** Default false: accounts are opened by the operator only. */
+    enabled: z.boolean().default(false),
+    /** The trial credit granted once the email address is verified (the spec's 40.44). */
+    grant_usd: UsdString.refine((text) => /[1-9]/.test(text), 'the trial grant must be above 0').default('40.44'),
+    /** Default true: no sign-in and no grant before the address is verified. */
+    require_email_verification: z.boolean().default(true),
+    /** Sign-up attempts per client address per hour (default 5). */
+    per_ip_per_hour: z.number().int().positive().max(10_000).default(5),
+    /** Sign-up attempts per email address per hour (default 3). */
+    per_email_per_hour: z.number().int().positive().max(10_000).default(3),
+  })
+  .strict();
+export type SignupConfig = z.infer<typeof SignupSchema>;
+export const SIGNUP_DEFAULTS: SignupConfig = SignupSchema.parse({});
+
 export const ConfigSchema = z
   .object({
     channels: z.array(ChannelSchema).default([]),
@@ -284,6 +307,8 @@ export const ConfigSchema = z
     channel_health: ChannelHealthSchema.optional(),
     /** Absent: each body class's default body limit. */
     body_limits: BodyLimitsSchema.optional(),
+    /** Absent: sign-up off (SIGNUP_DEFAULTS). */
+    signup: SignupSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {

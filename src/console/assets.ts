@@ -41,7 +41,7 @@ form.inline input[name="reason"] { width: 12em; }
 form.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(180px, 1fr)); gap: 10px; align-items: end; }
 label { display: block; font-size: 0.9rem; }
 input, select, button { font: inherit; padding: 6px 8px; border: 1px solid var(--line); border-radius: 4px; max-width: 100%; }
-input[type="text"], input[type="search"], input[type="date"], input[type="datetime-local"], input[type="number"], select { width: 100%; }
+input[type="text"], input[type="email"], input[type="password"], input[type="search"], input[type="date"], input[type="datetime-local"], input[type="number"], select { width: 100%; }
 button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; }
 button.secondary { background: #fff; color: var(--accent); }
 button.danger { background: var(--bad); border-color: var(--bad); }

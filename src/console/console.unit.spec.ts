@@ -5,6 +5,7 @@ import { holderErrorText } from './call-errors';
 import { yTicks } from './chart';
 import { html, usd } from './html';
 import { fromOwnOrigin } from './origin';
+import { callPage } from './pages';
 import { receiptOf } from './receipt';
 import { SignInLimit } from './sign-in-limit';
 import { isTimeZone, startOfDay } from './zone';
@@ -24,6 +25,8 @@ const row = (fields: Partial<LogRow>): LogRow => ({
   input_tokens: 0,
   output_tokens: 0,
   cached_tokens: 0,
+  cache_write_tokens: 0,
+  cache_write_1h_tokens: 0,
   unit_count: null,
   unit_type: null,
   cost_usd: '0.00',
@@ -75,6 +78,28 @@ describe('the receipt of a call', () => {
     );
     expect(receipt.multipliers).toEqual(['long context (≥ 100 input tokens) × 2.00', 'discount × 0.5']);
     expect(receipt.computed).toBe('0.0001');
+  });
+
+  it('shows 5-minute and 1-hour cache writes at their own prices, and matches what the ledger captured', () => {
+    const sonnet = model({ input: '3', cached_input: '0.30', output: '15' }, { cache_write_multiplier: '1.25' });
+    // Anthropic's usage: 2095 input, 10000 read, 1024 written for 5 minutes, 5328 for 1 hour, 503 output.
+    const written = row({ input_tokens: 18_447, cached_tokens: 10_000, cache_write_tokens: 6352, cache_write_1h_tokens: 5328, output_tokens: 503, cost_usd: '0.052638' });
+    const receipt = receiptOf(sonnet, written, []);
+    expect(receipt.lines.map((l) => [l.label, l.quantity, l.price, l.amount])).toEqual([
+      ['Input', '2095 tokens', '$3.00 / 1M', '$0.006285'],
+      ['Cached input', '10000 tokens', '$0.30 / 1M', '$0.003'],
+      ['Cache writes (5 minutes)', '1024 tokens', '$3.75 / 1M (input × 1.25)', '$0.00384'],
+      ['Cache writes (1 hour)', '5328 tokens', '$6.00 / 1M (input × 2)', '$0.031968'],
+      ['Output', '503 tokens', '$15.00 / 1M', '$0.007545'],
+    ]);
+    expect(receipt.computed).toBe('0.052638');
+    expect(receipt.matches).toBe(true);
+    // The call page says how much of the prompt was written, and for how long.
+    expect(callPage(written, [], receipt).text).toContain('18447 in (10000 cached, 6352 written to the cache: 1024 for 5 minutes, 5328 for 1 hour), 503 out');
+    // A write price below the nano-dollar is written exactly: $0.0021 × 1.25 = $0.002625 / 1M; 3 tokens: $0.000000007875.
+    const tiny = receiptOf(model({ input: '0.0021', output: '1' }, { cache_write_multiplier: '1.25' }), row({ input_tokens: 3, cache_write_tokens: 3, cost_usd: '0.000000008' }), []);
+    expect(tiny.lines[1]).toEqual({ label: 'Cache writes (5 minutes)', quantity: '3 tokens', price: '$0.002625 / 1M (input × 1.25)', amount: '$0.000000007875' });
+    expect(tiny.matches).toBe(true);
   });
 
   it('charges a rejected call nothing and explains per-image prices', () => {

@@ -28,6 +28,7 @@ export const CONSOLE_NAV: readonly ConsoleNavItem[] = [
   { href: '/console/billing', label: 'Billing' },
   { href: '/console/knowledge', label: 'Knowledge' },
   { href: '/console/enterprise', label: 'Enterprise', visible: (viewer) => viewer.adminOf.length > 0 },
+  { href: '/console/account', label: 'Account' },
 ];
 
 export interface PageOptions {

@@ -13,9 +13,19 @@ import type { Receipt } from './receipt';
 
 const money = (units: bigint) => usd(formatUsd(units));
 
-export function signInPage(message: Html | null): Html {
+/** `signUp`: whether the gateway takes sign-ups (the page then offers it). */
+export function signInPage(message: Html | null, signUp = false, email = ''): Html {
   return html`<h1>Sign in</h1>
 ${message}
+<h2>With your email address and password</h2>
+<form method="post" action="/console/sign-in/password">
+<label for="email">Email address</label>
+<input type="email" id="email" name="email" autocomplete="username" required maxlength="254" value="${email}">
+<label for="password">Password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required maxlength="200">
+<p><button type="submit" id="password-sign-in">Continue</button> <a href="/console/forgot-password">Forgot your password?</a>${signUp ? html` · No account yet? <a href="/console/sign-up">Sign up</a>` : ''}</p>
+</form>
+<h2>With a sign-in link</h2>
 <p>Open the sign-in link your operator gave you: it fills in the code below. A link works once and for 15 minutes.
 No link? Ask the operator to run <code>gateway accounts login-link YOUR_ACCOUNT_ID</code>.</p>
 <form method="post" action="/console/sign-in">
@@ -127,6 +137,13 @@ ${
 ${next ? html`<p><a href="/console/logs?${query ? `${query}&` : ''}cursor=${encodeURIComponent(next)}" rel="next">Older calls →</a></p>` : ''}`;
 }
 
+/** The prompt-cache writes of a call, by lifetime, for its token line ('' when none). */
+function cacheWrites(row: LogRow): string {
+  if (row.cache_write_tokens === 0) return '';
+  const oneHour = Math.min(row.cache_write_1h_tokens, row.cache_write_tokens);
+  return `, ${row.cache_write_tokens} written to the cache: ${row.cache_write_tokens - oneHour} for 5 minutes, ${oneHour} for 1 hour`;
+}
+
 export function callPage(row: LogRow, ledger: readonly LedgerLine[], receipt: Receipt): Html {
   const fact = (label: string, value: Html | string | number | null) => html`<dt>${label}</dt><dd>${value ?? html`<span class="muted">—</span>`}</dd>`;
   return html`<h1>Call ${row.request_id}</h1>
@@ -139,7 +156,7 @@ ${row.error_code ? fact('What happened', html`${holderErrorText(row.error_code, 
 ${fact('Key', row.key_name ? `${row.key_name} (${row.key_prefix}…)` : null)}
 ${fact('Request id', html`<code>${row.request_id}</code>`)}
 ${row.task_id ? fact('Task id', html`<code>${row.task_id}</code>`) : ''}
-${fact('Tokens', `${row.input_tokens} in (${row.cached_tokens} cached), ${row.output_tokens} out`)}
+${fact('Tokens', `${row.input_tokens} in (${row.cached_tokens} cached${cacheWrites(row)}), ${row.output_tokens} out`)}
 ${row.unit_count !== null ? fact('Units', `${row.unit_count} ${row.unit_type ?? ''}`) : ''}
 ${fact('Latency', `${row.latency_ms} ms`)}
 ${fact('Attempts', row.attempts_count)}

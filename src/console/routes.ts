@@ -24,6 +24,11 @@ import { doc, DateText, FORM_BYTES } from './forms';
 import { keyRoutes } from './key-routes';
 import { billingRoutes } from './billing-routes';
 import type { Payments } from '../payments/service';
+import { accountRoutes } from './account-routes';
+import type { Logins } from '../accounts/logins';
+import type { PasswordSignIn } from '../accounts/password-sign-in';
+import type { EmailChanges } from '../accounts/email-change';
+import type { SignUps } from '../accounts/sign-up';
 import { secretBox } from './keys-page';
 import { callPage, enterprisePage, knowledgePage, logsPage, overviewPage, signInPage, type LogFilters } from './pages';
 import { receiptOf } from './receipt';
@@ -47,6 +52,11 @@ export interface ConsoleOptions {
   readonly payments?: Payments | undefined;
   /** `https://…`: cookies are marked Secure (as they are for a request that came over TLS). */
   readonly publicBaseUrl?: string | undefined;
+  /** A holder's own account: sign-up, password sign-in and reset (src/accounts). */
+  readonly signUps: SignUps;
+  readonly passwords: PasswordSignIn;
+  readonly emailChanges: EmailChanges;
+  readonly logins: Logins;
 }
 
 declare module 'fastify' {
@@ -95,7 +105,7 @@ export function consoleRoutes(options: ConsoleOptions) {
         reply,
         200,
         'Sign in',
-        signInPage(request.query.inactive ? notice(INACTIVE, 'error') : request.query.ended ? notice('Your session has ended. Open a new sign-in link to go on.') : null),
+        signInPage(request.query.inactive ? notice(INACTIVE, 'error') : request.query.ended ? notice('Your session has ended. Sign in again to go on.') : null, options.signUps.config.enabled),
         null,
       ),
     );
@@ -165,6 +175,9 @@ export function consoleRoutes(options: ConsoleOptions) {
     // ---- keys ----
     keyRoutes(app, { ledger, sql, registry, settled, now, viewerOf, send });
     billingRoutes(app, { ledger, sql, payments: options.payments, publicBaseUrl: options.publicBaseUrl, viewerOf, send });
+
+    // ---- sign-up, password sign-in and reset, the account page ----
+    accountRoutes(app, { signUps: options.signUps, passwords: options.passwords, emailChanges: options.emailChanges, logins: options.logins, sessions, publicBaseUrl: options.publicBaseUrl, now, viewerOf, setSession, send });
 
     // ---- call log ----
     const LogFilterQuery = z.object({

@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS console_sessions (
 );
 CREATE INDEX IF NOT EXISTS console_sessions_expiry ON console_sessions (expires_at);
 CREATE INDEX IF NOT EXISTS console_links_expiry ON console_links (expires_at);
--- Why the gateway ended a session (account_inactive); null when its holder signed out or it expired.
+-- Why the gateway ended a session (account_inactive, password_changed, signed_out_everywhere); null when its holder signed out or it expired.
 ALTER TABLE console_sessions ADD COLUMN IF NOT EXISTS end_reason text;
 CREATE INDEX IF NOT EXISTS console_sessions_account ON console_sessions (account_id) WHERE ended_at IS NULL;`;
 
@@ -40,6 +40,9 @@ export interface ConsoleSession {
   /** The session's fingerprint, as the audit events name it. */
   readonly fingerprint: string;
 }
+
+/** Why the gateway ended a session (its ConsoleSessionEnded `reason`). */
+export type EndReason = 'account_inactive' | 'password_changed' | 'signed_out_everywhere';
 
 export type Redeemed =
   | { readonly ok: true; readonly sessionId: string; readonly session: ConsoleSession }
@@ -93,9 +96,25 @@ export class ConsoleSessions {
     }
     // A link issued before its account was deactivated is used up and opens nothing.
     if (!(await isActive(claimed.account_id))) return { ok: false, reason: 'inactive' };
+    const { sessionId, session } = await this.start(claimed.account_id);
+    // A failure here fails the request: the cookie is never set, so the unaudited session opens nothing.
+    await this.audit(session.accountId, 'ConsoleSignedIn', { link: fingerprintOf(hash), session: session.fingerprint, expires_at: session.expiresAt, ip, at }, `console:${session.fingerprint}`);
+    return { ok: true, sessionId, session };
+  }
+
+  /** A session for a holder who signed in with a password (src/accounts/password-sign-in.ts checked it). */
+  async openWithPassword(accountId: string, ip: string): Promise<{ sessionId: string; session: ConsoleSession }> {
+    const started = await this.start(accountId);
+    const { session } = started;
+    await this.audit(accountId, 'ConsolePasswordSignedIn', { session: session.fingerprint, expires_at: session.expiresAt, ip, at: this.now() }, `console:${session.fingerprint}`);
+    return started;
+  }
+
+  private async start(accountId: string): Promise<{ sessionId: string; session: ConsoleSession }> {
+    const at = this.now();
     const sessionId = secret();
     const idHash = digest(sessionId);
-    const session: ConsoleSession = { accountId: claimed.account_id, csrfToken: secret(), expiresAt: at + SESSION_TTL_S, fingerprint: fingerprintOf(idHash) };
+    const session: ConsoleSession = { accountId, csrfToken: secret(), expiresAt: at + SESSION_TTL_S, fingerprint: fingerprintOf(idHash) };
     await this.sql.query(`INSERT INTO console_sessions (id_hash, account_id, csrf_token, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`, [
       idHash,
       session.accountId,
@@ -103,9 +122,7 @@ export class ConsoleSessions {
       at,
       session.expiresAt,
     ]);
-    // A failure here fails the request: the cookie is never set, so the unaudited session opens nothing.
-    await this.audit(session.accountId, 'ConsoleSignedIn', { link: fingerprintOf(hash), session: session.fingerprint, expires_at: session.expiresAt, ip, at }, `console:${session.fingerprint}`);
-    return { ok: true, sessionId, session };
+    return { sessionId, session };
   }
 
   /** The live session of a cookie's secret; null when unknown, ended or past its expiry. */
@@ -131,15 +148,16 @@ export class ConsoleSessions {
     if (ended) await this.audit(ended.account_id, 'ConsoleSignedOut', { session: fingerprintOf(hash), at }, `console:${fingerprintOf(hash)}`);
   }
 
-  /** Ends every open session of a deactivated account on the server, each recorded as
-   * ConsoleSessionEnded (actor `system`); idempotent (a second call finds none open). */
-  async endAccountSessions(accountId: string): Promise<number> {
+  /** Ends every open session of the account on the server, each recorded as ConsoleSessionEnded:
+   * a deactivation (actor `system`), a password reset or change, the holder's "sign out everywhere"
+   * (actor the holder's session); idempotent (a second call finds none open). */
+  async endAccountSessions(accountId: string, reason: EndReason = 'account_inactive', actor = 'system'): Promise<number> {
     const at = this.now();
     const ended = await this.sql.query<{ id_hash: string }>(
-      `UPDATE console_sessions SET ended_at = $2, end_reason = 'account_inactive' WHERE account_id = $1 AND ended_at IS NULL AND expires_at > $2 RETURNING id_hash`,
-      [accountId, at],
+      `UPDATE console_sessions SET ended_at = $2, end_reason = $3 WHERE account_id = $1 AND ended_at IS NULL AND expires_at > $2 RETURNING id_hash`,
+      [accountId, at, reason],
     );
-    for (const row of ended) await this.audit(accountId, 'ConsoleSessionEnded', { session: fingerprintOf(row.id_hash), reason: 'account_inactive', at }, 'system');
+    for (const row of ended) await this.audit(accountId, 'ConsoleSessionEnded', { session: fingerprintOf(row.id_hash), reason, at }, actor);
     return ended.length;
   }
 

@@ -72,24 +72,31 @@ export async function closeHttp(app: FastifyInstance, drain: Drain, options: Htt
 
 /** How long the ledger's queued commands and the projections get to catch up at shutdown. */
 export const FLUSH_MS = 10_000;
+/** What the projections get even when the calls used the whole grace: enough to apply what this process
+ * has just written (the ended calls' settlements), not a long lag. */
+export const FLUSH_FLOOR_MS = 2_000;
 
 /**
  * After the last call: the ledger appends what it has queued (the settlements of the calls that
- * just ended among them), and the projections apply the log up to its head, so that what this
- * process wrote is in the read models when it exits. Failures are logged, not thrown: the
- * projections catch up at the next start, and a hold whose settlement was lost is released by a
- * sweeper.
+ * just ended among them), and the projections apply the log towards its head, so that what this
+ * process wrote is in the read models when it exits. The projections get what is left of the grace
+ * (`deadline`; at least FLUSH_FLOOR_MS, at most FLUSH_MS) and stop between batches then, however far behind the
+ * log they are: each batch's checkpoint is committed with its rows, and the next start goes on from
+ * there. Failures are logged, not thrown: a hold whose settlement was lost is released by a sweeper.
  */
-export async function flushLedger(ledger: Ledger, runner: ProjectionRunner, log: FastifyBaseLogger, flushMs = FLUSH_MS): Promise<void> {
+export async function flushLedger(ledger: Ledger, runner: ProjectionRunner, log: FastifyBaseLogger, flushMs = FLUSH_MS, deadline = Number.POSITIVE_INFINITY): Promise<void> {
   if (!(await within(ledger.idle(), flushMs))) log.error('shutdown: the ledger still had commands queued; a hold they would have settled is released by the hold sweeper');
+  // Returns after the batch in hand: the background catch-up stops between batches.
   await runner.stop();
   // PROJECTIONS=external: the worker applies what this process appended, whether this process waits or not.
   if (!runner.applies) return;
-  const flushed = runner.catchUpToHead(flushMs).then(
+  const budget = Math.min(flushMs, Math.max(FLUSH_FLOOR_MS, deadline - Date.now()));
+  const flushed = runner.catchUpToHead(budget, true).then(
     () => null,
     (error: unknown) => error,
   );
-  const done = await within(flushed, flushMs + 1_000);
+  // The catch-up ends by itself between batches at its deadline; the extra second is for a batch in hand.
+  const done = await within(flushed, budget + 1_000);
   const error = done ? await flushed : new Error('no progress in time');
-  if (error !== null) log.error({ err: error }, 'shutdown: the projections could not catch up with the log; they do at the next start');
+  if (error !== null) log.warn({ err: error }, 'shutdown: the projections had not caught up with the log; they go on from their checkpoints at the next start');
 }

@@ -2,6 +2,7 @@ import { PaymentMetrics } from './payments';
 import { Counter, Histogram, Registry } from 'prom-client';
 import type { CallRecord } from '../events/catalog';
 import type { RunOutcome } from '../jobs/port';
+import type { PinOutcome } from '../channels/session-pins';
 import { ChannelStateMetrics, type ChannelStateSource } from './channel-state';
 import { processRegistry } from './process';
 import { scrapedGauges, type MetricSources } from './scraped';
@@ -120,6 +121,7 @@ export class GatewayMetrics {
   private readonly capped: Counter<'model'>;
   private readonly attempts: Counter<'channel' | 'result'>;
   private readonly failovers: Counter<'channel' | 'cause'>;
+  private readonly sessionPins: Counter<'outcome'>;
   private readonly rateLimitRefusals: Counter<'limit'>;
   private readonly appendDuration: Histogram<'engine'>;
   private readonly appendCommands: Histogram<'engine'>;
@@ -213,6 +215,13 @@ export class GatewayMetrics {
       labelNames: ['channel', 'cause'],
       registers,
     });
+    this.sessionPins = new Counter({
+      name: 'gateway_session_pins_total',
+      help: 'Answered chat calls that named a session (session_id / conversation_id header, prompt_cache_key, Claude Code\'s metadata.user_id), by outcome: hit (the channel it was pinned to answered), moved (another channel did: the pinned one failed or was not usable), new (no pin yet, or it had expired or been evicted).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['hit', 'moved', 'new']) this.sessionPins.inc({ outcome }, 0);
     this.rateLimitRefusals = new Counter({
       name: 'gateway_rate_limit_refusals_total',
       help: 'Requests refused with 429 by an account\'s own limits, by the limit exceeded: requests (rpm), concurrency, or both.',
@@ -319,6 +328,11 @@ export class GatewayMetrics {
 
   failover(channel: string, cause: AttemptResult): void {
     this.failovers.inc({ channel, cause });
+  }
+
+  /** A session's call answered (src/channels/session-pins.ts). */
+  sessionPinned(outcome: PinOutcome): void {
+    this.sessionPins.inc({ outcome });
   }
 
   /** A 429 of the account's own limits. */

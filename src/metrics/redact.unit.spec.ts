@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { redactUrl } from './redact';
+import { LOG_REDACT, redactUrl } from './redact';
 
 const KEY = `sk-AbCd1234-${'0123456789abcdef'.repeat(4)}`;
 const RUNS = Math.min(Number(process.env.FC_RUNS ?? 1_000), 1_000);
@@ -44,5 +44,18 @@ describe('redactUrl', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+});
+
+describe('LOG_REDACT', () => {
+  it("keeps a holder's password and a password hash out of a log line", async () => {
+    const { Writable } = await import('node:stream');
+    const pino = (await import('pino')).default;
+    const lines: string[] = [];
+    const log = pino({ redact: LOG_REDACT }, new Writable({ write: (chunk, _e, done) => (lines.push(String(chunk)), done()) }));
+    log.info({ body: { email: 'ada@example.test', password: 'correct horse battery' }, password_hash: 'scrypt$1$2$3$salt$hash' }, 'a form');
+    expect(lines.join('')).toContain('ada@example.test');
+    expect(lines.join('')).not.toContain('correct horse');
+    expect(lines.join('')).not.toContain('scrypt$');
   });
 });

@@ -10,6 +10,7 @@ import type { ObjectStore } from '../objects/store';
 import type { KnowledgeQueries } from '../projections/knowledge/queries';
 import type { Enterprises } from '../commands/enterprise/service';
 import { agentKeyGate } from '../http/agents/gate';
+import { SessionPins } from '../channels/session-pins';
 import type { ProjectionRunner } from '../projections/runner/runner';
 import type { GatewayMetrics } from '../metrics/metrics';
 import { metricsPlugin } from '../metrics/http';
@@ -64,6 +65,11 @@ import { billingRoutes } from '../http/resources/billing';
 import { stripeWebhookRoutes } from '../http/resources/stripe-webhook';
 import type { PaymentsSetup } from '../payments/setup';
 import type { ConsoleSessions } from '../console/sessions';
+import type { Logins } from '../accounts/logins';
+import type { PasswordSignIn } from '../accounts/password-sign-in';
+import type { EmailChanges } from '../accounts/email-change';
+import type { SignUps } from '../accounts/sign-up';
+import { signUpRoutes } from '../http/resources/sign-up';
 
 export { redactUrl };
 
@@ -125,6 +131,11 @@ export interface AppDeps {
   readonly consoleSessions: ConsoleSessions;
   /** Paid top-ups (src/payments): the billing API, Stripe's webhook when configured, the console's Billing page. */
   readonly payments?: PaymentsSetup;
+  /** A holder's own account: sign-up, password sign-in and reset (src/accounts). */
+  readonly logins: Logins;
+  readonly signUps: SignUps;
+  readonly passwords: PasswordSignIn;
+  readonly emailChanges: EmailChanges;
   /** Channel health: cooldowns, disabled channels, probes (src/channels); absent: a board of the app's own, no admin view. */
   readonly channelHealth?: ChannelHealthAdmin;
 }
@@ -222,6 +233,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const router = new Router(deps.registry.config, Math.random, deps.channelHealth?.board ?? new ChannelBoard(healthPolicyOf(deps.registry.config.channel_health)));
   // A reloaded config (POST /admin/v1/config/reload, SIGHUP) is routed from the next call on.
   deps.registry.onReplace((config) => router.replace(config));
+  // Conversations stay on the channel that served them while it is usable (src/channels/session-pins.ts).
+  const pins = new SessionPins({ onOutcome: (outcome) => deps.metrics.sessionPinned(outcome) });
   const knowledgeRead = { queries: deps.knowledgeQueries, objects: deps.objects, publicBaseUrl: deps.publicBaseUrl, now };
   await app.register(
     chatRoutes({
@@ -230,6 +243,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       router,
       timeoutMs: deps.chatTimeoutMs ?? CHAT_TIMEOUT_MS,
       now,
+      pins,
     }, { enterprises: deps.enterprises, knowledge: deps.knowledgeQueries, registry: deps.registry, router }),
   );
   await app.register(
@@ -290,6 +304,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const stripe = deps.payments.stripe;
     if (stripe) await app.register(stripeWebhookRoutes({ payments: deps.payments.payments, stripe: stripe.client, webhookSecret: stripe.webhookSecret, metrics: deps.metrics.payments }));
   }
+  await app.register(signUpRoutes(deps.signUps, deps.publicBaseUrl));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));
   await app.register(adminRoutes(deps), { prefix: '/admin/v1' });
   await app.register(
@@ -304,6 +319,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       settled: (position) => deps.runner.waitFor(position),
       now,
       publicBaseUrl: deps.publicBaseUrl,
+      signUps: deps.signUps,
+      passwords: deps.passwords,
+      emailChanges: deps.emailChanges,
+      logins: deps.logins,
     }),
     { prefix: '/console' },
   );

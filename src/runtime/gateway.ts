@@ -36,6 +36,7 @@ import { KeyCipher } from '../secrets/api-key';
 import { sqlSnapshotStore } from '../commands/snapshot/store';
 import { KeyVault } from '../secrets/key-vault';
 import { ConsoleSessions } from '../console/sessions';
+import { openHolderAccounts } from '../accounts/holders';
 import type { Sql } from '../storage/sql';
 import { redactedEndpoint, tracingSettingsOf } from '../tracing/settings';
 import { gatewayChecks } from '../lifecycle/checks';
@@ -48,6 +49,7 @@ import { ChannelProbes, probeChannel } from '../channels/probe';
 import { readyzRoute } from '../http/plugins/lifecycle';
 import { Readiness, type ReadinessOptions } from '../lifecycle/readiness';
 import { closeHttp, flushLedger } from '../lifecycle/shutdown';
+import { SnapshotBackfill } from '../commands/snapshot/backfill';
 
 import { configReload } from './config-reload';
 import { openStorage, type Storage } from './storage';
@@ -141,7 +143,8 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
       )
     : null;
   const registry = new ModelRegistry(config);
-  const storage = await openStorage(settings, overrides.sql);
+  // Before the app's logger exists: a fallback of the embedded database is said on stderr.
+  const storage = await openStorage(settings, overrides.sql, (message) => process.stderr.write(`${message}\n`));
   const clock = overrides.now ?? (() => Math.floor(Date.now() / 1000));
   // Made first: the store's appends are timed, and the app counts every route. Its scrape-time
   // reads are of parts made below (they run once the gateway serves).
@@ -204,6 +207,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await idempotency.migrate();
   const consoleSessions = new ConsoleSessions(storage.sql, store, clock);
   await consoleSessions.migrate();
+  const holders = await openHolderAccounts({ sql: storage.sql, store, ledger, mail: settings, config: () => registry.config.signup, now: clock, log: () => app?.log ?? null });
   const channels = new Map(config.channels.map((c) => [c.id, c]));
   const workflows = new TaskWorkflows({
     tasks,
@@ -267,6 +271,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const app = await buildApp({
     consoleSessions,
     payments: paymentsFromEnv(settings.env, store, ledger, storage.sql, metrics, clock, (error) => reportMetricsError(error)),
+    logins: holders.logins, signUps: holders.signUps, passwords: holders.passwords, emailChanges: holders.emailChanges,
     drain,
     channelHealth,
     rateLimiter,
@@ -336,8 +341,15 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   await app.register(readyzRoute(readiness));
   runner.start((error) => app.log.error({ err: error }, 'projection runner stopped on an error; retrying'));
   await workflows.start();
-  // Not awaited: /readyz says warm_start is failing until it has ended (within its budget).
-  const warmed = warmStart.run(() => recentKeys(storage.sql, settings.warmStart.keys), ledger).then((outcome) => {
+  // Long histories without a usable snapshot (a restore, an import, a new state shape) are folded and
+  // snapshotted now, in the background, so that their first call does not fold them (src/commands/snapshot/backfill.ts).
+  const backfill = new SnapshotBackfill(storage.sql, storage.store, ledger.snapshotted);
+  const backfilled = backfill.run().then((outcome) => {
+    if (outcome.found > 0 || outcome.cut !== null) app.log.info({ ...outcome }, outcome.cut === null ? 'snapshot backfill: long streams without a snapshot loaded and snapshotted' : 'snapshot backfill: ended early; the rest are snapshotted at their first load');
+    return outcome;
+  });
+  // Not awaited: /readyz says warm_start is failing until it has ended (within its budget), the backfill's time included.
+  const warmed = warmStart.run(() => recentKeys(storage.sql, settings.warmStart.keys), ledger, backfilled).then((outcome) => {
     app.log.info({ ...outcome }, outcome.cut === null ? 'warm start: recently used keys and wallets loaded' : 'warm start: ended early; the rest load at their first call');
     return outcome;
   });
@@ -345,7 +357,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const stopChores = startGatewayChores({
     sweepHolds: () => sweepExpiredHolds(storage.sql, ledger, clock()),
     purgeIdempotencyKeys: () => idempotency.purge(),
-    purgeConsoleSessions: () => consoleSessions.purge(),
+    purgeConsoleSessions: () => Promise.all([consoleSessions.purge(), holders.purge()]),
     followChannels: () => channelFollower.poll(),
     followChannelsEveryMs: overrides.channelFollowMs ?? CHANNEL_FOLLOW_MS,
     sweepHostedMedia: () => hosted.sweep(clock()),
@@ -356,11 +368,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   let hurry = () => {};
   const hurried = new Promise<void>((resolve) => (hurry = resolve));
   return {
-    app,
-    ledger,
-    runner,
-    storage,
-    registry,
+    ...{ app, ledger, runner, storage, registry },
     channels: channelBoard,
     knowledge,
     enterprises,
@@ -379,15 +387,20 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
         return closing;
       }
       closing = (async () => {
+        // What the projections' catch-up may use of the grace: the process exits within it, whatever their lag.
+        const deadline = Date.now() + settings.shutdownGraceS * 1000;
+        backfill.stop();
         stopChores();
         await closeHttp(app, drain, { graceMs: settings.shutdownGraceS * 1000, hurry: hurried, log: app.log });
-        // The gateway's own task runs get the same grace; past it they are failed and refunded.
-        await workflows.close(settings.shutdownGraceS * 1000);
+        // The gateway's own task runs get what is left of the grace; past it they are failed and refunded.
+        await workflows.close(Math.max(0, deadline - Date.now()));
         await tasks.idle();
         await probes.stop();
         await channelAudit.idle();
-        await flushLedger(ledger, runner, app.log);
+        ledger.stopLongReads();
+        await flushLedger(ledger, runner, app.log, undefined, deadline);
         await ownLimiter?.close();
+        holders.close();
         await storage.close();
         app.log.info('shutdown complete');
         // Last: what was buffered goes out, the settlements that ended during the close included.

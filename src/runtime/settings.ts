@@ -41,11 +41,20 @@ export interface Settings {
   /** UPLOAD_SPOOL_LIMIT_MB: the most disk the files of multipart image edits in flight may take
    * (DATA_DIR/uploads; default 1024), one account at most half of it. */
   readonly uploadSpoolLimitMb: number;
+  /** EMBEDDED_DATABASE: without DATABASE_URL, `postgres` (a server of the gateway's own under DATA_DIR,
+   * refusing to start where it cannot run), `pglite` (in this process), or unset: the server where it
+   * can run, else PGlite (src/runtime/storage.ts, openEmbeddedDatabase). */
+  readonly embeddedDatabase: 'postgres' | 'pglite' | undefined;
   /** PGLITE_SHARED_BUFFERS_MB: the embedded database's buffer pool (default 32); unused with DATABASE_URL. */
   readonly pgliteSharedBuffersMb: number;
   /** PROJECTIONS: `in-process` (default), this process applies the log to the read models; `external`,
    * a `gateway projections run` worker does, and this process only follows its checkpoints (Postgres only). */
   readonly projections: 'in-process' | 'external';
+  /** SMTP_URL (`smtp://user:pass@host:587`, `smtps://…`): mail to account holders through it; unset,
+   * mails are written to DATA_DIR/outbox and their links logged (src/mail). */
+  readonly smtpUrl: string | undefined;
+  /** MAIL_FROM: the sender of those mails (default `Model gateway <gateway@localhost>`). */
+  readonly mailFrom: string;
   /** The environment the settings came from (object store settings are read from it). */
   readonly env: NodeJS.ProcessEnv;
 }
@@ -97,10 +106,20 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     },
     taskPollIntervalMs: pollIntervalOf(blank(env.TASK_POLL_INTERVAL_MS)),
     uploadSpoolLimitMb: uploadSpoolLimitOf(blank(env.UPLOAD_SPOOL_LIMIT_MB)),
+    embeddedDatabase: embeddedDatabaseOf(blank(env.EMBEDDED_DATABASE)),
     pgliteSharedBuffersMb: sharedBuffersOf(blank(env.PGLITE_SHARED_BUFFERS_MB)),
     projections: projectionsOf(blank(env.PROJECTIONS), blank(env.DATABASE_URL)),
+    smtpUrl: smtpUrlOf(blank(env.SMTP_URL)),
+    mailFrom: blank(env.MAIL_FROM) ?? 'Model gateway <gateway@localhost>',
     env,
   };
+}
+
+function smtpUrlOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!URL.canParse(value) || !['smtp:', 'smtps:'].includes(new URL(value).protocol))
+    throw new SettingError('SMTP_URL must be an smtp:// or smtps:// URL (smtp://user:password@host:587)');
+  return value;
 }
 
 /** A setting's own parser's refusal, as the start's refusal of that setting. */
@@ -118,6 +137,11 @@ function projectionsOf(value: string | undefined, databaseUrl: string | undefine
   // The embedded database is this process's alone (DATA_DIR is locked): no worker could open it.
   if (databaseUrl === undefined) throw new SettingError('PROJECTIONS=external needs DATABASE_URL: the embedded database cannot be shared with a projection worker');
   return value;
+}
+
+function embeddedDatabaseOf(value: string | undefined): Settings['embeddedDatabase'] {
+  if (value === undefined || value === 'postgres' || value === 'pglite') return value;
+  throw new SettingError(`EMBEDDED_DATABASE must be "postgres" or "pglite", not "${value}"`);
 }
 
 /** LEDGER_CALL_COMMIT; unset, the ledger picks by event store (defaultCallCommit). */

@@ -51,4 +51,11 @@ describe('settingsFromEnv', () => {
         new SettingError(`TASK_POLL_INTERVAL_MS must be a whole number of milliseconds from 10 to 3600000, not "${value}"`),
       );
   });
+
+  it('takes SMTP_URL as an smtp:// or smtps:// URL (unset: the outbox) and MAIL_FROM with its default', () => {
+    expect(settingsFromEnv({}).smtpUrl).toBeUndefined();
+    expect(settingsFromEnv({}).mailFrom).toBe('Model gateway <gateway@localhost>');
+    expect(settingsFromEnv({ SMTP_URL: 'smtps://u:p@mail.example.com:465', MAIL_FROM: 'Ops <ops@example.com>' })).toMatchObject({ smtpUrl: 'smtps://u:p@mail.example.com:465', mailFrom: 'Ops <ops@example.com>' });
+    for (const url of ['http://mail.example.com', 'mail.example.com:25']) expect(() => settingsFromEnv({ SMTP_URL: url })).toThrow(/SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL/);
+  });
 });

@@ -7,7 +7,9 @@ import { NotReady, type Check } from '../lifecycle/readiness';
  * later call takes one or two. A warm start pays that before the instance says it is ready: the
  * keys used most recently (the `key_activity` view) and their accounts' wallets are loaded into the
  * ledger's caches, WARM_START_KEYS of them at most, within WARM_START_BUDGET_S. What is not loaded
- * by then is loaded by its first call, as before; a failure only ends the warm start early.
+ * by then is loaded by its first call, as before; a failure only ends the warm start early. The snapshot
+ * backfill's time (long histories without a snapshot, src/commands/snapshot/backfill.ts) counts in the
+ * same budget: ready once those are loaded too, or at the budget while the backfill goes on.
  */
 export interface WarmStartOptions {
   /** How many of the most recently used keys (0: no warm start). */
@@ -53,8 +55,9 @@ export class WarmStart {
     return this.outcome;
   }
 
-  /** Loads what `choose` names into `loader`'s caches; never throws. */
-  async run(choose: () => Promise<Array<{ keyId: string; accountId: string }>>, loader: WarmStartLoader): Promise<WarmStartOutcome> {
+  /** Loads what `choose` names into `loader`'s caches, then waits for `also` (the snapshot backfill),
+   * all within the budget (`also` goes on past it); never throws. */
+  async run(choose: () => Promise<Array<{ keyId: string; accountId: string }>>, loader: WarmStartLoader, also?: Promise<unknown>): Promise<WarmStartOutcome> {
     const started = performance.now();
     const deadline = started + this.options.budgetMs;
     let cut: string | null = null;
@@ -81,6 +84,12 @@ export class WarmStart {
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, this.options.concurrency ?? 4) }, worker));
+      if (also && this.options.keys > 0 && cut === null) {
+        let timer: NodeJS.Timeout | undefined;
+        const over = new Promise<'budget'>((resolve) => (timer = setTimeout(() => resolve('budget'), Math.max(0, deadline - performance.now()))));
+        cut = (await Promise.race([also.then(() => null), over])) ?? null;
+        clearTimeout(timer);
+      }
     } catch (error) {
       cut = error instanceof Error ? error.message : String(error);
     }

@@ -52,6 +52,8 @@ export class TaskWorkflows {
   private readonly startedAt: number;
   private recovering: Promise<void> | null = null;
   private closed = false;
+  /** The recovery at start is still waiting for the views to catch up with the log. */
+  private waitingForViews = false;
 
   constructor(private readonly deps: TaskWorkflowDeps) {
     this.poller = new TaskPoller({
@@ -84,7 +86,12 @@ export class TaskWorkflows {
 
   /** Every task in flight after a restart: upstream tasks are followed again, runs of this process failed. */
   async recover(): Promise<void> {
-    await this.deps.viewsCurrent();
+    this.waitingForViews = true;
+    try {
+      await this.deps.viewsCurrent();
+    } finally {
+      this.waitingForViews = false;
+    }
     // Closed while the views caught up (a short-lived process): nothing to pick up here.
     if (this.closed) return;
     const now = this.deps.now();
@@ -148,9 +155,11 @@ export class TaskWorkflows {
     this.closed = true;
     this.stopSweep();
     this.stopAdopt();
-    // A recovery still waiting for the views (a stopped runner) is not waited for; one under way ends first.
+    // A recovery still waiting for the views (projections far behind the log) is not waited for (it sees
+    // `closed` when they get there); one under way ends first, within a second and the grace.
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.recovering?.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+    if (!this.waitingForViews)
+      await Promise.race([this.recovering?.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(1_000, graceMs))))]);
     clearTimeout(timer);
     await this.background.close(graceMs);
     await this.deps.jobs.close(Math.min(graceMs, 10_000));

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { arbitraryTextModel } from './text-model.arbitrary';
 import type { ModelConfig } from '../config/schema';
-import { decide, type WalletCommand } from '../commands/wallet/decider';
+import { SIGNUP_GRANT, decide, type WalletCommand } from '../commands/wallet/decider';
 import { evolve, initialWalletState, type WalletState } from '../commands/wallet/state';
 import type { Usage } from './contract';
 import { boundedCapture, CAPTURE_FACTOR, clampUsage, deliveredChars, feeToolsNamed, requestShape, usageCeiling } from './capture';
@@ -86,7 +86,7 @@ describe('the capture of a chat call', () => {
           if (decision.ok) for (const event of decision.events) state = evolve(state, event);
           return decision.ok;
         };
-        run({ type: 'OpenAccount', accountId: 'a', name: 'a', now: AT });
+        run({ type: 'OpenAccount', accountId: 'a', name: 'a', trialGrant: SIGNUP_GRANT, now: AT });
         run({ type: 'TopUp', topupId: 't', amount: 10n ** 15n, reference: 'r', now: AT });
         let largest = 0n;
         sequence.forEach(({ m, r, reported }, i) => {

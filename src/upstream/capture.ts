@@ -52,11 +52,13 @@ export function clampUsage(usage: Usage, ceiling: UsageCeiling): Usage {
   const promptTokens = Math.min(usage.promptTokens, ceiling.promptTokens);
   const outputTokens = Math.min(usage.outputTokens, ceiling.outputTokens);
   const cachedTokens = Math.min(usage.cachedTokens, promptTokens);
+  const cacheWriteTokens = Math.min(usage.cacheWriteTokens, promptTokens - cachedTokens);
   return {
     ...usage,
     promptTokens,
     cachedTokens,
-    cacheWriteTokens: Math.min(usage.cacheWriteTokens, promptTokens - cachedTokens),
+    cacheWriteTokens,
+    ...(usage.cacheWrite1hTokens !== undefined ? { cacheWrite1hTokens: Math.min(usage.cacheWrite1hTokens, cacheWriteTokens) } : {}),
     outputTokens,
     reasoningTokens: Math.min(usage.reasoningTokens, outputTokens),
   };

@@ -11,6 +11,10 @@ export interface Usage {
   readonly promptTokens: number;
   readonly cachedTokens: number;
   readonly cacheWriteTokens: number;
+  /** The part of `cacheWriteTokens` written for 1 hour (Anthropic's `ephemeral_1h_input_tokens`), billed
+   * at the model's 1-hour write multiplier; the rest were written for 5 minutes. Absent: none (every
+   * protocol that reports no lifetime split). */
+  readonly cacheWrite1hTokens?: number;
   readonly outputTokens: number;
   readonly reasoningTokens: number;
   /** Built-in tool calls the upstream reported, by the gateway's tool name (`web_search`; `image_generation`: images the image tool made): the
@@ -33,6 +37,9 @@ export interface ChatRequestInfo {
   readonly promptDocument: unknown;
   /** Built-in tool types requested (web_search, image_generation, ...). */
   readonly builtinTools: readonly string[];
+  /** The request may write prompt-cache entries that live 1 hour (Anthropic `cache_control` with `ttl: '1h'`):
+   * its hold assumes the 1-hour write price. Absent: 5-minute writes at most. */
+  readonly longCacheWrites?: boolean;
 }
 
 /** One server-sent event as received, re-sent to the client unchanged. */

@@ -8,7 +8,10 @@ export interface TokenPricing {
   readonly input: bigint;
   readonly cachedInput: bigint;
   readonly output: bigint;
+  /** Cache writes that live 5 minutes (and every write a protocol reports without its lifetime). */
   readonly cacheWriteMultiplier: bigint;
+  /** Cache writes that live 1 hour (Anthropic's `ephemeral_1h_input_tokens`). */
+  readonly cacheWrite1hMultiplier: bigint;
   readonly longContext: { readonly thresholdTokens: number; readonly multiplier: bigint } | null;
   /** Nano-dollars per built-in tool call, by tool (`image_generation`: per image, `tool_call_fee` or else
    * the text model's `per_image`). */
@@ -27,6 +30,8 @@ export interface PricedDiscount {
 }
 
 const ONE = UNITS_PER_USD;
+/** The vendor's price of a 1-hour cache write, times the input price (a model that charges writes and names no 1-hour multiplier). */
+export const DEFAULT_CACHE_WRITE_1H_MULTIPLIER = '2';
 const PER_MILLION = 1_000_000n;
 
 const NO_SHARED: readonly SharedDiscount[] = [];
@@ -51,13 +56,18 @@ export function discountsOf(model: ModelConfig, shared: readonly SharedDiscount[
 
 function parsePricing(model: ModelConfig, shared: readonly SharedDiscount[]): TokenPricing {
   const input = parseUsd(model.price.input ?? '0');
+  const cacheWriteMultiplier = model.cache_write_multiplier !== undefined ? parseUsd(model.cache_write_multiplier) : ONE;
+  // A model that charges writes pays the vendor's 2× for 1-hour ones unless it says otherwise; one that
+  // charges none (no multiplier) charges none for either lifetime.
+  const oneHour = model.cache_write_1h_multiplier ?? (model.cache_write_multiplier !== undefined ? DEFAULT_CACHE_WRITE_1H_MULTIPLIER : undefined);
   // The image tool's images are priced like the model's own images when no fee names them.
   const fees: Partial<Record<FeeTool, string>> = { ...(model.price.per_image !== undefined ? { image_generation: model.price.per_image } : {}), ...model.price.tool_call_fee };
   return {
     input,
     cachedInput: model.price.cached_input !== undefined ? parseUsd(model.price.cached_input) : input,
     output: parseUsd(model.price.output ?? '0'),
-    cacheWriteMultiplier: model.cache_write_multiplier !== undefined ? parseUsd(model.cache_write_multiplier) : ONE,
+    cacheWriteMultiplier,
+    cacheWrite1hMultiplier: oneHour !== undefined ? parseUsd(oneHour) : cacheWriteMultiplier,
     longContext: model.long_context ? { thresholdTokens: model.long_context.threshold_tokens, multiplier: parseUsd(model.long_context.multiplier) } : null,
     toolFees: new Map(FEE_TOOLS.flatMap((tool) => (fees[tool] !== undefined ? [[tool, parseUsd(fees[tool])] as const] : []))),
     discounts: discountsOf(model, shared).map((d) => ({ multiplier: parseUsd(d.multiplier), written: d.multiplier, from: d.from ?? null, until: d.until ?? null })),
@@ -82,22 +92,30 @@ export interface Charge {
   readonly discount: string | null;
 }
 
+/** A usage's prompt split into its priced classes: cache reads, 5-minute and 1-hour writes (each
+ * within what is left of the prompt), and the rest. */
+export function promptClasses(usage: Usage): { uncached: bigint; cached: bigint; written5m: bigint; written1h: bigint } {
+  const cached = Math.min(usage.cachedTokens, usage.promptTokens);
+  const written = Math.min(usage.cacheWriteTokens, usage.promptTokens - cached);
+  const written1h = Math.min(usage.cacheWrite1hTokens ?? 0, written);
+  return { uncached: BigInt(usage.promptTokens - cached - written), cached: BigInt(cached), written5m: BigInt(written - written1h), written1h: BigInt(written1h) };
+}
+
 /**
- * ceil(Σ tokens × price / 10^6) over every token class (cache writes at their multiplier, every price
+ * ceil(Σ tokens × price / 10^6) over every token class (cache writes at their lifetime's multiplier, every price
  * times the long-context multiplier at or above its threshold, times the discount in force at `at`),
  * computed once and never re-rounded; plus the fixed per-call fee of each built-in tool call the
  * upstream counted (exact, so adding it after the one rounding changes nothing). Never throws on a
  * `Usage` of non-negative safe integers (what usage.ts lets through).
  */
 export function chargeOf(pricing: TokenPricing, usage: Usage, at: number): Charge {
-  const cached = BigInt(Math.min(usage.cachedTokens, usage.promptTokens));
-  const written = BigInt(Math.min(usage.cacheWriteTokens, usage.promptTokens - Number(cached)));
-  const uncached = BigInt(usage.promptTokens) - cached - written;
-  // Scaled by 10^9 so the cache-write multiplier stays exact.
+  const { uncached, cached, written5m, written1h } = promptClasses(usage);
+  // Scaled by 10^9 so the cache-write multipliers stay exact.
   let scaled =
     uncached * pricing.input * ONE +
     cached * pricing.cachedInput * ONE +
-    written * pricing.input * pricing.cacheWriteMultiplier +
+    written5m * pricing.input * pricing.cacheWriteMultiplier +
+    written1h * pricing.input * pricing.cacheWrite1hMultiplier +
     BigInt(usage.outputTokens) * pricing.output * ONE;
   let denominator = PER_MILLION * ONE;
   if (pricing.longContext && usage.promptTokens >= pricing.longContext.thresholdTokens) {
@@ -142,11 +160,15 @@ export const costOf = (pricing: TokenPricing, usage: Usage, at: number): bigint 
 
 /** The hold: the estimate priced as the worst case. A model that charges cache writes above the
  * input price may write its whole prompt to the cache, so the whole estimated prompt is held at the
- * write price. The discount in force at submission is the one the settlement applies, so it applies
- * here too. Tool fees are not held: how many searches a call makes is not known before it runs. */
-export function holdAmount(pricing: TokenPricing, estimate: Usage, at: number): bigint {
-  const worst = pricing.cacheWriteMultiplier > ONE ? { ...estimate, cachedTokens: 0, cacheWriteTokens: estimate.promptTokens } : estimate;
-  return chargeOf(pricing, worst, at).amount;
+ * highest write price the request can cause: the 1-hour one when it may write 1-hour entries
+ * (`longCacheWrites`, ChatRequestInfo), else the 5-minute one. The discount in force at submission is
+ * the one the settlement applies, so it applies here too. Tool fees are not held: how many searches a
+ * call makes is not known before it runs. */
+export function holdAmount(pricing: TokenPricing, estimate: Usage, at: number, longCacheWrites = false): bigint {
+  const written = { ...estimate, cachedTokens: 0, cacheWriteTokens: estimate.promptTokens };
+  const candidates: Usage[] = [{ ...estimate, cacheWrite1hTokens: 0 }, { ...written, cacheWrite1hTokens: 0 }];
+  if (longCacheWrites) candidates.push({ ...written, cacheWrite1hTokens: estimate.promptTokens });
+  return candidates.map((usage) => chargeOf(pricing, usage, at).amount).reduce((a, b) => (a > b ? a : b));
 }
 
 /** What a request's built-in tools add to its hold: one call's fee for each fee tool it names (the

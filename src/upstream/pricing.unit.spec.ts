@@ -121,14 +121,24 @@ discounts:
       fc.property(
         fc.constantFrom('plain', 'searching', 'caching', 'promo'),
         fc.record({ prompt: count, output: count }),
-        fc.record({ prompt: fc.double({ min: 0, max: 1, noNaN: true }), cached: fc.double({ min: 0, max: 1, noNaN: true }), written: fc.double({ min: 0, max: 1, noNaN: true }), output: fc.double({ min: 0, max: 1, noNaN: true }) }),
+        fc.record({
+          prompt: fc.double({ min: 0, max: 1, noNaN: true }),
+          cached: fc.double({ min: 0, max: 1, noNaN: true }),
+          written: fc.double({ min: 0, max: 1, noNaN: true }),
+          oneHour: fc.double({ min: 0, max: 1, noNaN: true }),
+          output: fc.double({ min: 0, max: 1, noNaN: true }),
+        }),
         fc.integer({ min: AT - 10_000, max: AT + 10_000 }),
-        (id, estimate, share, at) => {
+        // Whether the request may write 1-hour cache entries: only then may the settlement bill some.
+        fc.boolean(),
+        (id, estimate, share, at, longWrites) => {
           const p = pricing(id);
-          const hold = holdAmount(p, usage(estimate.prompt, estimate.output), at);
+          const hold = holdAmount(p, usage(estimate.prompt, estimate.output), at, longWrites);
           const prompt = Math.floor(estimate.prompt * share.prompt);
           const cached = Math.floor(prompt * share.cached);
-          const actual = usage(prompt, Math.floor(estimate.output * share.output), { cachedTokens: cached, cacheWriteTokens: Math.floor((prompt - cached) * share.written) });
+          const written = Math.floor((prompt - cached) * share.written);
+          const oneHour = longWrites ? Math.floor(written * share.oneHour) : 0;
+          const actual = usage(prompt, Math.floor(estimate.output * share.output), { cachedTokens: cached, cacheWriteTokens: written, cacheWrite1hTokens: oneHour });
           const charge = chargeOf(p, actual, at);
           expect(charge.amount).toBeGreaterThanOrEqual(0n);
           expect(charge.tokens).toBeLessThanOrEqual(hold);

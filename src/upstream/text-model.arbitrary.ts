@@ -3,7 +3,7 @@ import type { ModelConfig } from '../config/schema';
 
 /**
  * Test data for the property specs of chat billing (capture, re-rating): a text model with any of the
- * price features a chat call is billed by — cached input, a tool fee, cache writes, a long-context tier,
+ * price features a chat call is billed by — cached input, a tool fee, cache writes (5-minute and 1-hour), a long-context tier,
  * a discount, a context window, a default output cap. Not imported by the gateway.
  */
 export function arbitraryTextModel(maxCents = 200_000): fc.Arbitrary<ModelConfig> {
@@ -15,6 +15,7 @@ export function arbitraryTextModel(maxCents = 200_000): fc.Arbitrary<ModelConfig
       cached: fc.option(price, { nil: undefined }),
       fee: fc.option(price, { nil: undefined }),
       cacheWrite: fc.option(fc.constantFrom('1.25', '2'), { nil: undefined }),
+      cacheWrite1h: fc.option(fc.constantFrom('2', '1.5', '3.125'), { nil: undefined }),
       longContext: fc.option(fc.record({ threshold_tokens: fc.integer({ min: 1, max: 300_000 }), multiplier: fc.constantFrom('2', '1.5') }), { nil: undefined }),
       discount: fc.option(fc.constantFrom('0.5', '0.8'), { nil: undefined }),
       contextWindow: fc.option(fc.integer({ min: 1000, max: 2_000_000 }), { nil: undefined }),
@@ -32,6 +33,7 @@ export function arbitraryTextModel(maxCents = 200_000): fc.Arbitrary<ModelConfig
           capabilities: [],
           price: { input: m.input, output: m.output, ...(m.cached ? { cached_input: m.cached } : {}), ...(m.fee ? { tool_call_fee: { web_search: m.fee } } : {}) },
           ...(m.cacheWrite ? { cache_write_multiplier: m.cacheWrite } : {}),
+          ...(m.cacheWrite1h ? { cache_write_1h_multiplier: m.cacheWrite1h } : {}),
           ...(m.longContext ? { long_context: m.longContext } : {}),
           ...(m.discount ? { discount: { multiplier: m.discount } } : {}),
           ...(m.contextWindow ? { context_window: m.contextWindow } : {}),

@@ -79,7 +79,15 @@ const WIRES: Record<string, Wire> = {
   },
   messages: {
     adapter: messages,
-    usage: block(['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'server_tool_use.web_search_requests']),
+    usage: block([
+      'input_tokens',
+      'output_tokens',
+      'cache_creation_input_tokens',
+      'cache_read_input_tokens',
+      'cache_creation.ephemeral_5m_input_tokens',
+      'cache_creation.ephemeral_1h_input_tokens',
+      'server_tool_use.web_search_requests',
+    ]),
     body: (usage, extra) => ({ type: 'message', content: [{ type: 'text', text: extra }], usage }),
     frames: (usage, extra) => [
       JSON.stringify({ type: 'message_start', message: { usage } }),
@@ -112,7 +120,7 @@ const request = { id: 'req-1', caller: { keyId: 'key-1', key: { agentId: null } 
 
 function expectBillable(report: UsageReport) {
   if (report === null || isInvalidUsage(report)) return;
-  for (const value of [report.promptTokens, report.cachedTokens, report.cacheWriteTokens, report.outputTokens, report.reasoningTokens, ...Object.values(report.toolCalls ?? {})]) {
+  for (const value of [report.promptTokens, report.cachedTokens, report.cacheWriteTokens, report.cacheWrite1hTokens ?? 0, report.outputTokens, report.reasoningTokens, ...Object.values(report.toolCalls ?? {})]) {
     expect(Number.isSafeInteger(value)).toBe(true);
     expect(value).toBeGreaterThanOrEqual(0);
     expect(value).toBeLessThanOrEqual(MAX_REPORTED_TOKENS);

@@ -75,4 +75,24 @@ describe('GET /api/v1/models/public', () => {
       await own.close();
     }
   });
+
+  it('lists the cache-write multipliers billing uses: the 1-hour one defaults to 2 where writes are charged', async () => {
+    const text = (id: string, extra: object) => ({ id, owned_by: 'x', kind: 'text' as const, aliases: [], callable: true, endpoint_type: null, capabilities: [], price: { input: '3', output: '15' }, ...extra });
+    const own = await startTestGateway({
+      config: {
+        models: [text('writes', { cache_write_multiplier: '1.25' }), text('tuned', { cache_write_multiplier: '1.25', cache_write_1h_multiplier: '1.5' }), text('plain', {})],
+        channels: [],
+      },
+    });
+    try {
+      const models = (await own.gateway.app.inject({ method: 'GET', url: '/api/v1/models/public' })).json().models as Array<Record<string, unknown>>;
+      const byId = (id: string) => models.find((m) => m.id === id)!;
+      expect(byId('writes')).toMatchObject({ cache_write_multiplier: '1.25', cache_write_1h_multiplier: '2' });
+      expect(byId('tuned')).toMatchObject({ cache_write_multiplier: '1.25', cache_write_1h_multiplier: '1.5' });
+      expect(byId('plain')).not.toHaveProperty('cache_write_multiplier');
+      expect(byId('plain')).not.toHaveProperty('cache_write_1h_multiplier');
+    } finally {
+      await own.close();
+    }
+  });
 });

@@ -68,6 +68,8 @@ function harnessConfig(sim: Simulator): GatewayConfig {
       mediaChannel(sim, 'clip-a', 'videos', ['clip-nw']),
     ],
     presets: { voices: [{ id: 'alloy', name: 'Alloy' }], avatars: [{ id: 'anna', name: 'Anna' }] },
+    // Sign-up on (no SMTP_URL: its mails go to the outbox).
+    signup: { enabled: true, grant_usd: '40.44', require_email_verification: true, per_ip_per_hour: 5, per_email_per_hour: 3 },
   };
 }
 
@@ -389,6 +391,9 @@ describe('real answers validate against the published schemas', () => {
     expect(logs.data.length).toBeGreaterThan(10);
     await expectAnswer('getAccountUsage', 200, admin('GET', `/accounts/${accountId}/usage`));
     await expectAnswer('createConsoleLoginLink', 201, admin('POST', `/accounts/${accountId}/login-link`));
+    await expectAnswer('signUp', 200, call('POST', '/v1/accounts/sign-up', { email: 'answers@example.test', password: 'a password of the answers', name: 'Answers' }));
+    const signups = await expectAnswer('listSignups', 200, admin('GET', '/signups'));
+    expect(signups.data[0]).toMatchObject({ email: 'answers@example.test', verified_at: null, trial_granted: false });
 
     const channels = await expectAnswer('listChannels', 200, admin('GET', '/channels'));
     const channel = channels.data[0].id as string;

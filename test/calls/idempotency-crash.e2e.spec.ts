@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPglite, postgresSql, type Sql } from '../../src/storage/sql';
+import type { Sql } from '../../src/storage/sql';
 import { ChildGateway } from '../support/child-gateway';
 
 // Issue 23, finding 5: the Idempotency-Key record is completed after the settlement, in another
@@ -14,10 +13,8 @@ beforeAll(async () => {
 });
 afterAll(() => gw.cleanup());
 
-/** The child's database while no gateway holds it (embedded: the PGlite directory). */
-async function database(): Promise<Sql> {
-  return gw.env.DATABASE_URL ? postgresSql(gw.env.DATABASE_URL) : openPglite(join(gw.dataDir, 'pglite'));
-}
+/** The child's database while no gateway holds it. */
+const database = (): Promise<Sql> => gw.openDatabase();
 
 describe('a crash between the charge and the Idempotency-Key record', () => {
   it('charges once: the retry after the lease is told the call was billed, and does not run it again', async () => {

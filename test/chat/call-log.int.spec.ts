@@ -34,8 +34,8 @@ describe('call log', () => {
   it('has one row per final outcome, attempts folded in, rejected calls at cost 0', async () => {
     const { data } = await logs();
     expect(data).toHaveLength(5);
-    // The CSV's columns (the spec's and the adjustment's), and the built-in tool fee part of the cost (null here: no tool fees), the agent, and the model asked for when a fallback answered.
-    for (const row of data) expect(Object.keys(row).sort()).toEqual([...CSV_COLUMNS, ...ADJUSTMENT_COLUMNS, 'tool_fee_usd', 'agent_id', 'requested_model'].sort());
+    // The CSV's columns (the spec's and the adjustment's), and the built-in tool fee part of the cost (null here: no tool fees), the agent, the model asked for when a fallback answered, and the cache writes by lifetime.
+    for (const row of data) expect(Object.keys(row).sort()).toEqual([...CSV_COLUMNS, ...ADJUSTMENT_COLUMNS, 'tool_fee_usd', 'agent_id', 'requested_model', 'cache_write_tokens', 'cache_write_1h_tokens'].sort());
     const byStatus = (s: string) => data.filter((r) => r.status === s);
     expect(byStatus('success')).toHaveLength(2);
     expect(byStatus('error')).toHaveLength(1);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandHandler } from '../../src/commands/handle-command';
-import { walletDecider } from '../../src/commands/wallet/decider';
+import { SIGNUP_GRANT, walletDecider } from '../../src/commands/wallet/decider';
 import { walletStream } from '../../src/events/catalog';
 import { ledgerTestbed, storeWith, type LedgerTestbed } from '../support/ledger';
 
@@ -24,7 +24,7 @@ describe('reads of a stream', () => {
     });
     const wallets = new CommandHandler(counted, walletDecider);
     const stream = walletStream('acct_reads');
-    expect((await wallets.handle(stream, { type: 'OpenAccount', accountId: 'acct_reads', name: 'reads', now: 1 })).ok).toBe(true);
+    expect((await wallets.handle(stream, { type: 'OpenAccount', accountId: 'acct_reads', name: 'reads', trialGrant: SIGNUP_GRANT, now: 1 })).ok).toBe(true);
     reads = 0;
     const topUp = wallets.handle(stream, { type: 'TopUp', topupId: 't1', amount: 200_000_000_000n, reference: 'r', now: 1 });
     const loads = Array.from({ length: 20 }, () => wallets.load(stream));

@@ -1,3 +1,4 @@
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseUsd } from '../../src/money/usd';
@@ -105,6 +106,30 @@ describe('gateway ledger rerate (POST /admin/v1/rerates)', () => {
     expect(await verifyLedger(h.t.gateway.storage.store, h.t.gateway.storage.sql)).toEqual([]);
     const rebuilt = (await admin('GET', `/accounts/${a.accountId}/logs?model=chat-model`)).json().data;
     expect(rebuilt.map((r: { adjustment_usd: string }) => r.adjustment_usd).sort()).toEqual(logs.map((r: { adjustment_usd: string }) => r.adjustment_usd).sort());
+  });
+
+  it('re-prices 1-hour cache writes at twice the new input price, from the split the call log kept (issue 36, item 2)', async () => {
+    const a = await h.t.accountWithKey();
+    const anthropic = new Anthropic({ apiKey: a.key, baseURL: h.baseUrl, maxRetries: 0 });
+    const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: 'A re-rated agent', cache_control: { type: 'ephemeral', ttl: '1h' } }];
+    const answer = await anthropic.messages.create({ model: 'msg-model', max_tokens: 50, system, messages: [{ role: 'user', content: 'hi' }] });
+    const written = answer.usage.cache_creation_input_tokens!;
+    expect(written).toBeGreaterThan(0);
+    expect(answer.usage.cache_creation?.ephemeral_1h_input_tokens).toBe(written);
+    const prompt = answer.usage.input_tokens + written;
+    const output = answer.usage.output_tokens;
+    // msg-model: $1 input, 1-hour writes at the default 2 × input.
+    const charged = expectedCost(prompt, 0, output, written, 2);
+    // Rebuilt (the COPY path), the call log still has the split.
+    await h.t.gateway.runner.catchUpToHead();
+    await h.t.gateway.runner.rebuild('call-log');
+
+    const plan = (await admin('POST', '/rerates', { model: 'msg-model', from: 0, to: '2100-01-01', price: NEW_PRICE })).json();
+    expect(plan.calls).toHaveLength(1);
+    expect(parseUsd(plan.calls[0].old_cost_usd)).toBe(charged);
+    // $3 input: the unwritten prompt at 3000 nano-dollars a token, the 1-hour writes at 6000, output at 5000
+    // (priced as 5-minute writes they would be 3750 a token).
+    expect(parseUsd(plan.calls[0].new_cost_usd)).toBe(BigInt(prompt - written) * 3000n + BigInt(written) * 6000n + BigInt(output) * 5000n);
   });
 
   it('refuses what it cannot price', async () => {

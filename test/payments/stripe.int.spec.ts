@@ -111,7 +111,7 @@ describe('paid top-ups through Stripe', () => {
     // Once more, later: still once.
     expect((await stripe.deliver(event)).status).toBe(200);
     expect(await balance(accountId)).toBe('190.44');
-    await t().gateway.runner.waitFor(null);
+    await t().gateway.runner.catchUpToHead();
     const list = await json(await api(key, 'GET', '/v1/billing/payments'));
     expect(list.data[0]).toMatchObject({ id: session.id, status: 'paid', amount_usd: '150.00' });
   });
@@ -139,7 +139,7 @@ describe('paid top-ups through Stripe', () => {
     expect(delivered.status).toBe(200);
     expect(JSON.parse(delivered.body)).toEqual({ received: true, outcome: 'unmatched' });
     await stripe.deliver(foreign);
-    await t().gateway.runner.waitFor(null);
+    await t().gateway.runner.catchUpToHead();
     const sessionId = (foreign.data.object as { id: string }).id;
     await expect.poll(async () => (await t().admin('GET', '/payments/webhooks')).json().data.filter((d: { object_id: string }) => d.object_id === sessionId)).toEqual([
       expect.objectContaining({ event_id: foreign.id, event_type: 'checkout.session.completed', outcome: 'unmatched' }),
@@ -170,7 +170,7 @@ describe('paid top-ups through Stripe', () => {
     await stripe.deliver(full);
     expect(await balance(accountId)).toBe('40.44');
     expect((await walletEvents(accountId, 'WalletDebited')).map((e: { data: { amount: string } }) => e.data.amount)).toEqual(['50000000000', '100000000000']);
-    await t().gateway.runner.waitFor(null);
+    await t().gateway.runner.catchUpToHead();
     await expect.poll(async () => (await t().admin('GET', `/payments?account_id=${accountId}`)).json().data[0]).toMatchObject({ status: 'refunded', refunded_usd: '150.00' });
     expect((await t().admin('POST', `/payments/${session.id}/refunds`, {})).statusCode).toBe(400);
   });

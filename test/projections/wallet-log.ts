@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { MINIMUM_TOPUP, decide, type WalletCommand } from '../../src/commands/wallet/decider';
+import { MINIMUM_TOPUP, SIGNUP_GRANT, decide, type WalletCommand } from '../../src/commands/wallet/decider';
 import { evolve, initialWalletState, type WalletState } from '../../src/commands/wallet/state';
 import type { CallRecord, DomainEvent } from '../../src/events/catalog';
 import { START, comparePositions, type EventStore, type Position, type RecordedEvent } from '../../src/events/store/port';
@@ -116,7 +116,7 @@ export function walletLog(steps: readonly WalletStep[], prefix = 'acct'): Wallet
   for (const step of steps) {
     now += 1;
     const accountId = `${prefix}-${step.account}`;
-    if (!states.has(accountId)) record(accountId, { type: 'OpenAccount', accountId, name: `account ${step.account}`, now });
+    if (!states.has(accountId)) record(accountId, { type: 'OpenAccount', accountId, name: `account ${step.account}`, trialGrant: SIGNUP_GRANT, now });
     const held = holds.get(accountId) ?? [];
     holds.set(accountId, held);
     const keyId = 'key' in step && step.key !== null ? `${accountId}-key-${step.key}` : null;

@@ -5,36 +5,46 @@ import { ChildGateway } from '../support/child-gateway';
 // Issue 31, item 3: a call the client was answered on must survive a crash of the gateway. An image
 // call is settled before it is answered; the process is then killed (SIGKILL: nothing flushed, no
 // exit handler) the moment the answer has arrived, and started again on the same DATA_DIR (or
-// database). Embedded, the database lives in the process: a commit that did not reach the WAL file
-// (PGlite has no WAL writer, so an asynchronous commit stays in its memory) dies with it. With the
-// defaults of each mode every settlement must be found after the restart. Several rounds: the issue
-// saw five of six calls lose theirs.
+// database). The embedded default's Postgres server outlives the gateway (the next start adopts it);
+// embedded PGlite lives in the process, and a commit that did not reach the WAL file (PGlite has no
+// WAL writer, so an asynchronous commit stays in its memory) dies with it. With the defaults of each
+// mode every settlement must be found after the restart. Several rounds: the issue saw five of six
+// calls lose theirs.
 
 const ROUNDS = 4;
 
-let gw: ChildGateway;
-beforeAll(async () => {
-  gw = await ChildGateway.prepare();
-  // Each mode's own default: the test is of what an operator who sets nothing gets.
-  delete gw.env.LEDGER_CALL_COMMIT;
-  delete gw.env.GATEWAY_FAULT;
-});
-afterAll(() => gw.cleanup());
+// Embedded: the default (a Postgres server of the gateway's own) and PGlite in the process.
+const variants: Array<[string, NodeJS.ProcessEnv]> = process.env.DATABASE_URL
+  ? [['Postgres (DATABASE_URL)', {}]]
+  : [
+      ['embedded Postgres', {}],
+      ['embedded PGlite', { EMBEDDED_DATABASE: 'pglite' }],
+    ];
 
 interface LedgerEntry {
   readonly type: string;
   readonly data: { hold_id?: string; captured?: string; call?: { status: string } };
 }
 
-async function ledgerOf(token: string, accountId: string): Promise<LedgerEntry[]> {
+async function ledgerOf(gw: ChildGateway, token: string, accountId: string): Promise<LedgerEntry[]> {
   const res = await fetch(`${gw.base}/admin/v1/accounts/${accountId}/ledger?limit=1000`, { headers: { authorization: `Bearer ${token}` } });
   expect(res.status).toBe(200);
   return ((await res.json()) as { data: LedgerEntry[] }).data;
 }
 
-describe('a gateway killed right after answering a call', () => {
+describe.each(variants)('a gateway killed right after answering a call, on %s', (storage, env) => {
+  let gw: ChildGateway;
+  beforeAll(async () => {
+    gw = await ChildGateway.prepare({ env });
+    // Each mode's own default: the test is of what an operator who sets nothing gets.
+    delete gw.env.LEDGER_CALL_COMMIT;
+    delete gw.env.GATEWAY_FAULT;
+  });
+  afterAll(() => gw.cleanup());
+
   it('keeps the settlement of every call it answered, with its mode\'s default commit setting', async () => {
     let token = await gw.start();
+    expect(gw.output).toContain(`storage: ${storage}`);
     const { accountId, key } = await gw.accountWithKey('Crash', 'crash');
     const client = new OpenAI({ apiKey: key, baseURL: `${gw.base}/v1`, maxRetries: 0 });
     const answered: string[] = [];
@@ -47,7 +57,7 @@ describe('a gateway killed right after answering a call', () => {
       token = await gw.start();
     }
 
-    const entries = await ledgerOf(token, accountId);
+    const entries = await ledgerOf(gw, token, accountId);
     const settled = entries.filter((e) => e.type === 'HoldSettled');
     expect(settled.map((e) => e.data.hold_id)).toEqual(answered);
     for (const entry of settled) {

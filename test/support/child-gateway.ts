@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { startEmbeddedPostgres, stopLeftServer } from '../../src/storage/embedded-postgres';
 import { openPglite, postgresSql, type Sql } from '../../src/storage/sql';
 
 const BIN = join(import.meta.dirname, '../../bin/gateway.mjs');
@@ -46,6 +47,8 @@ export class ChildGateway {
   /** `databaseUrl`: a database the caller owns (not created or dropped here); `env`: more variables. */
   static async prepare(options: { databaseUrl?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ChildGateway> {
     const dataDir = mkdtempSync(join(tmpdir(), 'gateway-e2e-'));
+    // As root the embedded Postgres server runs as the `postgres` user, which must reach DATA_DIR.
+    if (process.getuid?.() === 0) chmodSync(dataDir, 0o711);
     const port = await freePort();
     // The demo config's simulator gets its own port, so parallel test files do not share one.
     const simulatorPort = await freePort();
@@ -77,7 +80,11 @@ export class ChildGateway {
   /** Its database, opened from the test (embedded: only while the server is stopped); close it after use. */
   async openDatabase(): Promise<Sql> {
     if (this.env.DATABASE_URL) return postgresSql(this.env.DATABASE_URL);
-    return openPglite(join(this.dataDir, 'pglite'));
+    if (!existsSync(join(this.dataDir, 'postgres', 'PG_VERSION'))) return openPglite(join(this.dataDir, 'pglite'));
+    // The embedded server, started for the test and stopped when the test closes its connections.
+    const server = await startEmbeddedPostgres(join(this.dataDir, 'postgres'));
+    const sql = postgresSql(server.url);
+    return { ...sql, close: () => sql.close().then(() => server.stop()) };
   }
 
   get running(): boolean {
@@ -173,6 +180,8 @@ export class ChildGateway {
 
   async cleanup(): Promise<void> {
     await this.stop();
+    // A gateway killed by the test leaves its embedded server running (as a crash would).
+    await stopLeftServer(join(this.dataDir, 'postgres'), 'SIGQUIT');
     rmSync(this.dataDir, { recursive: true, force: true });
     if (this.database) {
       const client = new pg.Client({ connectionString: process.env.DATABASE_URL });

@@ -7,6 +7,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../src/config/load';
 import type { GatewayConfig } from '../../src/config/schema';
 import { requestSerializers } from '../../src/runtime/app';
+import { LOG_REDACT } from '../../src/metrics/redact';
 import { createGateway, type Gateway, type GatewayOverrides } from '../../src/runtime/gateway';
 import { settingsFromEnv } from '../../src/runtime/settings';
 import { startSimulator, type Simulator } from '../../src/simulator';
@@ -67,7 +68,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       done();
     },
   });
-  const logger = pino({ level: 'debug', serializers: requestSerializers }, sink);
+  const logger = pino({ level: 'debug', serializers: requestSerializers, redact: LOG_REDACT }, sink);
   const settings = {
     ...settingsFromEnv(options.env ?? {}),
     dataDir,

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalState as canonical } from '../../../test/support/canonical-state';
 import type { WalletEvent } from '../../events/catalog';
-import { decide, type WalletCommand } from '../wallet/decider';
+import { SIGNUP_GRANT, decide, type WalletCommand } from '../wallet/decider';
 import { evolve, initialWalletState, type WalletState } from '../wallet/state';
 import { decodeState, encodeState, stateVersion } from './codec';
 
@@ -46,7 +46,7 @@ function history(steps: readonly Step[]): WalletEvent[] {
       events.push(event);
     }
   };
-  run({ type: 'OpenAccount', accountId: 'acct_snap', name: 'snap', now: NOW });
+  run({ type: 'OpenAccount', accountId: 'acct_snap', name: 'snap', trialGrant: SIGNUP_GRANT, now: NOW });
   let n = 0;
   for (const s of steps) {
     n += 1;

@@ -21,7 +21,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TaskBilling, TaskEvent, WalletEvent } from '../../events/catalog';
-import { decide as decideWallet, type WalletCommand } from '../wallet/decider';
+import { SIGNUP_GRANT, decide as decideWallet, type WalletCommand } from '../wallet/decider';
 import { evolve as evolveWallet, initialWalletState, type WalletState } from '../wallet/state';
 import { costOf, decide as decideTask, evolve as evolveTask, initialTaskState, isFinished, type TaskCommand, type TaskState } from './decider';
 import { closingOf, taskCall } from './money';
@@ -115,7 +115,7 @@ const HOLD_GRACE_S = 120;
 
 function setUp(billings: TaskBilling[], reservedUnits: number[], lifetimes: number[]): World {
   const world: World = { now: START, wallet: initialWalletState, walletEvents: [], tasks: [], taskEvents: [] };
-  runWallet(world, { type: 'OpenAccount', accountId: 'acct', name: 'prop', now: START });
+  runWallet(world, { type: 'OpenAccount', accountId: 'acct', name: 'prop', trialGrant: SIGNUP_GRANT, now: START });
   runWallet(world, { type: 'TopUp', topupId: 't', amount: 100_000_000n * USD, reference: 'r', now: START });
   for (let i = 0; i < TASKS; i++) {
     const b = billings[i]!;

@@ -44,7 +44,7 @@ function run(steps: readonly Step[]) {
     }
     return decision;
   };
-  apply({ type: 'OpenAccount', accountId: 'acct_p', name: 'p', now: NOW });
+  apply({ type: 'OpenAccount', accountId: 'acct_p', name: 'p', trialGrant: SIGNUP_GRANT, now: NOW });
   const commands: WalletCommand[] = [];
   steps.forEach((s, i) => {
     if (s.type === 'Spend') {

@@ -7,8 +7,13 @@ export const SIGNUP_GRANT = parseUsd('40.44');
 export const MINIMUM_TOPUP = parseUsd('134.8');
 
 export type WalletCommand =
-  /** `group`: the channel group it is bound to from the start (absent: none). */
-  | { type: 'OpenAccount'; accountId: string; name: string; group?: string | null; now: number }
+  /** `group`: the channel group it is bound to from the start (absent: none). `trialGrant`: the
+   * trial credit granted with the opening (the admin API's accounts: SIGNUP_GRANT), or null when it
+   * waits for GrantTrialCredit (a holder's own sign-up, once the email address is verified). */
+  | { type: 'OpenAccount'; accountId: string; name: string; group?: string | null; trialGrant: bigint | null; now: number }
+  /** The spec's trial credit, at most once per account whatever the number of calls (its grant id is
+   * `signup-{account}`, the same as an opening's grant). */
+  | { type: 'GrantTrialCredit'; amount: bigint; now: number }
   | { type: 'TopUp'; topupId: string; amount: bigint; reference: string; now: number }
   | {
       type: 'Reserve';
@@ -87,12 +92,20 @@ export function spendCapRefusal(state: WalletState, keyId: string | null, spendC
   };
 }
 
+/** The trial grant's id: one per account, so a replay or a second verification grants nothing. */
+export const trialGrantId = (accountId: string) => `signup-${accountId}`;
+
+function trialGrant(accountId: string, amount: bigint, now: number): WalletEvent {
+  return { type: 'CreditGranted', data: { grant_id: trialGrantId(accountId), amount, reason: 'signup', at: now } };
+}
+
 export function decide(command: WalletCommand, state: WalletState): WalletDecision {
   if (command.type === 'OpenAccount') {
     if (state.status !== 'none') return refuse('account_exists', `account ${command.accountId} already exists`);
+    if (command.trialGrant !== null && command.trialGrant <= 0n) return refuse('invalid_amount', 'a trial grant must be above 0');
     return accept(
       { type: 'AccountOpened', data: { account_id: command.accountId, name: command.name, at: command.now } },
-      { type: 'CreditGranted', data: { grant_id: `signup-${command.accountId}`, amount: SIGNUP_GRANT, reason: 'signup', at: command.now } },
+      ...(command.trialGrant !== null ? [trialGrant(command.accountId, command.trialGrant, command.now)] : []),
       ...(command.group ? [{ type: 'AccountGroupSet' as const, data: { group: command.group, at: command.now } }] : []),
     );
   }
@@ -193,6 +206,13 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
         data: { hold_id: command.holdId, amount: hold.amount, reason: command.reason, ...(command.call ? { call: command.call } : {}), at: command.now },
       });
     }
+
+    case 'GrantTrialCredit':
+      // Granted already (at the opening, or by an earlier verification): nothing more, ever.
+      if (state.trialGranted) return accept();
+      if (command.amount <= 0n) return refuse('invalid_amount', 'a trial grant must be above 0');
+      if (state.status !== 'active') return refuse('account_inactive', 'the account is inactive');
+      return accept(trialGrant(state.accountId, command.amount, command.now));
 
     case 'Deactivate':
       if (state.status === 'inactive') return accept();

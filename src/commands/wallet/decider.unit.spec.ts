@@ -59,7 +59,7 @@ const released = (holdId: string, amount: bigint, reason = 'upstream_error'): Wa
 const deactivated: WalletEvent = { type: 'AccountDeactivated', data: { reason: 'abuse', at: NOW } };
 const reactivated: WalletEvent = { type: 'AccountReactivated', data: { at: NOW } };
 
-const openAccount = (): WalletCommand => ({ type: 'OpenAccount', accountId: ACCOUNT, name: 'Ada', now: NOW });
+const openAccount = (): WalletCommand => ({ type: 'OpenAccount', accountId: ACCOUNT, name: 'Ada', trialGrant: SIGNUP_GRANT, now: NOW });
 const topUp = (amount: bigint, topupId = 't-1'): WalletCommand => ({ type: 'TopUp', topupId, amount, reference: `ref-${topupId}`, now: NOW });
 const reserve = (holdId: string, amount: bigint, keyId: string | null = null, spendCap: bigint | null = null): WalletCommand => ({
   type: 'Reserve',
@@ -507,7 +507,7 @@ describe('wallet decider: purity', () => {
 describe('adjustments (re-rates)', () => {
   it('split a large re-rate into parts of at most ADJUSTMENT_PART_CALLS calls, appended together', () => {
     let state = initialWalletState;
-    for (const event of expectAccepted(decide({ type: 'OpenAccount', accountId: 'a', name: 'a', now: 1 }, state))) state = evolve(state, event);
+    for (const event of expectAccepted(decide({ type: 'OpenAccount', accountId: 'a', name: 'a', trialGrant: SIGNUP_GRANT, now: 1 }, state))) state = evolve(state, event);
     const calls = Array.from({ length: 2 * ADJUSTMENT_PART_CALLS + 1 }, (_, i) => ({ requestId: `r${i}`, keyId: i % 2 ? 'k1' : null, oldCost: 10n, newCost: 13n }));
     const events = expectAccepted(decide({ type: 'Adjust', adjustmentId: 'adj', reference: 'fix', reason: 'r', model: 'm', calls, now: 2 }, state));
     expect(events.map((e) => (e.type === 'WalletAdjusted' ? [e.data.part, e.data.parts, e.data.calls.length] : null))).toEqual([

@@ -93,6 +93,8 @@ export interface WalletState {
   /** The channel group the account's calls are routed to; null: none (every channel). A key's own
    * group wins (src/channels/groups.ts). */
   readonly group: string | null;
+  /** Whether the trial credit (grant `signup-{account}`) was granted: it is granted once. */
+  readonly trialGranted: boolean;
   /** Escrows of the account's agent keys, by key id. */
   readonly escrows: PersistentMap<string, Escrow>;
   /** What the open escrows still set aside (Σ escrowLeft): part of the balance, not available. */
@@ -118,6 +120,7 @@ export const initialWalletState: WalletState = {
   debits: PersistentMap<string, bigint>(),
   limits: { rpm: null, concurrency: null },
   group: null,
+  trialGranted: false,
   escrows: PersistentMap<string, Escrow>(),
   escrowed: 0n,
 };
@@ -176,6 +179,7 @@ export function copy(state: WalletState): { -readonly [K in keyof WalletState]: 
     debits: state.debits,
     limits: state.limits,
     group: state.group,
+    trialGranted: state.trialGranted,
     escrows: state.escrows,
     escrowed: state.escrowed,
   };
@@ -210,6 +214,7 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
     case 'CreditGranted':
       next.balance = state.balance + event.data.amount;
       next.credited = state.credited + event.data.amount;
+      if (event.data.grant_id === `signup-${state.accountId}`) next.trialGranted = true;
       return next;
     case 'WalletToppedUp': {
       const { reference, topup_id, amount } = event.data;

@@ -21,6 +21,9 @@ export const CallRecord = z.object({
   /** Input tokens written to the cache (part of input_tokens, billed at the model's cache-write
    * multiplier): kept so that a re-rate prices them as the call was. Absent: none. */
   cache_write_tokens: z.number().int().nonnegative().optional(),
+  /** The part of cache_write_tokens written for 1 hour (billed at the model's 1-hour write multiplier; the rest
+   * were 5-minute writes). Absent: none, as on every record from before lifetimes were told apart. */
+  cache_write_1h_tokens: z.number().int().nonnegative().optional(),
   unit_count: Int32.nonnegative().nullable(),
   unit_type: z.string().nullable(),
   latency_ms: Int32.nonnegative(),

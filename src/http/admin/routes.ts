@@ -16,6 +16,8 @@ import { knowledgeAdminRoutes, type KnowledgeAdminOptions } from './knowledge';
 import { logRoutes } from './logs';
 import { rerateRoutes } from './rerate';
 import { consoleLinkRoutes } from './console-links';
+import { signupAdminRoutes } from './signups';
+import type { Logins } from '../../accounts/logins';
 import type { ConsoleSessions } from '../../console/sessions';
 import { enterpriseAdminRoutes } from './enterprise';
 import type { Enterprises } from '../../commands/enterprise/service';
@@ -43,6 +45,8 @@ export interface AdminOptions extends KnowledgeAdminOptions {
   readonly idempotency: IdempotencyStore;
   /** Console sign-in links (`POST /accounts/:id/login-link`). */
   readonly consoleSessions: ConsoleSessions;
+  /** Holders' own sign-ups (`GET /signups`). */
+  readonly logins: Logins;
   readonly publicBaseUrl?: string | undefined;
   readonly enterprises: Enterprises;
   readonly knowledgeQueries: KnowledgeQueries;
@@ -98,6 +102,7 @@ export function adminRoutes(options: AdminOptions) {
     await app.register(logRoutes(sql, options.now ?? (() => Math.floor(Date.now() / 1000))));
     await app.register(rerateRoutes({ ledger, runner, sql, registry }));
     await app.register(consoleLinkRoutes({ ledger, consoleSessions: options.consoleSessions, settled, publicBaseUrl: options.publicBaseUrl }));
+    await app.register(signupAdminRoutes(ledger, options.logins));
     if (options.channelHealth) await app.register(channelAdminRoutes(options.channelHealth, sql, runner));
 
     await app.register(accountAdminRoutes({ ledger, sql, settled, consoleSessions: options.consoleSessions }));

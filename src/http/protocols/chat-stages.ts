@@ -2,7 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import type { ModelRegistry } from '../../config/registry';
 import { CHAT_PROTOCOLS, channelServes, type ModelConfig } from '../../config/schema';
 import { fallbackChain } from '../../config/fallbacks';
-import type { Route, RouteSource, Router } from '../../channels/routing';
+import { preferring, type Route, type RouteSource, type Router } from '../../channels/routing';
+import type { SessionPins } from '../../channels/session-pins';
 import { callerGroup } from '../../channels/groups';
 import type { ChatRequestInfo, ProtocolAdapter, Usage } from '../../upstream/contract';
 import { pricingOf, type TokenPricing } from '../../upstream/pricing';
@@ -28,45 +29,66 @@ export interface Stage {
   /** The most of the usage the call may be billed on (src/upstream/capture.ts). */
   readonly ceiling: UsageCeiling;
   readonly pricing: TokenPricing;
+  /** Some channel may be asked for 1-hour cache writes: the hold assumes their price (src/upstream/pricing.ts `holdAmount`). */
+  readonly longCacheWrites: boolean;
 }
 
 /**
  * The stages of one chat call, or why no model of its chain has a channel for it (the first model's reason).
- * `pin`: a session to pin to one channel (agent calls' `session_id` header, src/http/agents/pin.ts).
+ * `pin`: a session to pin to one channel by rendezvous hashing (agent calls' `session_id` header,
+ * src/http/agents/pin.ts); `session`: the call's session hint (./session-hint.ts), whose pin in `deps.pins`
+ * (src/channels/session-pins.ts) puts its channel first when it is usable for the call, before `pin` is looked at.
  */
 export function chatStages(
-  deps: { readonly registry: ModelRegistry; readonly router: Router; readonly now: () => number },
+  deps: { readonly registry: ModelRegistry; readonly router: Router; readonly now: () => number; readonly pins?: SessionPins | undefined },
   adapter: ProtocolAdapter,
   request: FastifyRequest,
   model: ModelConfig,
   info: ChatRequestInfo,
-  params: { model?: string; stream?: boolean; pin?: string | undefined },
+  params: { model?: string; stream?: boolean; pin?: string | undefined; session?: string | undefined },
 ): Stage[] | { code: ErrorCode; message: string } {
   const caller = request.caller!;
   const pin = params.pin;
+  const session = params.session;
+  // Per account: another tenant's calls with the same session id never see nor move this one's pin.
+  const pinOf = (m: ModelConfig) => (session === undefined || deps.pins === undefined ? null : deps.pins.pinned(caller.accountId, m.id, session));
   // Only the channels of the caller's group (its key's, else its account's; none bound: every channel).
   const group = callerGroup(caller);
   const router = deps.router.scoped(group);
   // The model, then its fallbacks (src/config/fallbacks.ts) the key may use, each with the channels it
   // would try, taken now: a reload during the call changes none of them.
   const chain = fallbackChain(model, (id) => deps.registry.resolve(id)).filter((m, i) => i === 0 || usableFallback(deps, caller.key.settings.allowed_models, m));
-  const found = chain.map((m) => routesFor(router, group, adapter, m, info));
+  const pins = chain.map(pinOf);
+  const found = chain.map((m, i) => routesFor(preferring(router, pins[i] ?? null), group, adapter, m, info));
   const first = found[0]!;
   if ('code' in first && found.every((f) => 'code' in f)) return first;
   const staged = chain.flatMap((m, i) => {
     const f = found[i]!;
-    return 'code' in f ? [] : [{ model: m, routes: pinnedOrder(f.routes, pin, (route) => route.channel.id) }];
+    if ('code' in f) return [];
+    const stuck = stickFirst(f.routes, pins[i] ?? null);
+    return [{ model: m, routes: stuck ?? pinnedOrder(f.routes, pin, (route) => route.channel.id) }];
   });
   // Translated: the client's request decoded once, and re-encoded for each route's channel.
   const decoded = staged.some((st) => st.routes.some(isTranslated)) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
   const shape = requestShape(request.body);
   return staged.map(({ model: m, routes }) => {
     const translations = routes.map((route) => (decoded && isTranslated(route) ? translationFor(decoded, adapter, route, m) : null));
-    const estimate = callEstimate(m, translations.map((t) => t?.asked ?? info));
+    const asked = translations.map((t) => t?.asked ?? info);
+    const estimate = callEstimate(m, asked);
     const pricing = pricingOf(m, deps.registry.config.discounts);
     const ceiling = usageCeiling(m, shape, info.maxTokens, info.choices, estimate.outputTokens);
-    return { model: m, routes, translations, estimate, bounds: usageBounds(m, info), ceiling, pricing };
+    return { model: m, routes, translations, estimate, bounds: usageBounds(m, info), ceiling, pricing, longCacheWrites: asked.some((r) => r.longCacheWrites === true) };
   });
+}
+
+/** The routes with the pinned channel first, when it is among them at the best priority offered (a pin is
+ * a preference among equals: it never passes over a lower priority, a sick channel or another group);
+ * null when it is not. */
+function stickFirst(routes: readonly Route[], pinned: string | null): Route[] | null {
+  if (pinned === null || routes.length === 0) return null;
+  const at = routes.findIndex((route) => route.channel.id === pinned);
+  if (at < 0 || routes[at]!.channel.priority !== routes[0]!.channel.priority) return null;
+  return [routes[at]!, ...routes.filter((_, i) => i !== at)];
 }
 
 /** Whether a fallback model may serve the caller's call: callable, on the chat endpoints, and on the key's allow-list. */

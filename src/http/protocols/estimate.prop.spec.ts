@@ -19,7 +19,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decide, type WalletCommand } from '../../commands/wallet/decider';
+import { SIGNUP_GRANT, decide, type WalletCommand } from '../../commands/wallet/decider';
 import { available, evolve, initialWalletState, type WalletState } from '../../commands/wallet/state';
 import type { ChatProtocol, ModelConfig } from '../../config/schema';
 import type { ProtocolAdapter, Usage } from '../../upstream/contract';
@@ -190,7 +190,7 @@ describe('the chat pre-charge', () => {
           if (decision.ok) for (const event of decision.events) state = evolve(state, event);
           return decision.ok;
         };
-        run({ type: 'OpenAccount', accountId: 'acc', name: 'prop', now: NOW });
+        run({ type: 'OpenAccount', accountId: 'acc', name: 'prop', trialGrant: SIGNUP_GRANT, now: NOW });
         run({ type: 'TopUp', topupId: 't', amount: 100_000n * 1_000_000_000n, reference: 'r', now: NOW });
         const open: { holdId: string; settled: bigint }[] = [];
         let largestHold = 0n;

@@ -12,6 +12,8 @@ import { builtinToolsHold, chargeOf, holdAmount, receiptOf } from '../../upstrea
 import { usageInvalidNote } from '../../upstream/usage';
 import { boundedCapture, clampUsage, feeToolsNamed, outputCharsLimit } from '../../upstream/capture';
 import type { Route, Router } from '../../channels/routing';
+import type { SessionPins } from '../../channels/session-pins';
+import { sessionHint } from './session-hint';
 import { isObject, tryJson } from '../../upstream/json';
 import { BodyTooLargeError, CHAT_ANSWER_BYTES, textWithin } from '../../upstream/bounded-body';
 import { readAhead } from '../../upstream/read-ahead';
@@ -32,6 +34,8 @@ export interface RelayDeps {
   readonly timeoutMs: number;
   readonly dispatcher?: Dispatcher;
   readonly now: () => number;
+  /** Conversations pinned to the channel that served them (issue 36, item 3); absent: none pinned. */
+  readonly pins?: SessionPins;
 }
 
 export const CHAT_TIMEOUT_MS = 180_000;
@@ -46,6 +50,7 @@ const usageFields = (usage: Usage) => ({
   output_tokens: usage.outputTokens,
   cached_tokens: usage.cachedTokens,
   ...(usage.cacheWriteTokens > 0 ? { cache_write_tokens: usage.cacheWriteTokens } : {}),
+  ...((usage.cacheWrite1hTokens ?? 0) > 0 ? { cache_write_1h_tokens: Math.min(usage.cacheWrite1hTokens!, usage.cacheWriteTokens) } : {}),
 });
 
 /**
@@ -86,12 +91,14 @@ export async function relayChat(
   if (model.kind !== 'text' || model.endpoint_type)
     return reject('no_channel_available', `The model \`${model.id}\` is served only on its dedicated ${model.endpoint_type ?? model.kind} endpoint.`);
 
-  const stages = chatStages(deps, adapter, request, model, info, params);
+  // Read before anything else looks at the body: an agent's is already rewritten, its headers are not.
+  const session = deps.pins ? sessionHint(request.headers, request.body) : undefined;
+  const stages = chatStages(deps, adapter, request, model, info, { ...params, session });
   if (!Array.isArray(stages)) return reject(stages.code, stages.message);
   // The hold covers the worst case of the whole chain: the dearest of its models' worst cases, so that
   // whichever model answers, its charge was held (a model that answers is billed at its own price).
   const feeTools = [...info.builtinTools, ...feeToolsNamed(request.body)];
-  const amount = stages.map((st) => holdAmount(st.pricing, st.estimate, ctx.submittedAt) + builtinToolsHold(st.pricing, feeTools)).reduce((a, b) => (a > b ? a : b));
+  const amount = stages.map((st) => holdAmount(st.pricing, st.estimate, ctx.submittedAt, st.longCacheWrites) + builtinToolsHold(st.pricing, feeTools)).reduce((a, b) => (a > b ? a : b));
   // The upstream request may leave once the hold is decided; its commit is awaited before
   // anything reaches the client, before a settlement and before another channel is tried.
   const hold = EarlyHold.place(deps.ledger, ctx, { amount, purpose: `chat ${model.id}`, ttlSeconds: Math.ceil(deps.timeoutMs / 1000) + HOLD_GRACE_S }, reject);
@@ -104,7 +111,7 @@ export async function relayChat(
   hold.guard(signal, request);
   const ladder = new ChatLadder(deps, reply, ctx, info, stages, signal, hold, amount);
   try {
-    return await relayLadder(deps, reply, ladder, model.id);
+    return await relayLadder(deps, reply, ladder, model.id, session);
   } catch (error) {
     // A failure of the gateway's own after the hold (a bug, a translation that threw): the client
     // gets a 5xx, which is never billed, and the call its row; not left to the sweeper.
@@ -175,13 +182,15 @@ class ChatLadder implements ChannelLadder<ChatAnswer, Stage> {
   }
 }
 
-async function relayLadder(deps: RelayDeps, reply: FastifyReply, ladder: ChatLadder, requested: string): Promise<unknown> {
+async function relayLadder(deps: RelayDeps, reply: FastifyReply, ladder: ChatLadder, requested: string, session: string | undefined): Promise<unknown> {
   const { facts: ctx, info, call: signal } = ladder;
   const adapter = ctx.adapter;
   const request = ctx.request;
   const outcome = await tryChannels(ladder);
   if (outcome.ok) {
     const { stage, route } = outcome;
+    // The session stays where an answer began: on its pin, or re-pinned to the channel that took over.
+    if (session !== undefined) deps.pins?.served(request.caller!.accountId, stage.model.id, session, route.channel.id);
     const translation = stage.translations[outcome.rung] ?? null;
     // The row names the model that answered, and the one asked for when it was a fallback.
     ctx.model = stage.model.id;

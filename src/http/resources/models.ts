@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ModelRegistry } from '../../config/registry';
 import type { ModelConfig } from '../../config/schema';
-import { discountsOf } from '../../upstream/pricing';
+import { DEFAULT_CACHE_WRITE_1H_MULTIPLIER, discountsOf } from '../../upstream/pricing';
 import type { Model, ModelList, PublicModels } from '../openapi/answers/chat';
 import type { RouteDoc } from '../openapi/route-doc';
 import { GatewayError } from '../errors';
@@ -34,6 +34,12 @@ const PUBLIC_DOC: RouteDoc = {
   responses: { 200: { description: '`{models: [...]}`: prices as USD decimal strings, `callable`, `endpoint_type`, `supported_protocols`.' } },
 };
 
+/** The 1-hour cache-write multiplier billing uses: the model's own, else the vendor's 2× on a model that charges writes. */
+function cacheWrite1hField(model: ModelConfig): { cache_write_1h_multiplier?: string } {
+  const oneHour = model.cache_write_1h_multiplier ?? (model.cache_write_multiplier ? DEFAULT_CACHE_WRITE_1H_MULTIPLIER : undefined);
+  return oneHour ? { cache_write_1h_multiplier: oneHour } : {};
+}
+
 function discountField(registry: ModelRegistry, model: ModelConfig) {
   const discounts = discountsOf(model, registry.config.discounts);
   return discounts.length > 0 ? { discounts } : {};
@@ -52,6 +58,8 @@ function publicEntry(registry: ModelRegistry, model: ModelConfig): z.output<type
     // USD as exact decimal strings: per 1M tokens for text, per unit for media.
     price: model.price,
     ...(model.cache_write_multiplier ? { cache_write_multiplier: model.cache_write_multiplier } : {}),
+    // The 1-hour price in force, its default included, wherever writes are priced.
+    ...cacheWrite1hField(model),
     ...(model.long_context ? { long_context: model.long_context } : {}),
     // Listed prices stay undiscounted (spec, Billing flow 5); the promotions that apply are shown beside them.
     ...discountField(registry, model),

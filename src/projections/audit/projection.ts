@@ -3,7 +3,8 @@ import { oneAtATime, type Projection } from '../projection';
 /** Append-only record of who changed what: accounts, top-ups, limits, every key action (issue,
  * change, reveal, revoke, delete), and the enterprise's: settings, members, agents, key requests
  * (request, approve, reject) and escrows (funded, returned); console sign-ins (link issued, signed in,
- * signed out). Other money movements are in the ledger.
+ * signed out) and a holder's own account (sign-up, mails sent, verification, password sign-ins and their
+ * refusals, resets and changes). Other money movements are in the ledger.
  * Rows keep their event's position in the log: the trail's order (several actions may share a second),
  * the same after a rebuild. */
 export const auditProjection: Projection = {
@@ -49,6 +50,16 @@ const AUDITED = new Set([
   'ConsoleSignedIn',
   'ConsoleSignedOut',
   'ConsoleSessionEnded',
+  'AccountSignedUp',
+  'AccountMailSent',
+  'AccountSignUpRepeated',
+  'AccountEmailVerified',
+  'ConsolePasswordSignedIn',
+  'ConsoleSignInRefused',
+  'PasswordResetRequested',
+  'PasswordChanged',
+  'AccountEmailChangeRequested',
+  'AccountEmailChanged',
   'EscrowFunded',
   'EscrowReturned',
   'EnterpriseConfigured',

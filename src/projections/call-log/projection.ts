@@ -56,7 +56,9 @@ ${BY_AGENT.create}
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS requested_model text;
 -- What a re-rate needs to price a call as it was billed: its cache writes, and the hold its capture was bounded by. Added later, so added here.
 ALTER TABLE call_log ADD COLUMN IF NOT EXISTS cache_write_tokens bigint;
-ALTER TABLE call_log ADD COLUMN IF NOT EXISTS hold bigint;`,
+ALTER TABLE call_log ADD COLUMN IF NOT EXISTS hold bigint;
+-- The part of cache_write_tokens written for 1 hour (null: none, as on records from before the split). Added later, so added here.
+ALTER TABLE call_log ADD COLUMN IF NOT EXISTS cache_write_1h_tokens bigint;`,
 
   async applyBatch(tx, items, writes = WHOLE) {
     const rows = items.flatMap(toRow);
@@ -74,23 +76,26 @@ async function insertRows(tx: SqlQuery, rows: readonly Row[]) {
   await tx.query(
     `INSERT INTO call_log (id, account_id, key_id, model, endpoint, status, error_code, error_message, input_tokens, output_tokens,
                            cached_tokens, unit_count, unit_type, cost, latency_ms, request_id, task_id, channel_id, submitted_at,
-                           created_at, attempts_count, result_urls, result_expires_at, tool_fee, agent_id, requested_model, cache_write_tokens, hold)
+                           created_at, attempts_count, result_urls, result_expires_at, tool_fee, agent_id, requested_model, cache_write_tokens, hold,
+                           cache_write_1h_tokens)
      SELECT r.id, r.account_id, c.key_id, c.model, c.endpoint, c.status, c.error_code, c.error_message, c.input_tokens, c.output_tokens,
             c.cached_tokens, c.unit_count, c.unit_type, r.cost, c.latency_ms, c.request_id, c.task_id, c.channel_id, c.submitted_at,
-            r.created_at, c.attempts_count, c.result_urls, c.result_expires_at, c.tool_fee, c.agent_id, c.requested_model, c.cache_write_tokens, r.hold
+            r.created_at, c.attempts_count, c.result_urls, c.result_expires_at, c.tool_fee, c.agent_id, c.requested_model, c.cache_write_tokens, r.hold,
+            c.cache_write_1h_tokens
        FROM json_to_recordset($1::json) AS r(id uuid, account_id text, cost bigint, created_at bigint, hold bigint, call json),
             json_to_record(r.call) AS c(key_id text, model text, endpoint text, status text, error_code text, error_message text,
                                         input_tokens bigint, output_tokens bigint, cached_tokens bigint, unit_count int, unit_type text,
                                         latency_ms int, request_id text, task_id text, channel_id text, submitted_at bigint,
                                         attempts_count int, result_urls text[], result_expires_at bigint, tool_fee bigint, agent_id text,
-                                        requested_model text, cache_write_tokens bigint)`,
+                                        requested_model text, cache_write_tokens bigint, cache_write_1h_tokens bigint)`,
     [JSON.stringify(rows.map((r) => ({ id: r.id, account_id: r.accountId, cost: String(r.cost), created_at: r.at, hold: r.hold === null ? null : String(r.hold), call: r.call })))],
   );
 }
 
 const COPY_COLUMNS = ['id', 'account_id', 'key_id', 'model', 'endpoint', 'status', 'error_code', 'error_message', 'input_tokens', 'output_tokens',
   'cached_tokens', 'unit_count', 'unit_type', 'cost', 'latency_ms', 'request_id', 'task_id', 'channel_id', 'submitted_at',
-  'created_at', 'attempts_count', 'result_urls', 'result_expires_at', 'tool_fee', 'agent_id', 'requested_model', 'cache_write_tokens', 'hold'];
+  'created_at', 'attempts_count', 'result_urls', 'result_expires_at', 'tool_fee', 'agent_id', 'requested_model', 'cache_write_tokens', 'hold',
+  'cache_write_1h_tokens'];
 
 /** The same rows as insertRows writes, loaded with COPY (a rebuild). */
 async function copyRows(tx: SqlQuery, rows: readonly Row[]) {
@@ -100,6 +105,7 @@ async function copyRows(tx: SqlQuery, rows: readonly Row[]) {
       id, accountId, c.key_id, c.model, c.endpoint, c.status, c.error_code, c.error_message, c.input_tokens, c.output_tokens,
       c.cached_tokens, c.unit_count, c.unit_type, cost, c.latency_ms, c.request_id, c.task_id, c.channel_id, c.submitted_at,
       at, c.attempts_count, copyTextArray(c.result_urls), c.result_expires_at, c.tool_fee, c.agent_id, c.requested_model, c.cache_write_tokens, hold,
+      c.cache_write_1h_tokens,
     ]);
   await tx.copyFrom('call_log', COPY_COLUMNS, lines);
 }

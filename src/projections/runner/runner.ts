@@ -50,6 +50,8 @@ interface Pass {
   readonly memory?: Map<Projection, RebuildMemory>;
   /** A rebuild's batches, read once for every projection (SharedReads); else each read when needed. */
   readonly reads?: Reader;
+  /** Asked between batches: true ends the pass there (a shutdown must not wait for a long catch-up). */
+  readonly halt?: () => boolean;
 }
 const FOLLOWING: Pass = { batch: BATCH, rebuilding: false };
 /** Busier than this (share of the time between two batches), the gateway has no time to spare for
@@ -174,10 +176,11 @@ export class ProjectionRunner {
   }
 
   /** Applies everything currently readable to every projection (or, for a runner that does not apply
-   * the log, reads where the worker that does has got to). */
-  async catchUp(): Promise<void> {
+   * the log, reads where the worker that does has got to). `halt` is asked between batches: true, and
+   * the catch-up ends there (each batch's checkpoint is committed with it: nothing applied is lost). */
+  async catchUp(halt?: () => boolean): Promise<void> {
     try {
-      if (this.applies) await this.advance(this.projections);
+      if (this.applies) await this.advance(this.projections, halt ? { ...FOLLOWING, halt } : FOLLOWING);
       else for (const [p, at] of await this.checkpoints(this.projections)) this.positions.set(p.name, at);
     } finally {
       this.settleWaiters();
@@ -190,7 +193,11 @@ export class ProjectionRunner {
   private async advance(projections: readonly Projection[], pass: Pass = FOLLOWING): Promise<void> {
     let at = await this.checkpoints(projections);
     let failure: unknown = null;
-    while (at.size > 0) {
+    while (at.size > 0 && !pass.halt?.()) {
+      // Embedded PGlite answers on this thread through promises alone: without a turn of the event loop
+      // between batches, a long catch-up would hold back everything else (a signal, a listen, requests).
+      if (pass.halt) await new Promise((resolve) => setImmediate(resolve));
+      if (pass.halt?.()) break;
       const next = new Map<Projection, Position>();
       const moved: Projection[] = [];
       for (const [from, group] of groupByPosition(at)) {
@@ -300,14 +307,16 @@ export class ProjectionRunner {
   }
 
   /** Catches up until every projection has applied the log's current head, waiting for
-   * events that older in-flight transactions still hide (operator commands, tests). */
-  async catchUpToHead(timeoutMs = 30_000): Promise<void> {
+   * events that older in-flight transactions still hide (operator commands, tests). A catch-up under
+   * way runs to its end unless `stopAtDeadline` (the shutdown's): then it stops between batches once
+   * `timeoutMs` is over, however far behind the log it is. */
+  async catchUpToHead(timeoutMs = 30_000, stopAtDeadline = false): Promise<void> {
     // Commands this process has queued but not appended yet (settlements after an answer) belong to the head.
     await this.pendingAppends();
     const head = await this.store.headPosition();
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      await this.catchUp();
+      await this.catchUp(stopAtDeadline ? () => Date.now() > deadline : undefined);
       if (this.reached(head)) return;
       if (Date.now() > deadline) throw new Error('projections did not reach the head of the log in time');
       await new Promise((r) => setTimeout(r, 20));
@@ -447,7 +456,8 @@ export class ProjectionRunner {
     this.running = (async () => {
       while (!this.stopped) {
         try {
-          await this.catchUp();
+          // stop() is honoured between batches, however far behind the log the projections are.
+          await this.catchUp(() => this.stopped);
           this.failure = null;
         } catch (error) {
           this.failure = error;

@@ -87,6 +87,11 @@ function cacheRequested(b: Record<string, unknown>, systemText: string): boolean
   return systemText.includes('[cache]') || asArray(b.system).some((blk) => asRecord(blk).cache_control !== undefined);
 }
 
+/** A system block whose cache_control asks `ttl: '1h'`: the write is reported as a 1-hour one. */
+function oneHourCache(b: Record<string, unknown>): boolean {
+  return asArray(b.system).some((blk) => asRecord(asRecord(blk).cache_control).ttl === '1h');
+}
+
 export async function handleMessages(ctx: Ctx): Promise<void> {
   const b = asRecord(ctx.body);
   if (ctx.req.headers['anthropic-version'] === undefined) return sendError(ctx, 'anthropic-version: header is required');
@@ -116,11 +121,12 @@ export async function handleMessages(ctx: Ctx): Promise<void> {
     }
   }
   const inputTokens = prompt - creation - read;
+  const creation1h = oneHourCache(b) ? creation : 0;
   const usage = (outputTokens: number): Record<string, unknown> => ({
     input_tokens: inputTokens,
     cache_creation_input_tokens: creation,
     cache_read_input_tokens: read,
-    cache_creation: { ephemeral_5m_input_tokens: creation, ephemeral_1h_input_tokens: 0 },
+    cache_creation: { ephemeral_5m_input_tokens: creation - creation1h, ephemeral_1h_input_tokens: creation1h },
     output_tokens: outputTokens,
     service_tier: 'standard',
   });

@@ -42,19 +42,27 @@ const ANTHROPIC_COUNTS = [
   'input_tokens',
   'cache_creation_input_tokens',
   'cache_read_input_tokens',
+  'cache_creation.ephemeral_5m_input_tokens',
+  'cache_creation.ephemeral_1h_input_tokens',
   'output_tokens',
   'server_tool_use.web_search_requests',
 ] as const;
 
 /** Anthropic's `usage` as billed: its `input_tokens` excludes the cache reads and writes, the
- * gateway's prompt includes them; `server_tool_use.web_search_requests` counts the web searches. */
+ * gateway's prompt includes them; `cache_creation` splits the writes by lifetime (5 minutes, 1 hour);
+ * `server_tool_use.web_search_requests` counts the web searches. Writes the split does not name are
+ * 5-minute ones (older answers have no split); a split larger than `cache_creation_input_tokens` is
+ * believed over it, so no reported write goes unbilled. */
 export function readAnthropicUsage(raw: unknown): UsageReport {
   const c = readCounts(raw, 'input_tokens', ANTHROPIC_COUNTS);
   if (c === null || isInvalidUsage(c)) return c;
+  const oneHour = c['cache_creation.ephemeral_1h_input_tokens'];
+  const written = Math.max(c.cache_creation_input_tokens, c['cache_creation.ephemeral_5m_input_tokens'] + oneHour);
   const usage = summed({
-    promptTokens: c.input_tokens + c.cache_read_input_tokens + c.cache_creation_input_tokens,
+    promptTokens: c.input_tokens + c.cache_read_input_tokens + written,
     cachedTokens: c.cache_read_input_tokens,
-    cacheWriteTokens: c.cache_creation_input_tokens,
+    cacheWriteTokens: written,
+    ...(oneHour > 0 ? { cacheWrite1hTokens: oneHour } : {}),
     outputTokens: c.output_tokens,
     reasoningTokens: 0,
   });
@@ -64,6 +72,17 @@ export function readAnthropicUsage(raw: unknown): UsageReport {
 
 /** Valid usage or null (what the translators show a client). */
 export const anthropicUsage = (raw: unknown): Usage | null => validUsage(readAnthropicUsage(raw));
+
+/** Whether a request marks anything for a 1-hour cache entry: a `cache_control` with `ttl: '1h'` on the
+ * top level, a tool, a system block or a content block (tool results' blocks included). */
+export function asksLongCacheWrites(body: Record<string, unknown>): boolean {
+  const long = (holder: unknown) => isObject(holder) && isObject(holder.cache_control) && holder.cache_control.ttl === '1h';
+  // A tool result's blocks are one level down; no block nests deeper.
+  const blocks = (content: unknown, nested = false): unknown[] =>
+    Array.isArray(content) ? content.flatMap((b) => [b, ...(isObject(b) && !nested ? blocks(b.content, true) : [])]) : [];
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  return long(body) || [...(Array.isArray(body.tools) ? body.tools : []), ...blocks(body.system), ...messages.flatMap((m) => (isObject(m) ? blocks(m.content) : []))].some(long);
+}
 
 type StreamPayload = {
   type?: string;
@@ -95,6 +114,7 @@ export const messages: ProtocolAdapter = {
       promptDocument: { system: raw.system, messages: raw.messages },
       // Server tools (web_search_*, code_execution_*, ...) are passed through as is.
       builtinTools: [],
+      ...(asksLongCacheWrites(raw) ? { longCacheWrites: true } : {}),
     };
   },
 

@@ -14,12 +14,15 @@ export const FINISH_IN: Record<string, FinishReason> = {
 };
 export const FINISH_OUT: Record<FinishReason, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', content_filter: 'refusal', error: 'end_turn' };
 
-/** The gateway's prompt includes cache reads and writes; Anthropic's `input_tokens` does not. */
+/** The gateway's prompt includes cache reads and writes; Anthropic's `input_tokens` does not. Writes are
+ * split by lifetime as Anthropic does (those without a known lifetime are 5-minute ones). */
 export function usageOut(usage: Usage): Json {
+  const oneHour = Math.min(usage.cacheWrite1hTokens ?? 0, usage.cacheWriteTokens);
   return {
     input_tokens: usage.promptTokens - usage.cachedTokens - usage.cacheWriteTokens,
     cache_creation_input_tokens: usage.cacheWriteTokens,
     cache_read_input_tokens: usage.cachedTokens,
+    ...(usage.cacheWriteTokens > 0 ? { cache_creation: { ephemeral_5m_input_tokens: usage.cacheWriteTokens - oneHour, ephemeral_1h_input_tokens: oneHour } } : {}),
     output_tokens: usage.outputTokens,
   };
 }

@@ -55,3 +55,7 @@ export const Usage = z
     by_model: z.array(z.object({ model: z.string(), ...UsageTotals.shape })),
   })
   .meta({ description: 'Call totals over a window: every final outcome once, rejected calls included; `by_model` splits them per model.' });
+
+export const SignUpAccepted = z
+  .object({ status: z.literal('accepted'), message: z.string() })
+  .meta({ description: 'The same answer whether the address was new or already had an account (no account enumeration).' });

@@ -79,6 +79,8 @@ const LogRow = z.object({
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),
   cached_tokens: z.number().int(),
+  cache_write_tokens: z.number().int().describe('Input tokens written to the prompt cache (part of input_tokens).'),
+  cache_write_1h_tokens: z.number().int().describe('The part of cache_write_tokens written for 1 hour; the rest lived 5 minutes.'),
   unit_count: z.number().nullable(),
   unit_type: z.string().nullable(),
   cost_usd: Usd,
@@ -127,6 +129,22 @@ export const Rerate = z
   .meta({ description: 'The re-rate: each call’s old and new cost, per account and in total; `applied` says whether the adjustments were recorded.' });
 
 export const ConsoleLink = z.object({ account_id: z.string(), url: z.string(), expires_at: Unix }).meta({ description: 'A one-time console sign-in link.' });
+
+export const Signup = z
+  .object({
+    account_id: z.string(),
+    email: z.string(),
+    name: z.string(),
+    status: z.string().describe('The account: `active`, `inactive`.'),
+    created_at: Unix,
+    verified_at: Unix.nullable().describe('When the address was verified; null: not yet.'),
+    trial_granted: z.boolean().describe('Whether the trial credit was granted.'),
+    signup_ip: z.string(),
+  })
+  .meta({ description: "An account its holder opened at the console's sign-up." });
+export const SignupList = z
+  .object({ data: z.array(Signup), next_cursor: z.string().nullable().describe('The `after` of the next page; null: none.') })
+  .meta({ description: 'Sign-ups, newest first.' });
 
 export const Channel = z
   .object({

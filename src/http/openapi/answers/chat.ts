@@ -147,6 +147,7 @@ export const PublicModels = z
         capabilities: catalogue.capabilities.unwrap(),
         price: catalogue.price.unwrap().describe('USD decimal strings: per 1M tokens for text, per unit for media.'),
         cache_write_multiplier: catalogue.cache_write_multiplier,
+        cache_write_1h_multiplier: catalogue.cache_write_1h_multiplier,
         long_context: catalogue.long_context,
         discounts: z.array(z.looseObject({})).optional().describe('The promotions that apply (listed prices stay undiscounted).'),
         fixed_grid: catalogue.fixed_grid,
