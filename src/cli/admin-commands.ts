@@ -23,6 +23,11 @@ const CHANNEL_COLUMNS: Column[] = [
 ];
 const AGENT_COLUMNS: Column[] = [['id', 'id'], ['name', 'name'], ['model', 'model'], ['status', 'status'], ['published', 'published'], ['kb_ids', 'kb_ids'], ['created_at', 'created_at']];
 const REQUEST_COLUMNS: Column[] = [['id', 'id'], ['agent_id', 'agent_id'], ['name', 'name'], ['requested_by', 'requested_by'], ['spend_cap_usd', 'spend_cap_usd'], ['status', 'status'], ['key_id', 'key_id'], ['created_at', 'created_at']];
+const PAYMENT_COLUMNS: Column[] = [
+  ['id', 'id'], ['account_id', 'account_id'], ['amount_usd', 'amount_usd'], ['status', 'status'], ['refunded_usd', 'refunded_usd'],
+  ['disputed_usd', 'disputed_usd'], ['provider', 'provider'], ['created_at', 'created_at'],
+];
+const WEBHOOK_COLUMNS: Column[] = [['at', 'at'], ['outcome', 'outcome'], ['event_type', 'event_type'], ['object_id', 'object_id'], ['event_id', 'event_id'], ['reason', 'reason']];
 const AUDIT_COLUMNS: Column[] = [['at', 'at'], ['action', 'action'], ['subject_type', 'subject_type'], ['subject_id', 'subject_id'], ['actor', 'actor']];
 
 /** A channel's state in words: `solo: disabled (operator)`. */
@@ -58,6 +63,13 @@ export async function runAdminCommand(cli: Client, group: string, action: string
         ...(values.reference !== undefined ? { reference: values.reference } : {}),
         ...(values.reason !== undefined ? { reason: values.reason } : {}),
       }));
+
+    case 'payments list':
+      return done(adminList(cli, `/payments${values.account ? `?account_id=${encodeURIComponent(values.account)}` : ''}`, PAYMENT_COLUMNS));
+    case 'payments refund':
+      return done(admin(cli, 'POST', `/payments/${encodeURIComponent(need(rest[0], 'PAYMENT_ID'))}/refunds`, rest[1] !== undefined ? { amount_usd: rest[1] } : {}));
+    case 'payments webhooks':
+      return done(adminList(cli, '/payments/webhooks', WEBHOOK_COLUMNS));
 
     case 'accounts create':
       return done(admin(cli, 'POST', '/accounts', { name: need(rest[0], 'NAME'), ...(values.group !== undefined ? { group: values.group } : {}) }));

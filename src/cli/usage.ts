@@ -2,7 +2,7 @@
 // Plain text, nothing imported: `gateway --help` and a usage error load no more than this.
 
 /** The projections' names (src/projections/index.ts; its unit spec checks they match). */
-export const PROJECTION_NAMES = ['accounts', 'keys', 'ledger', 'audit', 'knowledge', 'call-log', 'tasks', 'enterprises', 'channels'];
+export const PROJECTION_NAMES = ['accounts', 'keys', 'ledger', 'audit', 'knowledge', 'call-log', 'tasks', 'enterprises', 'channels', 'payments'];
 
 // Each command starts a line at column 2; the lines after it indented further are its own.
 export const USAGE = `Usage: gateway <command> [options]
@@ -30,6 +30,10 @@ every command, and an error's JSON body on stderr:
                                           or YYYY-MM-DD; FILE: YAML/JSON price object); prints every affected call and
                                           the difference per account; --apply appends one adjustment per account,
                                           idempotent on R (admin API: POST /admin/v1/rerates)
+  payments list [--account ID] [--json]   paid top-ups (newest first): account, amount, status, refunded, provider
+  payments refund PAYMENT_ID [AMOUNT_USD] refund through the payment provider (default: what is left); the
+                                          provider's webhook then debits the wallet
+  payments webhooks [--json]              webhook deliveries set aside: unmatched (never opened here) or failed
   accounts create NAME [--group GROUP]
   accounts list [--json]
   accounts show ID

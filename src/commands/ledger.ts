@@ -250,6 +250,14 @@ export class Ledger {
     return outcome(handled, (state) => ({ state, topupId: state.topups.get(reference)?.topupId ?? topupId }));
   }
 
+  /** The payment provider took money back (a refund, a lost dispute): `total` is what `reference` has taken
+   * in all; the debit is the part not taken yet, so a repeated or older notice takes nothing. */
+  async debit(accountId: string, reference: string, total: bigint, reason: string, actor = 'payments') {
+    const debitId = `${reference}@${total}`;
+    const handled = await this.wallet$(accountId, { type: 'Debit', debitId, reference, total, reason, now: this.now() }, `debit:${debitId}`, actor);
+    return outcome(handled, (state) => ({ state }));
+  }
+
   async setLimits(accountId: string, rpm: number | null, concurrency: number | null, actor = 'admin') {
     return outcome(await this.wallet$(accountId, { type: 'SetLimits', rpm, concurrency, now: this.now() }, undefined, actor), (state) => ({ state }));
   }

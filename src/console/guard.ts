@@ -16,7 +16,13 @@ export const SESSION_COOKIE = 'gateway_console';
 export const INACTIVE = 'Your account is inactive, so its console sessions have ended and its sign-in links open nothing. Ask your operator to reactivate it, then for a new sign-in link.';
 
 /** No inline script or style anywhere; nothing from another origin; never framed. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'";
+const CSP = cspWithFormAction([]);
+
+/** The console's Content-Security-Policy; a form may be sent to (or redirected to) `origins` beside the
+ * console's own (the Billing page's top-up form ends on the payment provider's checkout page). */
+export function cspWithFormAction(origins: readonly string[]): string {
+  return `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action ${['\'self\'', ...origins].join(' ')}; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'`;
+}
 
 export class ConsoleRefusal extends Error {
   constructor(
@@ -55,8 +61,9 @@ export function guardConsole(app: FastifyInstance, parts: GuardParts): void {
   const viewerOf = (request: FastifyRequest) => viewers.get(request)!;
   // On every answer, refusals and not-found pages included (those may end a request before its hooks).
   app.addHook('onSend', (_request, reply, payload, done) => {
+    // A page that names its own (the Billing page's: a wider form-action) keeps it.
+    if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', CSP);
     reply
-      .header('content-security-policy', CSP)
       .header('x-frame-options', 'DENY')
       .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'same-origin');

@@ -25,6 +25,7 @@ export const CONSOLE_NAV: readonly ConsoleNavItem[] = [
   { href: '/console/', label: 'Overview' },
   { href: '/console/keys', label: 'API keys' },
   { href: '/console/logs', label: 'Call log' },
+  { href: '/console/billing', label: 'Billing' },
   { href: '/console/knowledge', label: 'Knowledge' },
   { href: '/console/enterprise', label: 'Enterprise', visible: (viewer) => viewer.adminOf.length > 0 },
   { href: '/console/account', label: 'Account' },

@@ -22,6 +22,8 @@ import { html, type Html } from './html';
 import { notice, page, type ConsoleViewer } from './layout';
 import { doc, DateText, FORM_BYTES } from './forms';
 import { keyRoutes } from './key-routes';
+import { billingRoutes } from './billing-routes';
+import type { Payments } from '../payments/service';
 import { accountRoutes } from './account-routes';
 import type { Logins } from '../accounts/logins';
 import type { PasswordSignIn } from '../accounts/password-sign-in';
@@ -46,6 +48,8 @@ export interface ConsoleOptions {
   /** Read-your-writes: a page after a key action shows it. */
   readonly settled: (position: Position | null) => Promise<void>;
   readonly now: () => number;
+  /** Paid top-ups (the Billing page); absent: the page says top-ups are the operator's. */
+  readonly payments?: Payments | undefined;
   /** `https://…`: cookies are marked Secure (as they are for a request that came over TLS). */
   readonly publicBaseUrl?: string | undefined;
   /** A holder's own account: sign-up, password sign-in and reset (src/accounts). */
@@ -170,6 +174,7 @@ export function consoleRoutes(options: ConsoleOptions) {
 
     // ---- keys ----
     keyRoutes(app, { ledger, sql, registry, settled, now, viewerOf, send });
+    billingRoutes(app, { ledger, sql, payments: options.payments, publicBaseUrl: options.publicBaseUrl, viewerOf, send });
 
     // ---- sign-up, password sign-in and reset, the account page ----
     accountRoutes(app, { signUps: options.signUps, passwords: options.passwords, emailChanges: options.emailChanges, logins: options.logins, sessions, publicBaseUrl: options.publicBaseUrl, now, viewerOf, setSession, send });

@@ -1,3 +1,4 @@
+import { PaymentMetrics } from './payments';
 import { Counter, Histogram, Registry } from 'prom-client';
 import type { CallRecord } from '../events/catalog';
 import type { RunOutcome } from '../jobs/port';
@@ -103,6 +104,8 @@ export class RouteSeries {
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
+  /** Payment webhooks (src/metrics/payments.ts). */
+  readonly payments = new PaymentMetrics(this.registry);
 
   readonly httpRequests: Counter<'method' | 'route' | 'status'>;
   readonly httpDuration: Histogram<'method' | 'route'>;

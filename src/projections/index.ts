@@ -6,7 +6,8 @@ import { enterprisesProjection } from './enterprises/projection';
 import { keysProjection } from './keys/projection';
 import { knowledgeProjection } from './knowledge/projection';
 import { ledgerProjection } from './ledger/projection';
+import { paymentsProjection } from './payments/projection';
 import type { Projection } from './projection';
 import { tasksProjection } from './tasks/projection';
 
-export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection, knowledgeProjection, callLogProjection, tasksProjection, enterprisesProjection, channelsProjection];
+export const allProjections: readonly Projection[] = [accountsProjection, keysProjection, ledgerProjection, auditProjection, knowledgeProjection, callLogProjection, tasksProjection, enterprisesProjection, channelsProjection, paymentsProjection];

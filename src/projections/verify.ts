@@ -53,7 +53,7 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
         // The task views follow wallets too: a wallet they parked is compared up to that event.
         const tasksFrom = tasksCut.get(recorded.streamId);
         if (tasksFrom === undefined || recorded.revision < tasksFrom) tasks.walletEvent(id, event as WalletEvent);
-        if (['CreditGranted', 'WalletToppedUp', 'FundsReserved', 'HoldSettled', 'HoldReleased', 'WalletAdjusted'].includes(event.type))
+        if (['CreditGranted', 'WalletToppedUp', 'FundsReserved', 'HoldSettled', 'HoldReleased', 'WalletAdjusted', 'WalletDebited'].includes(event.type))
           walletEvents.set(id, (walletEvents.get(id) ?? 0) + 1);
       } else {
         const id = recorded.streamId.slice('key-'.length);
@@ -70,7 +70,7 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
   const big = (v: string | null | undefined) => (v == null ? null : BigInt(v));
 
   const accountRows = await sql.query<Record<string, string | null>>(
-    `SELECT account_id, name, status, balance::text, held::text, credited::text, captured::text, adjusted::text, rpm, concurrency, channel_group FROM accounts
+    `SELECT account_id, name, status, balance::text, held::text, credited::text, captured::text, adjusted::text, debited::text, rpm, concurrency, channel_group FROM accounts
       WHERE $1::text IS NULL OR account_id = $1`,
     [options.accountId ?? null],
   );
@@ -90,12 +90,13 @@ export async function verifyLedger(store: EventStore, sql: Sql, options: { accou
     compare(subject, 'credited', state.credited, big(row.credited));
     compare(subject, 'captured', state.captured, big(row.captured));
     compare(subject, 'adjusted', state.adjusted, big(row.adjusted));
+    compare(subject, 'debited', state.debited, big(row.debited));
     compare(subject, 'rpm', state.limits.rpm, row.rpm === null ? null : Number(row.rpm));
     compare(subject, 'concurrency', state.limits.concurrency, row.concurrency === null ? null : Number(row.concurrency));
     compare(subject, 'group', state.group, row.channel_group);
-    // Money is conserved: credits = balance + captured charges + net adjustments.
-    if (state.credited !== state.balance + state.captured + state.adjusted)
-      differences.push({ subject, field: 'conservation', expected: String(state.credited), actual: String(state.balance + state.captured + state.adjusted) });
+    // Money is conserved: credits = balance + captured charges + net adjustments + the provider's debits.
+    const kept = state.balance + state.captured + state.adjusted + state.debited;
+    if (state.credited !== kept) differences.push({ subject, field: 'conservation', expected: String(state.credited), actual: String(kept) });
 
     const open = await sql.query<{ hold_id: string; amount: string }>(
       `SELECT hold_id, amount::text FROM holds WHERE account_id = $1 AND status = 'open' ORDER BY hold_id`,

@@ -61,6 +61,9 @@ import type { Drain } from '../lifecycle/drain';
 import { drainPlugin } from '../http/plugins/lifecycle';
 import { openApiPlugin } from '../http/openapi/plugin';
 import { consoleRoutes } from '../console/routes';
+import { billingRoutes } from '../http/resources/billing';
+import { stripeWebhookRoutes } from '../http/resources/stripe-webhook';
+import type { PaymentsSetup } from '../payments/setup';
 import type { ConsoleSessions } from '../console/sessions';
 import type { Logins } from '../accounts/logins';
 import type { PasswordSignIn } from '../accounts/password-sign-in';
@@ -126,6 +129,8 @@ export interface AppDeps {
   readonly corsOrigins?: CorsOrigins;
   /** The account holders' web console: sign-in links and sessions (src/console). */
   readonly consoleSessions: ConsoleSessions;
+  /** Paid top-ups (src/payments): the billing API, Stripe's webhook when configured, the console's Billing page. */
+  readonly payments?: PaymentsSetup;
   /** A holder's own account: sign-up, password sign-in and reset (src/accounts). */
   readonly logins: Logins;
   readonly signUps: SignUps;
@@ -294,6 +299,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   await app.register(wikiRoutes(knowledgeRead));
   await app.register(usageRoutes(deps.sql, now));
+  if (deps.payments) {
+    await app.register(billingRoutes({ payments: deps.payments.payments, sql: deps.sql, publicBaseUrl: deps.publicBaseUrl, settled: (position) => deps.runner.waitFor(position) }));
+    const stripe = deps.payments.stripe;
+    if (stripe) await app.register(stripeWebhookRoutes({ payments: deps.payments.payments, stripe: stripe.client, webhookSecret: stripe.webhookSecret, metrics: deps.metrics.payments }));
+  }
   await app.register(signUpRoutes(deps.signUps, deps.publicBaseUrl));
   await app.register(mcpRoutes({ ...knowledgeRead, version: deps.version ?? '0.0.0' }));
   await app.register(adminRoutes(deps), { prefix: '/admin/v1' });
@@ -304,6 +314,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       registry: deps.registry,
       knowledgeQueries: deps.knowledgeQueries,
       sessions: deps.consoleSessions,
+      payments: deps.payments?.payments,
       enterprises: deps.enterprises,
       settled: (position) => deps.runner.waitFor(position),
       now,

@@ -13,6 +13,7 @@ import { loadConfig } from '../config/load';
 import { ModelRegistry } from '../config/registry';
 import type { ChannelConfig, GatewayConfig } from '../config/schema';
 import { buildApp, type AppDeps } from './app';
+import { paymentsFromEnv } from '../payments/setup';
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from '../limits';
 import { objectStoreFromEnv } from '../objects/store';
 import { HostedOutputs, hostedStoreOf } from '../objects/hosted';
@@ -53,7 +54,6 @@ import { SnapshotBackfill } from '../commands/snapshot/backfill';
 import { configReload } from './config-reload';
 import { openStorage, type Storage } from './storage';
 import { adminTokenOf, persistentSecret, SettingError, type Settings } from './settings';
-
 
 export interface Gateway {
   readonly app: FastifyInstance;
@@ -270,6 +270,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
   const channelHealth = { board: channelBoard, channels: () => registry.config.channels, idle: () => channelAudit.idle(), probe: (channel: ChannelConfig) => probeChannel(channelBoard, channel), reload };
   const app = await buildApp({
     consoleSessions,
+    payments: paymentsFromEnv(settings.env, store, ledger, storage.sql, metrics, clock, (error) => reportMetricsError(error)),
     logins: holders.logins, signUps: holders.signUps, passwords: holders.passwords, emailChanges: holders.emailChanges,
     drain,
     channelHealth,

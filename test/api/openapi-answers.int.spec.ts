@@ -21,6 +21,7 @@ import { imagesConfig } from '../media/support';
 import { startMediaServer, type MediaServer } from '../media-check/media-server';
 import type { SimulatedGateway } from '../support/gateway';
 import { MODEL_OF, translationConfig } from '../translate/sdk-support';
+import { startStripeStandIn, type StripeStandIn } from '../support/stripe-stand-in';
 
 type Json = Record<string, any>;
 
@@ -75,6 +76,8 @@ function harnessConfig(sim: Simulator): GatewayConfig {
 let h: SimulatedGateway;
 /** Where avatar sources are (the URL probe reads them). */
 let media: MediaServer;
+/** Stripe's stand-in: the billing API and the webhook are mounted with Stripe configured. */
+let stripe: StripeStandIn;
 let doc: Json;
 let ajv: Ajv2020;
 let key: string;
@@ -83,8 +86,9 @@ let accountId: string;
 const checked = new Set<string>();
 
 beforeAll(async () => {
+  stripe = await startStripeStandIn();
   media = await startMediaServer({ 'photo.jpg': { body: readFileSync(new URL('../media-check/fixtures/photo-100x100.jpg', import.meta.url)), type: 'image/jpeg' } });
-  h = await startTaskHarness(config, { speechTimings: FAST_SPEECH, chatTimeoutMs: 5000, env: { GATEWAY_CONFIG: CONFIG_FILE }, mediaProbe: new MediaProbe({ allowPrivateAddresses: true, timeoutMs: 3000 }) });
+  h = await startTaskHarness(config, { speechTimings: FAST_SPEECH, chatTimeoutMs: 5000, env: { GATEWAY_CONFIG: CONFIG_FILE, ...stripe.env() }, mediaProbe: new MediaProbe({ allowPrivateAddresses: true, timeoutMs: 3000 }) });
   doc = (await (await fetch(`${h.baseUrl}/openapi.json`)).json()) as Json;
   ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
   ajv.addSchema({ $id: COMPONENTS, $defs: doc.components.schemas });
@@ -94,6 +98,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   await media?.close();
+  await stripe?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -427,6 +432,20 @@ describe('real answers validate against the published schemas', () => {
     expect(audit.data.length).toBeGreaterThan(0);
     await expectAnswer('deleteAgent', 200, admin('DELETE', `/agents/${agent.id}`));
     await expectAnswer('removeEnterpriseMember', 200, admin('DELETE', `/accounts/${enterprise}/members/${member}`));
+  });
+
+  it('paid top-ups: checkout, payments, the webhook, the operator\'s payments, refunds and deliveries set aside', async () => {
+    const opened = await expectAnswer('createCheckout', 201, client('POST', '/v1/billing/checkout', { amount_usd: '150.00' }));
+    await expectAnswer('listPayments', 200, client('GET', '/v1/billing/payments'));
+    const paid = stripe.signed(stripe.pay(opened.id));
+    await expectAnswer('stripeWebhook', 200, call('POST', '/webhooks/stripe', paid.payload, { 'content-type': 'application/json', 'stripe-signature': paid.header }));
+    await h.t.gateway.runner.catchUpToHead();
+    await expectAnswer('listAllPayments', 200, admin('GET', '/payments'));
+    await expectAnswer('refundPayment', 201, admin('POST', `/payments/${opened.id}/refunds`, { amount_usd: '10.00' }));
+    await stripe.deliver(stripe.foreignSessionEvent(20_000), { url: `${h.baseUrl}/webhooks/stripe` });
+    await h.t.gateway.runner.catchUpToHead();
+    const aside = await expectAnswer('listPaymentWebhooks', 200, admin('GET', '/payments/webhooks'));
+    expect(aside.data.length).toBe(1);
   });
 
   it('every answer the document names was checked against a real one', () => {

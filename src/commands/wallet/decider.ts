@@ -37,6 +37,9 @@ export type WalletCommand =
   | { type: 'SetGroup'; group: string | null; now: number }
   | { type: 'FundEscrow'; keyId: string; amount: bigint; requestId: string; now: number }
   | { type: 'ReturnEscrow'; keyId: string; now: number }
+  /** The payment provider took money back: `total` is what `reference` has taken in all so far
+   * (cumulative, as a provider reports refunds); the debit is what it has not taken yet. */
+  | { type: 'Debit'; debitId: string; reference: string; total: bigint; reason: string; now: number }
   | {
       type: 'Adjust';
       adjustmentId: string;
@@ -238,6 +241,18 @@ export function decide(command: WalletCommand, state: WalletState): WalletDecisi
 
     case 'Adjust':
       return adjust(command, state);
+
+    case 'Debit': {
+      // Never refused for lack of funds: the money has left already; the balance may go negative.
+      if (command.total < 0n) return refuse('invalid_amount', 'a debit cannot be negative');
+      const taken = state.debits.get(command.reference) ?? 0n;
+      // A delivery seen before, or one older than the last seen (a smaller cumulative total): nothing more to take.
+      if (command.total <= taken) return accept();
+      return accept({
+        type: 'WalletDebited',
+        data: { debit_id: command.debitId, reference: command.reference, amount: command.total - taken, total: command.total, reason: command.reason, at: command.now },
+      });
+    }
 
     default:
       return assertNever(command);

@@ -84,6 +84,11 @@ export interface WalletState {
   readonly adjusted: bigint;
   /** References of the adjustments applied: an operator's re-rate runs once. */
   readonly adjustments: PersistentSet<string>;
+  /** Taken back by the payment provider (refunds, lost disputes). Money is conserved as
+   * credited = balance + captured + adjusted + debited. */
+  readonly debited: bigint;
+  /** What each debit reference has taken in all (a refund's is cumulative, as the provider reports it). */
+  readonly debits: PersistentMap<string, bigint>;
   readonly limits: { readonly rpm: number | null; readonly concurrency: number | null };
   /** The channel group the account's calls are routed to; null: none (every channel). A key's own
    * group wins (src/channels/groups.ts). */
@@ -111,6 +116,8 @@ export const initialWalletState: WalletState = {
   captured: 0n,
   adjusted: 0n,
   adjustments: PersistentSet<string>(),
+  debited: 0n,
+  debits: PersistentMap<string, bigint>(),
   limits: { rpm: null, concurrency: null },
   group: null,
   trialGranted: false,
@@ -168,6 +175,8 @@ export function copy(state: WalletState): { -readonly [K in keyof WalletState]: 
     captured: state.captured,
     adjusted: state.adjusted,
     adjustments: state.adjustments,
+    debited: state.debited,
+    debits: state.debits,
     limits: state.limits,
     group: state.group,
     trialGranted: state.trialGranted,
@@ -268,6 +277,13 @@ export function evolve(state: WalletState, event: WalletEvent): WalletState {
       let escrowed = 0n;
       for (const keyId of state.escrows.keys()) escrowed += escrowLeft(next, keyId);
       next.escrowed = escrowed;
+      return next;
+    }
+    case 'WalletDebited': {
+      const { reference, amount, total } = event.data;
+      next.balance = state.balance - amount;
+      next.debited = state.debited + amount;
+      next.debits = state.debits.set(reference, total);
       return next;
     }
     case 'EscrowFunded': {

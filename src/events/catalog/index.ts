@@ -11,6 +11,7 @@ import { taskEvents, type TaskEvent } from './task';
 import { knowledgeEvents, type KnowledgeEvent } from './knowledge';
 import { walletEvents, type WalletEvent } from './wallet';
 import { channelEvents, type ChannelEvent } from './channel';
+import { paymentEvents, type PaymentEvent } from './payment';
 
 export * from './wallet';
 export * from './key';
@@ -21,11 +22,12 @@ export * from './idempotency';
 export * from './task';
 export * from './console';
 export * from './channel';
+export * from './payment';
 
-export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent | ConsoleEvent | EnterpriseEvent | ChannelEvent;
+export type DomainEvent = WalletEvent | KeyEvent | KnowledgeEvent | IdempotentCallEvent | TaskEvent | ConsoleEvent | EnterpriseEvent | ChannelEvent | PaymentEvent;
 
 const definitions = new Map<string, EventDefinition<string, z.ZodType>>();
-for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents, ...consoleEvents, ...enterpriseEvents, ...channelEvents]) definitions.set(definition.type, definition);
+for (const definition of [...walletEvents, ...keyEvents, ...knowledgeEvents, ...idempotentCallEvents, ...taskEvents, ...consoleEvents, ...enterpriseEvents, ...channelEvents, ...paymentEvents]) definitions.set(definition.type, definition);
 
 export class UnknownEventError extends Error {
   constructor(readonly type: string) {

@@ -159,6 +159,17 @@ export const WalletAdjusted = defineEvent(
   }),
 );
 
+/**
+ * Money taken back from the wallet by its payment provider (a refund, a lost dispute): `amount` leaves
+ * the balance, which may go negative (the next reservation is then refused). `reference` names what took
+ * it (`refund:{payment intent}`, `dispute:{dispute}`) and `total` how much that reference has taken in all,
+ * this debit included: the provider reports refunds cumulatively, so a debit is the difference.
+ */
+export const WalletDebited = defineEvent(
+  'WalletDebited',
+  z.object({ debit_id: z.string(), reference: z.string(), amount: Units, total: Units, reason: z.string(), at: Timestamp }),
+);
+
 /** An approved agent key's cap set aside from the enterprise's available balance: the key's
  * calls reserve against it alone (see docs/agents.md, "Escrow"). One per key. */
 export const EscrowFunded = defineEvent(
@@ -183,6 +194,7 @@ export const walletEvents = [
   WalletAdjusted,
   EscrowFunded,
   EscrowReturned,
+  WalletDebited,
 ] as const;
 
 export type WalletEvent = EventOf<(typeof walletEvents)[number]>;

@@ -28,6 +28,8 @@ import { accountAdminRoutes } from './accounts';
 import { keyAdminRoutes, keyViewById, newKeyReplay as newKeyReplayOf } from './keys';
 import { accountLedgerRoutes } from './account-ledger';
 import { unreadable } from './fields';
+import { paymentAdminRoutes } from './payments';
+import type { Payments } from '../../payments/service';
 
 export { MAX_ADMIN_AMOUNT_USD } from './fields';
 
@@ -48,6 +50,8 @@ export interface AdminOptions extends KnowledgeAdminOptions {
   readonly publicBaseUrl?: string | undefined;
   readonly enterprises: Enterprises;
   readonly knowledgeQueries: KnowledgeQueries;
+  /** Paid top-ups (src/payments): `/payments` routes when present. */
+  readonly payments?: { readonly payments: Payments };
   /** Channel health (src/channels): `/channels` routes when present. */
   readonly channelHealth?: ChannelHealthAdmin;
 }
@@ -116,5 +120,6 @@ export function adminRoutes(options: AdminOptions) {
     );
     await app.register(keyAdminRoutes({ ledger, sql, registry, settled, newKeyReplay }));
     await app.register(accountLedgerRoutes({ ledger, store }));
+    if (options.payments) await app.register(paymentAdminRoutes(options.payments.payments, sql));
   };
 }

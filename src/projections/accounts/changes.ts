@@ -11,6 +11,8 @@ export interface AccountChange {
   captured: bigint;
   /** Net debits of adjustments (re-rates). */
   adjusted: bigint;
+  /** Taken back by the payment provider (refunds, lost disputes). */
+  debited: bigint;
   status: 'active' | 'inactive' | null;
   limits: { rpm: number | null; concurrency: number | null } | null;
   /** Set when the batch binds or unbinds the account's channel group. */
@@ -51,7 +53,7 @@ export function foldAccounts(items: readonly ProjectedEvent[]): AccountsChanges 
   const account = (accountId: string, at: number): AccountChange => {
     let change = accounts.get(accountId);
     if (!change) {
-      change = { accountId, opened: null, balance: 0n, held: 0n, credited: 0n, captured: 0n, adjusted: 0n, status: null, limits: null, group: null, updatedAt: at };
+      change = { accountId, opened: null, balance: 0n, held: 0n, credited: 0n, captured: 0n, adjusted: 0n, debited: 0n, status: null, limits: null, group: null, updatedAt: at };
       accounts.set(accountId, change);
     }
     change.updatedAt = at;
@@ -122,6 +124,12 @@ export function foldAccounts(items: readonly ProjectedEvent[]): AccountsChanges 
       case 'AccountGroupSet':
         account(accountId, event.data.at).group = { value: event.data.group };
         break;
+      case 'WalletDebited': {
+        const a = account(accountId, event.data.at);
+        a.balance -= event.data.amount;
+        a.debited += event.data.amount;
+        break;
+      }
       case 'WalletAdjusted': {
         const a = account(accountId, event.data.at);
         a.balance += event.data.amount;

@@ -25,6 +25,8 @@ CREATE TABLE IF NOT EXISTS accounts (
 ALTER TABLE accounts ADD COLUMN IF NOT EXISTS adjusted bigint NOT NULL DEFAULT 0;
 -- The channel group the account is bound to (null: none).
 ALTER TABLE accounts ADD COLUMN IF NOT EXISTS channel_group text;
+-- Taken back by the payment provider: refunds and lost disputes (WalletDebited).
+ALTER TABLE accounts ADD COLUMN IF NOT EXISTS debited bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS holds (
   hold_id text NOT NULL,
   account_id text NOT NULL,
@@ -60,9 +62,9 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
   const opened = changes.filter((c) => c.opened !== null);
   if (opened.length)
     await tx.query(
-      `INSERT INTO accounts (account_id, name, status, balance, held, credited, captured, rpm, concurrency, created_at, updated_at, adjusted, channel_group)
+      `INSERT INTO accounts (account_id, name, status, balance, held, credited, captured, rpm, concurrency, created_at, updated_at, adjusted, channel_group, debited)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
-                            $8::int[], $9::int[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[])`,
+                            $8::int[], $9::int[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[], $14::bigint[])`,
       [
         opened.map((c) => c.accountId),
         opened.map((c) => c.opened!.name),
@@ -77,6 +79,7 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
         opened.map((c) => c.updatedAt),
         opened.map((c) => text(c.adjusted)),
         opened.map((c) => c.group?.value ?? null),
+        opened.map((c) => text(c.debited)),
       ],
     );
   const existing = changes.filter((c) => c.opened === null);
@@ -84,14 +87,14 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
     await tx.query(
       `UPDATE accounts AS a
           SET balance = a.balance + d.balance, held = a.held + d.held, credited = a.credited + d.credited,
-              captured = a.captured + d.captured, adjusted = a.adjusted + d.adjusted, status = coalesce(d.status, a.status),
+              captured = a.captured + d.captured, adjusted = a.adjusted + d.adjusted, debited = a.debited + d.debited, status = coalesce(d.status, a.status),
               rpm = CASE WHEN d.limits_set THEN d.rpm ELSE a.rpm END,
               concurrency = CASE WHEN d.limits_set THEN d.concurrency ELSE a.concurrency END,
               channel_group = CASE WHEN d.group_set THEN d.channel_group ELSE a.channel_group END,
               updated_at = d.updated_at
          FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::boolean[],
-                     $8::int[], $9::int[], $10::bigint[], $11::bigint[], $12::boolean[], $13::text[])
-              AS d(account_id, balance, held, credited, captured, status, limits_set, rpm, concurrency, updated_at, adjusted, group_set, channel_group)
+                     $8::int[], $9::int[], $10::bigint[], $11::bigint[], $12::boolean[], $13::text[], $14::bigint[])
+              AS d(account_id, balance, held, credited, captured, status, limits_set, rpm, concurrency, updated_at, adjusted, group_set, channel_group, debited)
         WHERE a.account_id = d.account_id`,
       [
         existing.map((c) => c.accountId),
@@ -107,6 +110,7 @@ async function writeAccounts(tx: SqlQuery, changes: readonly AccountChange[]) {
         existing.map((c) => text(c.adjusted)),
         existing.map((c) => c.group !== null),
         existing.map((c) => c.group?.value ?? null),
+        existing.map((c) => text(c.debited)),
       ],
     );
 }

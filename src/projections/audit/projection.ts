@@ -36,6 +36,7 @@ CREATE INDEX IF NOT EXISTS audit_by_account_log ON audit_trail (account_id, log_
 const AUDITED = new Set([
   'AccountOpened',
   'WalletToppedUp',
+  'WalletDebited',
   'AccountDeactivated',
   'AccountReactivated',
   'AccountLimitsSet',

@@ -106,7 +106,7 @@ interface Entry {
   accountId: string;
   seq: bigint;
   eventId: string;
-  type: 'grant' | 'topup' | 'hold' | 'capture' | 'release' | 'adjustment';
+  type: 'grant' | 'topup' | 'hold' | 'capture' | 'release' | 'adjustment' | 'debit';
   amount: bigint;
   /** What the movement adds to the balance and to the held amount. */
   balance: bigint;
@@ -148,6 +148,9 @@ function toEntry(item: ProjectedEvent): Entry | null {
     case 'WalletAdjusted':
       // Signed: a credit back is positive, a further debit negative.
       return entry(item, 'adjustment', event.data.amount, event.data.amount, 0n, null, null, event.data.reference, event.data.at);
+    case 'WalletDebited':
+      // A refund or a lost dispute: the provider took the money back.
+      return entry(item, 'debit', event.data.amount, -event.data.amount, 0n, null, null, event.data.reference, event.data.at);
     default:
       return null;
   }

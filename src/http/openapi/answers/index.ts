@@ -5,6 +5,7 @@ import * as chat from './chat';
 import * as knowledge from './knowledge';
 import * as media from './media';
 import * as operations from './operations';
+import * as payments from './payments';
 
 /**
  * The answers' schemas, by name: each is one component of `/openapi.json` (`#/components/schemas/{name}`),
@@ -27,6 +28,8 @@ export const ANSWER_SCHEMAS = {
   BillingSubscription: account.BillingSubscription,
   BillingUsage: account.BillingUsage,
   Usage: account.Usage,
+  Checkout: payments.Checkout,
+  PaymentList: payments.PaymentList,
   Images: media.Images,
   ImageTaskPending: media.ImageTaskPending,
   ImageTaskList: media.ImageTaskList,
@@ -90,6 +93,10 @@ export const ANSWER_SCHEMAS = {
   KeyRequest: admin.KeyRequest,
   KeyRequestList: admin.KeyRequestList,
   AuditTrail: admin.AuditTrail,
+  AdminPaymentList: payments.AdminPaymentList,
+  PaymentRefund: payments.PaymentRefund,
+  WebhookDeliveries: payments.WebhookDeliveries,
+  WebhookReceived: payments.WebhookReceived,
   Health: operations.Health,
   Readiness: operations.Readiness,
   OpenApiDocument: operations.OpenApiDocument,
@@ -124,6 +131,8 @@ export const OPERATION_ANSWERS: Readonly<Record<string, Readonly<Partial<Record<
   getBillingUsage: { 200: 'BillingUsage' },
   getBillingUsageUnprefixed: { 200: 'BillingUsage' },
   getUsage: { 200: 'Usage' },
+  createCheckout: { 201: 'Checkout' },
+  listPayments: { 200: 'PaymentList' },
   // Media.
   createImage: { 200: 'Images' },
   editImage: { 200: 'Images' },
@@ -209,8 +218,12 @@ export const OPERATION_ANSWERS: Readonly<Record<string, Readonly<Partial<Record<
   approveKeyRequest: { 201: 'ApprovedKey' },
   rejectKeyRequest: { 200: 'KeyRequest' },
   getAuditTrail: { 200: 'AuditTrail' },
+  listAllPayments: { 200: 'AdminPaymentList' },
+  refundPayment: { 201: 'PaymentRefund' },
+  listPaymentWebhooks: { 200: 'WebhookDeliveries' },
   // Operations.
   getHealth: { 200: 'Health' },
   getReadiness: { 200: 'Readiness', 503: 'Readiness' },
   getOpenApiDocument: { 200: 'OpenApiDocument' },
+  stripeWebhook: { 200: 'WebhookReceived' },
 };
