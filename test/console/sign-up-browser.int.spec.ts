@@ -1,8 +1,10 @@
 /**
- * Issue 34, part A, as a new holder does it in Chromium (playwright-core): sign up → the mail, read from a
- * local SMTP server → the verification link → password sign-in → an API key → a chat call with the openai
- * SDK against the simulator → the overview shows the 40.44 trial grant less the call. Then the account
- * page and a password reset by its mailed link. CONSOLE_SCREENSHOTS=docs/console saves the pages.
+ * Issue 34 as a new holder does it in Chromium (playwright-core): sign up → the mail, read from a local
+ * SMTP server → the verification link → password sign-in → an API key → a chat call with the openai SDK
+ * against the simulator → the overview shows the 40.44 trial grant less the call → a top-up on the Billing
+ * page through the Stripe stand-in (the gateway opens the session with the official SDK; the stand-in
+ * delivers the signed webhook twice) → the balance shows the credit once. Then the account page and a
+ * password reset by its mailed link. CONSOLE_SCREENSHOTS=docs/console saves the pages.
  */
 import { randomBytes } from 'node:crypto';
 import OpenAI from 'openai';
@@ -12,30 +14,36 @@ import { formatUsd, parseUsd } from '../../src/money/usd';
 import { chatConfig, expectedCost } from '../chat/support';
 import { startSimulatedGateway, type SimulatedGateway } from '../support/gateway';
 import { startLocalSmtp, type LocalSmtp } from '../support/smtp';
+import { startStripeStandIn, type StripeStandIn } from '../support/stripe-stand-in';
 import { launchBrowser, screenshot } from './browser';
 
 const REDIS_URL = process.env.REDIS_URL;
 let h: SimulatedGateway;
 let smtp: LocalSmtp;
+let stripe: StripeStandIn;
 let browser: Browser;
 
 beforeAll(async () => {
   smtp = await startLocalSmtp();
+  stripe = await startStripeStandIn();
   const prefix = `gw:test:signup-browser:${randomBytes(6).toString('hex')}`;
   h = await startSimulatedGateway((sim) => ({ ...chatConfig(sim), signup: { enabled: true, grant_usd: '40.44', require_email_verification: true, per_ip_per_hour: 5, per_email_per_hour: 3 } }), {
-    env: { SMTP_URL: smtp.url },
+    env: { SMTP_URL: smtp.url, ...stripe.env() },
     ...(REDIS_URL ? { redisUrl: REDIS_URL, jobsPrefix: prefix, rateLimits: { redisUrl: REDIS_URL, keyPrefix: `${prefix}:` } } : {}),
   });
+  stripe.webhookUrl = `${h.baseUrl}/webhooks/stripe`;
+  stripe.deliveries = 2;
   browser = await launchBrowser();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();
   await h?.close();
   await smtp?.close();
+  await stripe?.close();
 });
 
 describe('a new holder in a browser', () => {
-  it('signs up, verifies the address from the mail, signs in with the password, makes a key, calls, and sees 40.44 less the call', async () => {
+  it('signs up, verifies the address from the mail, signs in with the password, makes a key, calls, sees 40.44 less the call, and tops up once through Stripe', async () => {
     const email = `ada-${randomBytes(4).toString('hex')}@example.test`;
     const password = 'correct horse battery';
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -92,6 +100,25 @@ describe('a new holder in a browser', () => {
       )
       .toBe(left);
 
+    // A paid top-up: Stripe's checkout, then its webhook delivered twice; the wallet is credited once.
+    await page.getByRole('link', { name: 'Billing' }).click();
+    await page.waitForURL(`${h.baseUrl}/console/billing`);
+    await page.getByLabel(/Amount in USD/).fill('150.00');
+    await page.getByRole('button', { name: 'Pay with Stripe' }).click();
+    await page.waitForURL(new RegExp(`^${stripe.url}/pay/cs_test_`));
+    await page.getByRole('button', { name: 'Pay' }).click();
+    await page.waitForURL(new RegExp(`^${h.baseUrl}/console/billing\\?paid=cs_test_`));
+    const topped = `$${formatUsd(parseUsd('40.44') - cost + parseUsd('150'))}`;
+    await expect
+      .poll(
+        async () => {
+          await page.goto(`${h.baseUrl}/console/`);
+          return page.locator('#available').textContent();
+        },
+        { timeout: 15_000, interval: 250 },
+      )
+      .toBe(topped);
+
     await page.getByRole('link', { name: 'Account' }).click();
     await expect(page.locator('main').textContent()).resolves.toContain(email);
     await screenshot(page, 'account');
@@ -113,7 +140,7 @@ describe('a new holder in a browser', () => {
     await page.getByLabel('Password', { exact: true }).fill('a brand new password');
     await page.getByRole('button', { name: 'Continue' }).click();
     await page.waitForURL(`${h.baseUrl}/console/`);
-    await expect(page.locator('#available').textContent()).resolves.toBe(left);
+    await expect(page.locator('#available').textContent()).resolves.toBe(topped);
     await context.close();
   });
 });
