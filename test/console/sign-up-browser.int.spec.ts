@@ -89,16 +89,19 @@ describe('a new holder in a browser', () => {
     const cost = expectedCost(completion.usage!.prompt_tokens, completion.usage!.prompt_tokens_details?.cached_tokens ?? 0, completion.usage!.completion_tokens);
     expect(cost > 0n).toBe(true);
     const left = `$${formatUsd(parseUsd('40.44') - cost)}`;
-    // The call settles once it has answered: the overview shows it a moment later.
-    await expect
-      .poll(
-        async () => {
-          await page.goto(`${h.baseUrl}/console/`);
-          return page.locator('#available').textContent();
-        },
-        { timeout: 15_000, interval: 250 },
-      )
-      .toBe(left);
+    // What the overview shows once the money has moved (a call settles after it has answered, a top-up
+    // once Stripe's webhook is in).
+    const overviewShows = (amount: string) =>
+      expect
+        .poll(
+          async () => {
+            await page.goto(`${h.baseUrl}/console/`);
+            return page.locator('#available').textContent();
+          },
+          { timeout: 15_000, interval: 250 },
+        )
+        .toBe(amount);
+    await overviewShows(left);
 
     // A paid top-up: Stripe's checkout, then its webhook delivered twice; the wallet is credited once.
     await page.getByRole('link', { name: 'Billing' }).click();
@@ -109,15 +112,7 @@ describe('a new holder in a browser', () => {
     await page.getByRole('button', { name: 'Pay' }).click();
     await page.waitForURL(new RegExp(`^${h.baseUrl}/console/billing\\?paid=cs_test_`));
     const topped = `$${formatUsd(parseUsd('40.44') - cost + parseUsd('150'))}`;
-    await expect
-      .poll(
-        async () => {
-          await page.goto(`${h.baseUrl}/console/`);
-          return page.locator('#available').textContent();
-        },
-        { timeout: 15_000, interval: 250 },
-      )
-      .toBe(topped);
+    await overviewShows(topped);
 
     await page.getByRole('link', { name: 'Account' }).click();
     await expect(page.locator('main').textContent()).resolves.toContain(email);
