@@ -132,7 +132,7 @@ describe('parked events', () => {
     const counts = await r.parkedCounts();
     // The accounts and ledger tables cannot hold the balance; the audit trail and the call log can.
     const after = shifted.filter((e) => e.streamId === 'wallet-acct-1' && e.revision > wallet1[2]!.revision).length;
-    expect(Object.fromEntries(counts)).toEqual({ accounts: after, keys: 0, ledger: after, audit: 0, knowledge: 0, 'call-log': 0, tasks: 0, enterprises: 0, channels: 0 });
+    expect(Object.fromEntries(counts)).toEqual({ accounts: after, keys: 0, ledger: after, audit: 0, knowledge: 0, 'call-log': 0, tasks: 0, enterprises: 0, channels: 0, payments: 0 });
     const listed = (await r.parkedEvents()).filter((p) => p.projection === 'accounts');
     expect(listed[0]!.error).toMatch(/^cannot be applied: \[22003\] /);
     expect(await db.sql.query(`SELECT account_id FROM accounts ORDER BY account_id`)).toEqual([{ account_id: 'acct-0' }, { account_id: 'acct-1' }, { account_id: 'acct-2' }]);
