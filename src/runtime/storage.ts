@@ -15,7 +15,7 @@ import type { Settings } from './settings';
 export interface Storage {
   readonly sql: Sql;
   readonly store: EventStore;
-  /** What holds the data, for the start line: `Postgres at …`, `embedded Postgres in …`, `embedded PGlite in …`. */
+  /** What holds the data, for the start line: `Postgres (DATABASE_URL)`, `embedded Postgres in …`, `embedded PGlite in …`. */
   readonly description: string;
   close(): Promise<void>;
 }
@@ -25,10 +25,9 @@ export const EMBEDDED_POSTGRES_DIR = 'postgres';
 export const PGLITE_DIR = 'pglite';
 
 interface EmbeddedDatabase {
+  /** Its close() also stops the server this process started or adopted. */
   readonly sql: Sql;
   readonly description: string;
-  /** After the pool is closed: stops the server this process started. */
-  stop(): Promise<void>;
 }
 
 /**
@@ -45,25 +44,21 @@ export async function openEmbeddedDatabase(settings: Settings, warn: (message: s
   if (settings.embeddedDatabase !== 'pglite' && !keepPglite) {
     try {
       const server = await startEmbeddedPostgres(cluster);
-      const sql = postgresSql(server.url, { max: EMBEDDED_POOL_SIZE });
-      return { sql, description: `embedded Postgres in ${cluster}`, stop: () => server.stop() };
+      const pool = postgresSql(server.url);
+      return { sql: { ...pool, close: () => pool.close().then(() => server.stop()) }, description: `embedded Postgres in ${cluster}` };
     } catch (error) {
       if (!(error instanceof NoEmbeddedPostgres) || settings.embeddedDatabase === 'postgres') throw error;
       warn(`the embedded Postgres server cannot run here (${error.message}): using PGlite in this process, which is slower (docs/operations.md, "The embedded database")`);
     }
   }
   const sql = await openPglite(pgliteDir, { sharedBuffersMb: settings.pgliteSharedBuffersMb });
-  return { sql, description: `embedded PGlite in ${pgliteDir}`, stop: async () => {} };
+  return { sql, description: `embedded PGlite in ${pgliteDir}` };
 }
-
-/** The embedded server's connections: a few for the calls and one for each background reader. */
-const EMBEDDED_POOL_SIZE = 10;
 
 /** Projections and the key vault in Postgres (DATABASE_URL) or PGlite under DATA_DIR;
  * events in EventStoreDB when EVENTSTORE_URL is set, else in the same database. */
 export async function openStorage(settings: Settings, sqlOverride?: Sql, warn?: (message: string) => void): Promise<Storage> {
   let release = () => {};
-  let stop = async () => {};
   let sql: Sql;
   let description: string;
   if (sqlOverride) {
@@ -76,7 +71,7 @@ export async function openStorage(settings: Settings, sqlOverride?: Sql, warn?: 
     mkdirSync(settings.dataDir, { recursive: true });
     release = acquireDataDirLock(settings.dataDir);
     try {
-      ({ sql, description, stop } = await openEmbeddedDatabase(settings, warn));
+      ({ sql, description } = await openEmbeddedDatabase(settings, warn));
     } catch (error) {
       release();
       throw error;
@@ -99,7 +94,6 @@ export async function openStorage(settings: Settings, sqlOverride?: Sql, warn?: 
     async close() {
       await store.close();
       if (!sqlOverride) await sql.close();
-      await stop();
       release();
     },
   };

@@ -29,7 +29,8 @@ export function acquireDataDirLock(dataDir: string): () => void {
   return release;
 }
 
-function isAlive(pid: number): boolean {
+/** Whether process `pid` exists (EPERM: it does, run by another user, such as the embedded server's). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

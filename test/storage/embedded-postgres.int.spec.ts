@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openEmbeddedDatabase } from '../../src/runtime/storage';
 import { settingsFromEnv } from '../../src/runtime/settings';
+import { isAlive } from '../../src/storage/data-dir-lock';
 import { startEmbeddedPostgres, stopLeftServer } from '../../src/storage/embedded-postgres';
 import { openPglite, postgresSql } from '../../src/storage/sql';
 
@@ -26,14 +27,22 @@ afterEach(async () => {
   }
 });
 
-const alive = (pid: number) => {
+/** A row committed through the server at `url`, and what a later connection finds of it. */
+async function commitCall(url: string) {
+  const sql = postgresSql(url);
+  await sql.exec('CREATE TABLE calls (id text)');
+  await sql.query('INSERT INTO calls VALUES ($1)', ['answered']);
+  await sql.close();
+}
+async function committedCalls(url: string) {
+  const sql = postgresSql(url);
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+    return await sql.query('SELECT id FROM calls');
+  } finally {
+    await sql.close();
   }
-};
+}
+
 const serverPid = (cluster: string) => Number(readFileSync(join(cluster, 'postmaster.pid'), 'utf8').split('\n')[0]);
 
 describe('the embedded Postgres server', () => {
@@ -51,39 +60,29 @@ describe('the embedded Postgres server', () => {
     await sql.exec('CREATE TABLE kept (n int)');
     await sql.close();
     await server.stop();
-    expect(alive(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
     expect(existsSync(join(cluster, 'postmaster.pid'))).toBe(false);
   });
 
   it('keeps what it committed when the gateway dies, and the next start adopts the running server', async () => {
     const cluster = join(dataDir(), 'postgres');
     const first = await startEmbeddedPostgres(cluster);
-    const sql = postgresSql(first.url);
-    await sql.exec('CREATE TABLE calls (id text)');
-    await sql.query('INSERT INTO calls VALUES ($1)', ['answered']);
-    await sql.close();
+    await commitCall(first.url);
     // The gateway is gone without stopping the server (a kill): it is still there, with the row.
     const second = await startEmbeddedPostgres(cluster);
     expect(second.started).toBe(false);
-    const again = postgresSql(second.url);
-    expect(await again.query('SELECT id FROM calls')).toEqual([{ id: 'answered' }]);
-    await again.close();
+    expect(await committedCalls(second.url)).toEqual([{ id: 'answered' }]);
     await second.stop();
   });
 
   it('is recovered from its WAL after a crash of the server itself', async () => {
     const cluster = join(dataDir(), 'postgres');
     const first = await startEmbeddedPostgres(cluster);
-    const sql = postgresSql(first.url);
-    await sql.exec('CREATE TABLE calls (id text)');
-    await sql.query('INSERT INTO calls VALUES ($1)', ['answered']);
-    await sql.close();
+    await commitCall(first.url);
     await stopLeftServer(cluster, 'SIGQUIT');
     const second = await startEmbeddedPostgres(cluster);
     expect(second.started).toBe(true);
-    const again = postgresSql(second.url);
-    expect(await again.query('SELECT id FROM calls')).toEqual([{ id: 'answered' }]);
-    await again.close();
+    expect(await committedCalls(second.url)).toEqual([{ id: 'answered' }]);
     await second.stop();
   });
 
@@ -107,7 +106,6 @@ describe('the embedded database a gateway opens (no DATABASE_URL)', () => {
     expect(db.sql.kind).toBe('postgres');
     expect(db.description).toBe(`embedded Postgres in ${join(dir, 'postgres')}`);
     await db.sql.close();
-    await db.stop();
   });
 
   it('is PGlite in the process with EMBEDDED_DATABASE=pglite', async () => {

@@ -1,12 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres, stopLeftServer } from '../../src/storage/embedded-postgres';
-import { openPglite, postgresSql, type Sql } from '../../src/storage/sql';
+import { settingsFromEnv } from '../../src/runtime/settings';
+import { EMBEDDED_POSTGRES_DIR, openEmbeddedDatabase } from '../../src/runtime/storage';
+import { stopLeftServer } from '../../src/storage/embedded-postgres';
+import { postgresSql, type Sql } from '../../src/storage/sql';
 
 const BIN = join(import.meta.dirname, '../../bin/gateway.mjs');
 
@@ -80,11 +82,8 @@ export class ChildGateway {
   /** Its database, opened from the test (embedded: only while the server is stopped); close it after use. */
   async openDatabase(): Promise<Sql> {
     if (this.env.DATABASE_URL) return postgresSql(this.env.DATABASE_URL);
-    if (!existsSync(join(this.dataDir, 'postgres', 'PG_VERSION'))) return openPglite(join(this.dataDir, 'pglite'));
-    // The embedded server, started for the test and stopped when the test closes its connections.
-    const server = await startEmbeddedPostgres(join(this.dataDir, 'postgres'));
-    const sql = postgresSql(server.url);
-    return { ...sql, close: () => sql.close().then(() => server.stop()) };
+    // The embedded database the gateway would open (its server started for the test, stopped on close).
+    return (await openEmbeddedDatabase(settingsFromEnv(this.env))).sql;
   }
 
   get running(): boolean {
@@ -181,7 +180,7 @@ export class ChildGateway {
   async cleanup(): Promise<void> {
     await this.stop();
     // A gateway killed by the test leaves its embedded server running (as a crash would).
-    await stopLeftServer(join(this.dataDir, 'postgres'), 'SIGQUIT');
+    await stopLeftServer(join(this.dataDir, EMBEDDED_POSTGRES_DIR), 'SIGQUIT');
     rmSync(this.dataDir, { recursive: true, force: true });
     if (this.database) {
       const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
