@@ -77,11 +77,16 @@ export const anthropicUsage = (raw: unknown): Usage | null => validUsage(readAnt
  * top level, a tool, a system block or a content block (tool results' blocks included). */
 export function asksLongCacheWrites(body: Record<string, unknown>): boolean {
   const long = (holder: unknown) => isObject(holder) && isObject(holder.cache_control) && holder.cache_control.ttl === '1h';
-  // A tool result's blocks are one level down; no block nests deeper.
-  const blocks = (content: unknown, nested = false): unknown[] =>
-    Array.isArray(content) ? content.flatMap((b) => [b, ...(isObject(b) && !nested ? blocks(b.content, true) : [])]) : [];
-  const messages = Array.isArray(body.messages) ? body.messages : [];
-  return long(body) || [...(Array.isArray(body.tools) ? body.tools : []), ...blocks(body.system), ...messages.flatMap((m) => (isObject(m) ? blocks(m.content) : []))].some(long);
+  // A tool result's blocks are one level down; no block nests deeper. Stops at the first, copies nothing:
+  // it runs on every Messages request, whose history may hold thousands of blocks.
+  const inBlocks = (content: unknown, nested = false): boolean =>
+    Array.isArray(content) && content.some((b) => long(b) || (!nested && isObject(b) && inBlocks(b.content, true)));
+  return (
+    long(body) ||
+    (Array.isArray(body.tools) && body.tools.some(long)) ||
+    inBlocks(body.system) ||
+    (Array.isArray(body.messages) && body.messages.some((m) => isObject(m) && inBlocks(m.content)))
+  );
 }
 
 type StreamPayload = {
