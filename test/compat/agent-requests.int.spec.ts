@@ -9,7 +9,8 @@
  *   becomes the channel's; a chat-completions stream asks for usage), with the vendor headers that change the
  *   request's meaning (`anthropic-version`, `anthropic-beta`, `openai-beta`).
  * - To a channel of each other chat protocol: the call succeeds with `X-Protocol-Translation` and exactly the
- *   fixture's `X-Protocol-Warning`, every top-level field that translation does not carry is named there, and
+ *   fixture's `X-Protocol-Warning`, every top-level field that translation does not carry (and the client's beta
+ *   header) is named there, and
  *   the conversation's last user text and every function tool reach the channel; or it is refused as the
  *   fixture says, in the client's error shape, before any upstream call.
  */
@@ -246,6 +247,8 @@ describe.each(FIXTURES.map((f) => [f.name, f] as const))('%s', (_name, f) => {
     for (const field of Object.keys(f.request.body).filter((k) => !CARRIED[client].includes(k) && f.request.body[k] !== null)) {
       expect(named.some((n) => n === field || n.startsWith(`${field}.`)), `${field} is named`).toBe(true);
     }
+    // The vendor headers another vendor cannot be given (its betas) are named too.
+    for (const name of MEANINGFUL_HEADERS[client].filter((n) => !n.endsWith('-version') && f.request.headers[n] !== undefined)) expect(named, name).toContain(name);
     const received = receivedBy(via, before);
     expect(received.length).toBeGreaterThanOrEqual(1);
     const sent = JSON.stringify(received[0]!.body);
