@@ -7,7 +7,9 @@
  * - To a channel of the client's protocol: the call succeeds (a stream ends with its terminal event) and the
  *   upstream receives every field the client sent, unchanged but for the documented rewrites (the model id
  *   becomes the channel's; a chat-completions stream asks for usage), with the vendor headers that change the
- *   request's meaning (`anthropic-version`, `anthropic-beta`, `openai-beta`).
+ *   request's meaning (`anthropic-version`, `anthropic-beta`, `openai-beta`). The clients' own identity headers
+ *   (user-agent, x-app, originator, version, session_id) are the gateway's to read, not the upstream's; the
+ *   SDK's `?beta=true` marks its beta namespace, Anthropic selects betas by the header.
  * - To a channel of each other chat protocol: the call succeeds with `X-Protocol-Translation` and exactly the
  *   fixture's `X-Protocol-Warning`, every top-level field that translation does not carry (and the client's beta
  *   header) is named there, and
