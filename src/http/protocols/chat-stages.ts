@@ -69,7 +69,7 @@ export function chatStages(
     return [{ model: m, routes: stuck ?? pinnedOrder(f.routes, pin, (route) => route.channel.id) }];
   });
   // Translated: the client's request decoded once, and re-encoded for each route's channel.
-  const decoded = staged.some((st) => st.routes.some(isTranslated)) ? decodeCall(adapter, request.body, params, info, deps.now()) : null;
+  const decoded = staged.some((st) => st.routes.some(isTranslated)) ? decodeCall(adapter, request.body, params, info, deps.now(), request.headers) : null;
   const shape = requestShape(request.body);
   return staged.map(({ model: m, routes }) => {
     const translations = routes.map((route) => (decoded && isTranslated(route) ? translationFor(decoded, adapter, route, m) : null));

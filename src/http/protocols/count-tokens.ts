@@ -12,7 +12,7 @@ import type { Route } from '../../channels/routing';
 import { upstreamAgent, upstreamTarget } from '../../upstream/upstream-call';
 import { callableModel } from '../billable-call';
 import { GatewayError } from '../errors';
-import type { RelayDeps } from './relay';
+import { forwardedHeaders, type RelayDeps } from './relay';
 
 /** What Gemini's `:countTokens` takes (what `countPromptTokens` reads): a `:generateContent` body, or one
  * wrapped in `generateContentRequest` as the SDK's `ai.models.countTokens()` sends it. */
@@ -58,7 +58,9 @@ async function upstreamCount(deps: Pick<RelayDeps, 'dispatcher'>, adapter: Proto
       origin: target.origin,
       path: target.path,
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...shapedHeaders(channel, adapter.authHeaders(channel.api_key)) },
+      // The client's beta headers too: Claude Code counts bodies with beta fields (context_management), which
+      // Anthropic refuses without their beta; a refused count would fall back to the estimate unseen.
+      headers: { 'content-type': 'application/json', ...shapedHeaders(channel, adapter.authHeaders(channel.api_key)), ...forwardedHeaders(adapter, request.headers) },
       body: JSON.stringify(asked.body),
       headersTimeout: UPSTREAM_COUNT_TIMEOUT_MS,
       bodyTimeout: UPSTREAM_COUNT_TIMEOUT_MS,

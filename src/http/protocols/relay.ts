@@ -243,6 +243,18 @@ function settlement(deps: RelayDeps, ladder: ChatLadder, stage: Stage, route: Ro
   };
 }
 
+/** The client's vendor headers the adapter passes on (`anthropic-version`, `anthropic-beta`, `openai-beta`), under
+ * their upstream names; applied after the channel's own headers, so the client's version wins over the default. */
+export function forwardedHeaders(adapter: ProtocolAdapter, from: FastifyRequest['headers']): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const entry of adapter.forwardedHeaders) {
+    const [name, to] = typeof entry === 'string' ? [entry, entry] : entry;
+    const value = from[name];
+    if (value !== undefined) headers[to] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return headers;
+}
+
 /** A body that failed after its 200 status, as the failure of its attempt. */
 function brokenBody(error: unknown, signal: CallSignal): Failure {
   if (error instanceof BodyTooLargeError) return { kind: 'unreadable', message: error.message };
@@ -261,12 +273,7 @@ async function send(
 ): Promise<HopResult<ChatAnswer>> {
   const { path, body } = adapter.upstream(request.body, info, route.upstreamModel);
   // Shaped by the channel's config (src/upstream/shaping.ts): path, query, auth header, extra headers.
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...shapedHeaders(route.channel, adapter.authHeaders(route.channel.api_key)) };
-  for (const entry of adapter.forwardedHeaders) {
-    const [from, to] = typeof entry === 'string' ? [entry, entry] : entry;
-    const value = request.headers[from];
-    if (value !== undefined) headers[to] = Array.isArray(value) ? value.join(',') : value;
-  }
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...shapedHeaders(route.channel, adapter.authHeaders(route.channel.api_key)), ...forwardedHeaders(adapter, request.headers) };
   traced?.propagate(headers);
   // Outside the try: a fault of the gateway's own here is a 500 (relayChat releases the hold), not
   // an upstream failure that the client is told is safe to retry.

@@ -16,11 +16,22 @@ const messages = nativeAdapter('messages');
 const responses = nativeAdapter('responses');
 const generateContent = nativeAdapter('generate-content');
 
+const MessagesHeaders = {
+  'anthropic-version': z.string().optional().describe('Passed to the upstream; 2023-06-01 when absent.'),
+  'vendor-version': z.string().optional().describe('The neutral name of anthropic-version (an anthropic-version header wins).'),
+  'anthropic-beta': z.string().optional().describe('Passed to a Messages channel (calls and token counts); named in X-Protocol-Warning on a translated call.'),
+};
+
+const ResponsesHeaders = {
+  'openai-beta': z.string().optional().describe('Passed to a Responses channel; named in X-Protocol-Warning on a translated call.'),
+};
+
 const COUNT_TOKENS_DOC: RouteDoc = {
   operationId: 'countMessageTokens',
   summary: 'Count the input tokens of a messages request (free)',
   description: 'The body of `POST /v1/messages` (`max_tokens` not needed). Asked of the upstream when a usable channel of the model speaks the Messages protocol, else (or when it gives no count) estimated by the gateway (about 4 bytes of the prompt a token); no call is billed or logged.',
   tags: ['chat'],
+  headers: MessagesHeaders,
   responses: { 200: { description: '`{input_tokens}`.' } },
 };
 
@@ -43,11 +54,6 @@ const chatDoc = (operationId: string, summary: string, body: z.ZodType, answer: 
   ...extra,
 });
 
-const MessagesHeaders = {
-  'anthropic-version': z.string().optional().describe('Passed to the upstream; 2023-06-01 when absent.'),
-  'vendor-version': z.string().optional().describe('The neutral name of anthropic-version (an anthropic-version header wins).'),
-  'anthropic-beta': z.string().optional().describe('Passed to the upstream.'),
-};
 
 /** `alt=sse`: the stream as server-sent events; otherwise one JSON array written element by element. */
 const GenerateQuery = z.looseObject({ alt: z.string().optional().describe('`sse`: server-sent events; otherwise a stream is one JSON array, written element by element.') });
@@ -73,7 +79,7 @@ export function chatRoutes(deps: RelayDeps, agents: AgentCallDeps) {
     const openapi = {
       chat: chatDoc('createChatCompletion', 'Chat completion (chat-completions protocol)', chatCompletions.requestSchema, 'The completion; with `stream: true`, server-sent chunks ending with `data: [DONE]`.'),
       messages: chatDoc('createMessage', 'Message (messages protocol)', messages.requestSchema, 'The message; with `stream: true`, server-sent events ending with `message_stop`.', { headers: MessagesHeaders }),
-      responses: chatDoc('createResponse', 'Response (responses protocol)', responses.requestSchema, 'The response object; with `stream: true`, server-sent events ending with `response.completed`.'),
+      responses: chatDoc('createResponse', 'Response (responses protocol)', responses.requestSchema, 'The response object; with `stream: true`, server-sent events ending with `response.completed`.', { headers: ResponsesHeaders }),
       generate: [
         chatDoc('generateContent', 'Generate content (generate-content protocol)', generateContent.requestSchema, 'The answer.', {
           path: '/v1beta/models/{model}:generateContent',

@@ -45,10 +45,26 @@ export interface DecodedCall {
   readonly context: AnswerContext;
 }
 
-export function decodeCall(client: ProtocolAdapter, body: unknown, params: { model?: string; stream?: boolean }, info: ChatRequestInfo, created: number): DecodedCall {
+export function decodeCall(
+  client: ProtocolAdapter,
+  body: unknown,
+  params: { model?: string; stream?: boolean },
+  info: ChatRequestInfo,
+  created: number,
+  headers: Readonly<Record<string, string | string[] | undefined>> = {},
+): DecodedCall {
   const { value, dropped } = translatorOf(client.protocol).decodeRequest(body, params);
   const includeUsage = (body as { stream_options?: { include_usage?: unknown } | null } | null)?.stream_options?.include_usage === true;
-  return { request: value, dropped, context: { model: info.model, created, includeUsage, request: value } };
+  return { request: value, dropped: [...dropped, ...droppedHeaders(client, headers)], context: { model: info.model, created, includeUsage, request: value } };
+}
+
+/** The client's vendor headers that another vendor cannot be given, named like dropped fields: its betas
+ * (`anthropic-beta`: Claude Code's interleaved thinking, 1M context, ...; `openai-beta`). A protocol version
+ * is not among them: the answer comes back in the client's protocol, the version it asked for. */
+function droppedHeaders(client: ProtocolAdapter, headers: Readonly<Record<string, string | string[] | undefined>>): string[] {
+  return client.forwardedHeaders
+    .map((entry) => (typeof entry === 'string' ? entry : entry[0]))
+    .filter((name) => !name.endsWith('-version') && headers[name] !== undefined);
 }
 
 /** One translated attempt: what the relay needs to send it and to answer the client. */

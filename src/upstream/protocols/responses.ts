@@ -114,7 +114,9 @@ export const responses: ProtocolAdapter = {
   requestSchema: Body,
   protocol: 'responses',
   shape: 'chat',
-  forwardedHeaders: [],
+  // OpenAI's beta opt-in, as anthropic-beta is Anthropic's (Codex sends `responses=experimental`). The client's
+  // own identity (originator, version, session_id) stays here: the gateway is the upstream's client.
+  forwardedHeaders: ['openai-beta'],
 
   inspect(body) {
     const parsed = Body.safeParse(body);

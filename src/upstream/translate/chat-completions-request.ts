@@ -9,6 +9,7 @@ import {
   decodeOpenAiTools,
   dropBuiltinTools,
   effortOf,
+  HISTORY_REASONING,
   imageFromUrl,
   imageToUrl,
   num,
@@ -107,13 +108,16 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
   const { tools, builtinTools } = decodeOpenAiTools(b.tools, dropped, (t) => asRecord(t.function));
   const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop.filter((s): s is string => typeof s === 'string') : undefined;
   const effort = str(b.reasoning_effort);
+  const toolChoice = decodeToolChoice(b.tool_choice);
+  // `allowed_tools`, a custom tool: no counterpart in the canonical choices.
+  if (b.tool_choice !== undefined && b.tool_choice !== null && !toolChoice) dropped.add('tool_choice');
   const value: CanonicalRequest = compact({
     model: str(b.model) ?? '',
     system,
     messages,
     tools: tools.length > 0 ? tools : undefined,
     builtinTools: builtinTools.length > 0 ? builtinTools : undefined,
-    toolChoice: decodeToolChoice(b.tool_choice),
+    toolChoice,
     parallelToolCalls: typeof b.parallel_tool_calls === 'boolean' ? b.parallel_tool_calls : undefined,
     responseFormat: decodeResponseFormat(b.response_format),
     temperature: num(b.temperature),
@@ -140,6 +144,7 @@ export function encodeRequest(request: CanonicalRequest, options: { model: strin
         p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : [],
       );
       // Earlier turns' reasoning is not part of a chat request (OpenAI keeps it server-side).
+      if (message.parts.some((p) => p.type === 'reasoning')) dropped.add(HISTORY_REASONING);
       messages.push({ role: 'assistant', content: text === '' && calls.length > 0 ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
       continue;
     }

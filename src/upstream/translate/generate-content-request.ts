@@ -2,7 +2,7 @@
  * id, else name), function declarations, toolConfig, generationConfig. */
 import { jsonSchemaFromGemini } from './gemini-schema';
 import type { CanonicalRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from './canonical';
-import { argumentsObject, asArray, asRecord, budgetOf, compact, dropBuiltinTools, isRecord, num, str, toolNameFor, unreadKeys, type Json } from './shared';
+import { argumentsObject, asArray, asRecord, budgetOf, compact, dropBuiltinTools, HISTORY_REASONING, isRecord, num, str, toolNameFor, unreadKeys, type Json } from './shared';
 
 const READ = ['contents', 'systemInstruction', 'generationConfig', 'tools', 'toolConfig', 'model'];
 const CONFIG_READ = ['temperature', 'topP', 'maxOutputTokens', 'stopSequences', 'responseMimeType', 'responseSchema', 'responseJsonSchema', 'thinkingConfig'];
@@ -165,6 +165,7 @@ export function encodeRequest(request: CanonicalRequest): { value: Json; dropped
           break;
         case 'reasoning':
           // Gemini takes back only its own thought signatures; reasoning text is not input.
+          dropped.add(HISTORY_REASONING);
           break;
       }
     }

@@ -1,7 +1,7 @@
 /** Anthropic Messages requests ⇄ canonical requests: content blocks, tools, tool_choice, thinking budgets
  * and the temperature cap. */
 import type { CanonicalRequest, FunctionTool, Message, Part, RequestOptions, ToolChoice } from './canonical';
-import { argumentsObject, asArray, asRecord, budgetOf, compact, dropBuiltinTools, num, str, textOf, unreadKeys, type Json } from './shared';
+import { argumentsObject, asArray, asRecord, budgetOf, compact, dropBuiltinTools, HISTORY_REASONING, num, str, textOf, unreadKeys, type Json } from './shared';
 
 const READ = ['model', 'max_tokens', 'messages', 'system', 'stream', 'tools', 'tool_choice', 'temperature', 'top_p', 'stop_sequences', 'thinking'];
 
@@ -30,6 +30,7 @@ function decodeBlocks(content: unknown, role: Message['role'], dropped: Set<stri
         break;
       case 'tool_result': {
         if (asArray(b.content).some((c) => asRecord(c).type !== 'text')) dropped.add('messages.content.tool_result.image');
+        if (asArray(b.content).some((c) => asRecord(c).cache_control)) dropped.add('messages.content.cache_control');
         parts.push(compact({ type: 'tool_result' as const, callId: str(b.tool_use_id) ?? '', content: textOf(b.content), isError: b.is_error === true ? true : undefined }));
         break;
       }
@@ -67,11 +68,16 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
       dropped.add(`tools.${String(t.type)}`);
       continue;
     }
+    // Claude Code marks its last tool as a cache breakpoint (with `ttl: 1h` for long sessions).
+    if (t.cache_control) dropped.add('tools.cache_control');
     tools.push(compact({ name: str(t.name) ?? '', description: str(t.description), parameters: asRecord(t.input_schema) }));
   }
   const choice = asRecord(b.tool_choice);
   const thinking = asRecord(b.thinking);
   const budget = thinking.type === 'enabled' ? num(thinking.budget_tokens) : undefined;
+  // Only a budget translates (to a budget or an effort); `adaptive` (the model decides, Claude Code on
+  // Opus 4.6 / Sonnet 4.6) has none, and `disabled` is what the other protocols do without one.
+  if (b.thinking !== undefined && b.thinking !== null && thinking.type !== 'disabled' && budget === undefined) dropped.add(`thinking.${String(thinking.type)}`);
   const value: CanonicalRequest = compact({
     model: str(b.model) ?? '',
     system: b.system === undefined ? undefined : textOf(b.system),
@@ -115,6 +121,7 @@ function encodeParts(message: Message, dropped: Set<string>): Json[] {
       case 'reasoning':
         // Only Anthropic's own signed thinking can be sent back; another vendor's reasoning cannot.
         if (p.signature && message.role === 'assistant') blocks.push({ type: 'thinking', thinking: p.text, signature: p.signature });
+        else dropped.add(HISTORY_REASONING);
         break;
     }
   }

@@ -7,6 +7,7 @@ import {
   compact,
   decodeOpenAiTools,
   effortOf,
+  HISTORY_REASONING,
   imageFromUrl,
   imageToUrl,
   num,
@@ -72,21 +73,26 @@ export function decodeRequest(body: unknown): { value: CanonicalRequest; dropped
       for (const m of messages) for (const p of m.parts) if (p.type === 'tool_call' && p.id === callId) name = p.name;
       appendPart(messages, 'user', { type: 'tool_result', callId, ...(name ? { name } : {}), content: textOf(item.output) });
     } else if (type === 'reasoning') {
+      // Kept even without text (Codex's items may carry only `encrypted_content`): the encoders name what they cannot send back.
       const text = [...asArray(item.summary), ...asArray(item.content)].map((s) => str(asRecord(s).text) ?? '').join('');
-      if (text) appendPart(messages, 'assistant', { type: 'reasoning', text });
+      appendPart(messages, 'assistant', { type: 'reasoning', text });
     } else dropped.add(`input.${String(type)}`);
   }
   const { tools, builtinTools } = decodeOpenAiTools(b.tools, dropped, (t) => t);
   const reasoning = asRecord(b.reasoning);
   const effort = str(reasoning.effort);
   if (reasoning.summary !== undefined && reasoning.summary !== null) dropped.add('reasoning.summary');
+  // `none` and `xhigh` (Codex on gpt-5.1-codex-max) have no counterpart in the canonical efforts.
+  if (effort && !OPENAI_EFFORTS.has(effort)) dropped.add('reasoning.effort');
+  const toolChoice = decodeToolChoice(b.tool_choice);
+  if (b.tool_choice !== undefined && b.tool_choice !== null && !toolChoice) dropped.add('tool_choice');
   const value: CanonicalRequest = compact({
     model: str(b.model) ?? '',
     system: system.length > 0 ? system.join('\n\n') : undefined,
     messages,
     tools: tools.length > 0 ? tools : undefined,
     builtinTools: builtinTools.length > 0 ? builtinTools : undefined,
-    toolChoice: decodeToolChoice(b.tool_choice),
+    toolChoice,
     parallelToolCalls: typeof b.parallel_tool_calls === 'boolean' ? b.parallel_tool_calls : undefined,
     responseFormat: decodeFormat(b.text, dropped),
     temperature: num(b.temperature),
@@ -112,7 +118,8 @@ export function encodeRequest(request: CanonicalRequest, options: { model: strin
     if (message.role === 'assistant') {
       for (const p of message.parts) {
         // Reasoning items need OpenAI's own ids or encrypted content: another vendor's cannot be sent back.
-        if (p.type === 'text' && p.text !== '') input.push({ type: 'message', role: 'assistant', content: p.text });
+        if (p.type === 'reasoning') dropped.add(HISTORY_REASONING);
+        else if (p.type === 'text' && p.text !== '') input.push({ type: 'message', role: 'assistant', content: p.text });
         else if (p.type === 'tool_call') input.push({ type: 'function_call', call_id: p.id, name: p.name, arguments: p.arguments });
       }
       continue;

@@ -120,10 +120,16 @@ export function decodeOpenAiTools(wire: unknown, dropped: Set<string>, functionO
       continue;
     }
     const fn = functionOf(t);
+    // Strict schemas are OpenAI's; other vendors' tools take none (Codex sends `strict: false`, the default elsewhere).
+    if (fn.strict === true) dropped.add('tools.strict');
     tools.push(compact({ name: str(fn.name) ?? '', description: str(fn.description), parameters: asRecord(fn.parameters) }));
   }
   return { tools, builtinTools };
 }
+
+/** What an encoder reports when an earlier turn's reasoning cannot go to its vendor (every vendor but
+ * Anthropic, and Anthropic without its own signature: no vendor takes back another's reasoning). */
+export const HISTORY_REASONING = 'history.reasoning';
 
 /** Built-in tools an encoder cannot send, reported as dropped (the relay routes such requests
  * only to channels whose protocol sends them). */
