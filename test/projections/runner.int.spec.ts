@@ -216,6 +216,57 @@ describe('projection runner', () => {
     expect(await r.checkpoint('ledger')).toEqual(store.events.at(-1)!.position);
   });
 
+  it('leaves a projection another runner is rebuilding to that rebuild, and takes it up again once the rebuild ends or its lease runs out', async () => {
+    const r = await runner();
+    store.push(walletLog(chatCalls(6)).events);
+    await r.catchUpToHead();
+    const before = await snapshot();
+    // The rebuild of the ledger stops after its first batch until the test lets it go on (outside any
+    // transaction: embedded PGlite has one connection).
+    let paused!: () => void;
+    const reachedPause = new Promise<void>((resolve) => (paused = resolve));
+    let resume!: () => void;
+    const gate = new Promise<void>((resolve) => (resume = resolve));
+    let rebuildReads = 0;
+    const gated = {
+      ...store,
+      readAll: async (...args: Parameters<typeof store.readAll>) => {
+        if (++rebuildReads === 2) {
+          paused();
+          await gate;
+        }
+        return store.readAll(...args);
+      },
+    };
+    const rebuilding = new ProjectionRunner(db.sql, gated, allProjections, { rebuildBatch: 3 }).rebuild('ledger');
+    await reachedPause;
+    // A serving gateway's runner, following the log meanwhile: what it reads of it is counted.
+    let reads = 0;
+    const counting = { ...store, readAll: (...args: Parameters<typeof store.readAll>) => (reads++, store.readAll(...args)) };
+    const follower = new ProjectionRunner(db.sql, counting, allProjections.filter((p) => p.name === 'ledger'), { busy: () => false });
+    await follower.catchUp();
+    expect(reads).toBe(0);
+    const [{ n: partial } = { n: 0 }] = await db.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_entries');
+    expect(partial).toBeLessThan(before.ledger_entries!.length);
+    resume();
+    await rebuilding;
+    expect(await snapshot()).toEqual(before);
+    // Released: the follower reads the log again (and finds nothing left to apply).
+    store.push(walletLog(chatCalls(1), 'other').events);
+    await follower.catchUp();
+    expect(reads).toBeGreaterThan(0);
+    expect(await follower.checkpoint('ledger')).toEqual(store.events.at(-1)!.position);
+
+    // A rebuild killed outright leaves its lease behind: followed again once it has run out.
+    await db.sql.query("UPDATE projection_checkpoints SET rebuild_until = now() + interval '1 hour' WHERE name = 'ledger'");
+    const head = store.push(walletLog(chatCalls(1), 'third').events);
+    await follower.catchUp();
+    expect(await follower.checkpoint('ledger')).not.toEqual(head);
+    await db.sql.query("UPDATE projection_checkpoints SET rebuild_until = now() - interval '1 second' WHERE name = 'ledger'");
+    await follower.catchUp();
+    expect(await follower.checkpoint('ledger')).toEqual(head);
+  });
+
   it('in the background, settles waitFor once every projection has applied a position', async () => {
     const r = await runner();
     const errors: unknown[] = [];

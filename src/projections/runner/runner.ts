@@ -21,7 +21,9 @@ CREATE TABLE IF NOT EXISTS projection_stream_revisions (
   stream_id text NOT NULL,
   revision bigint NOT NULL,
   PRIMARY KEY (projection, stream_id)
-);`;
+);
+-- Set while a rebuild replays the projection (a lease it renews): the other runners leave it alone.
+ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS rebuild_until timestamptz;`;
 
 export { StreamGapError } from './revisions';
 export type { ParkedEvent, Parking } from './parked';
@@ -29,6 +31,9 @@ export type { ParkedEvent, Parking } from './parked';
 const BATCH = 500;
 /** A rebuild reads the log in larger batches: nothing else waits behind its statements. */
 const REBUILD_BATCH = 5000;
+/** A rebuild's claim on its projections (projection_checkpoints.rebuild_until), renewed every third of it
+ * while the rebuild runs and cleared when it ends: a rebuild killed outright holds them this long at most. */
+const REBUILD_LEASE_S = 30;
 /** maintenance_work_mem for building a rebuilt projection's index: the sort of a few million keys in memory. */
 const INDEX_BUILD_MEMORY = '256MB';
 
@@ -166,13 +171,23 @@ export class ProjectionRunner {
     return row ? { commit: BigInt(row.c), prepare: BigInt(row.p) } : START;
   }
 
-  private async checkpoints(projections: readonly Projection[]): Promise<Map<Projection, Position>> {
-    const rows = await this.sql.query<{ name: string; c: string; p: string }>(
-      'SELECT name, commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints WHERE name = ANY($1::text[])',
+  /** Where each projection stands. `follow`: without the projections another runner is rebuilding (their
+   * position is still noted, so that waiters see the rebuild's progress): replaying them beside the rebuild
+   * would read the whole log a second time and contend for every batch. */
+  private async checkpoints(projections: readonly Projection[], follow = false): Promise<Map<Projection, Position>> {
+    const rows = await this.sql.query<{ name: string; c: string; p: string; rebuilding: boolean | null }>(
+      `SELECT name, commit_position::text AS c, prepare_position::text AS p, rebuild_until > now() AS rebuilding
+         FROM projection_checkpoints WHERE name = ANY($1::text[])`,
       [projections.map((p) => p.name)],
     );
-    const byName = new Map(rows.map((r) => [r.name, { commit: BigInt(r.c), prepare: BigInt(r.p) }]));
-    return new Map(projections.map((p) => [p, byName.get(p.name) ?? START]));
+    const byName = new Map(rows.map((r) => [r.name, { at: { commit: BigInt(r.c), prepare: BigInt(r.p) }, rebuilding: r.rebuilding === true }]));
+    const at = new Map<Projection, Position>();
+    for (const p of projections) {
+      const row = byName.get(p.name);
+      if (follow && row?.rebuilding) this.positions.set(p.name, row.at);
+      else at.set(p, row?.at ?? START);
+    }
+    return at;
   }
 
   /** Applies everything currently readable to every projection (or, for a runner that does not apply
@@ -191,7 +206,7 @@ export class ProjectionRunner {
    * ended at what was readable then, which is all a catch-up promises. A projection that
    * meets a gap or an error stops; the others go on, and the first failure is thrown at the end. */
   private async advance(projections: readonly Projection[], pass: Pass = FOLLOWING): Promise<void> {
-    let at = await this.checkpoints(projections);
+    let at = await this.checkpoints(projections, !pass.rebuilding);
     let failure: unknown = null;
     while (at.size > 0 && !pass.halt?.()) {
       // Embedded PGlite answers on this thread through promises alone: without a turn of the event loop
@@ -220,7 +235,7 @@ export class ProjectionRunner {
         failure ??= outcome.failure;
         for (const { projection, events } of outcome.parked) this.onParked(projection, events);
       }
-      if (moved.length) for (const [p, position] of await this.checkpoints(moved)) next.set(p, position);
+      if (moved.length) for (const [p, position] of await this.checkpoints(moved, !pass.rebuilding)) next.set(p, position);
       at = next;
     }
     if (failure !== null) throw failure;
@@ -269,18 +284,19 @@ export class ProjectionRunner {
     // batch that survives a crash never survives without the events it was built from.
     return this.sql.transaction(async (tx) => {
       // One statement, rows in name order: instances locking overlapping groups cannot deadlock.
-      const locked = await tx.query<{ name: string; c: string; p: string }>(
-        `SELECT name, commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints
-          WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`,
+      const locked = await tx.query<{ name: string; c: string; p: string; rebuilding: boolean | null }>(
+        `SELECT name, commit_position::text AS c, prepare_position::text AS p, rebuild_until > now() AS rebuilding
+           FROM projection_checkpoints WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`,
         [group.map((p) => p.name)],
       );
-      const now = new Map(locked.map((r) => [r.name, { commit: BigInt(r.c), prepare: BigInt(r.p) }]));
+      const now = new Map(locked.map((r) => [r.name, { at: { commit: BigInt(r.c), prepare: BigInt(r.p) }, rebuilding: r.rebuilding === true }]));
       const outcome: Outcome = { applied: [], moved: [], failure: null, parked: [] };
       const ready: Projection[] = [];
       for (const p of group) {
-        const position = now.get(p.name);
-        if (position === undefined) continue;
-        if (comparePositions(position, from) === 0) ready.push(p);
+        const row = now.get(p.name);
+        if (row === undefined) continue;
+        // A rebuild that started since this batch was read: moved, and left out when the checkpoints are read again.
+        if (comparePositions(row.at, from) === 0 && (pass.rebuilding || !row.rebuilding)) ready.push(p);
         else outcome.moved.push(p);
       }
       if (ready.length === 0) return outcome;
@@ -344,8 +360,13 @@ export class ProjectionRunner {
       for (const statement of indexes.flatMap((i) => i.drop ?? [])) await tx.query(statement);
       await tx.query('DELETE FROM projection_stream_revisions WHERE projection = ANY($1::text[])', [named]);
       await tx.query('DELETE FROM projection_parked_events WHERE projection = ANY($1::text[])', [named]);
-      await tx.query('UPDATE projection_checkpoints SET commit_position = -1, prepare_position = -1, updated_at = now() WHERE name = ANY($1::text[])', [named]);
+      await tx.query(
+        `UPDATE projection_checkpoints SET commit_position = -1, prepare_position = -1, updated_at = now(), rebuild_until = now() + make_interval(secs => $2)
+          WHERE name = ANY($1::text[])`,
+        [named, REBUILD_LEASE_S],
+      );
     });
+    const lease = this.holdRebuildLease(named);
     for (const name of named) this.positions.delete(name);
     const head = await this.store.headPosition();
     // Each projection replays at its own pace; the progress told is the slowest one's.
@@ -378,10 +399,30 @@ export class ProjectionRunner {
       replayed = true;
     } finally {
       // Built even when the replay failed (the live runner goes on from where it stopped); its failure is the one told.
-      await this.buildIndexes(indexes).catch((error: unknown) => {
-        if (replayed) throw error;
-      });
+      try {
+        await this.buildIndexes(indexes).catch((error: unknown) => {
+          if (replayed) throw error;
+        });
+      } finally {
+        await lease.release();
+      }
     }
+  }
+
+  /** Renews the rebuild's claim on `names` until released; released, the other runners take them up again. */
+  private holdRebuildLease(names: readonly string[]): { release: () => Promise<void> } {
+    const renew = (seconds: number | null) =>
+      this.sql.query('UPDATE projection_checkpoints SET rebuild_until = now() + make_interval(secs => $2) WHERE name = ANY($1::text[])', [names, seconds]);
+    // A renewal that fails (the database away for a moment) is tried again at the next tick; the lease
+    // outlives two missed ones.
+    const timer = setInterval(() => void renew(REBUILD_LEASE_S).catch(() => {}), (REBUILD_LEASE_S * 1000) / 3);
+    timer.unref();
+    return {
+      release: async () => {
+        clearInterval(timer);
+        await renew(null);
+      },
+    };
   }
 
   /** One sort each, with more memory for it than a session's default on Postgres, all at once: each on its
