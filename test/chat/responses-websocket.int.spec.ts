@@ -102,7 +102,7 @@ function suite(mode: string) {
     let h: SimulatedGateway;
     let wsUrl: string;
     beforeAll(async () => {
-      h = await startSimulatedGateway(config, { chatTimeoutMs: 5000 });
+      h = await startSimulatedGateway(config, { chatTimeoutMs: 5000, env: { RESPONSES_WEBSOCKET_IDLE_S: '2' } });
       wsUrl = `${h.baseUrl.replace('http', 'ws')}/v1/responses`;
     });
     afterAll(() => h.close());
@@ -253,13 +253,17 @@ function suite(mode: string) {
       expect(refused[0]).toMatchObject({ type: 'error', status: 400, error: { type: 'invalid_request_error', code: 'invalid_request' } });
       expect((refused[0]!.error as { message: string }).message).toMatch(/previous_response_id/);
       expect(h.sim.requests).toHaveLength(0);
+      // The HTTP route refuses it the same way (it used to drop the field and answer without the conversation).
+      const http = await fetch(`${h.baseUrl}/v1/responses`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'xlat-model', previous_response_id: 'resp_elsewhere', input: 'go on' }) });
+      expect(http.status).toBe(400);
+      expect(await http.json()).toMatchObject({ error: { code: 'invalid_request', message: (refused[0]!.error as { message: string }).message } });
       // The same model without it is served through the translation.
       const served = await socket.create({ model: 'xlat-model', input: 'translated turn' });
       expect(served.at(-1)!.type).toBe('response.completed');
       expect(deltaText(served)).toBe('Echo: translated turn');
       expect(h.sim.requests.at(-1)!.path).toBe('/cc-x/v1/chat/completions');
       socket.close();
-      const logged = await rows(accountId, 2);
+      const logged = await rows(accountId, 3);
       const byStatus = Object.fromEntries(logged.map((r) => [r.status, r]));
       expect(Object.keys(byStatus).sort()).toEqual(['rejected', 'success']);
       expect(byStatus.rejected).toMatchObject({ model: 'xlat-model', error_code: 'invalid_request' });
@@ -298,6 +302,13 @@ function suite(mode: string) {
       const res = await fetch(`${h.baseUrl}/v1/responses`, { headers: auth });
       expect(res.status).toBe(426);
       expect(await res.json()).toMatchObject({ error: { code: 'upgrade_required' } });
+    });
+
+    it('closes a socket idle for RESPONSES_WEBSOCKET_IDLE_S with 1000', async () => {
+      const { auth } = await account();
+      const socket = await CodexSocket.open(wsUrl, auth);
+      expect((await socket.create({ model: 'resp-model', input: 'then nothing' })).at(-1)!.type).toBe('response.completed');
+      await expect.poll(() => socket.closed, { timeout: 5000 }).toEqual({ code: 1000, reason: 'idle timeout' });
     });
 
     it('closes its sockets with 1001 when the gateway shuts down', async () => {

@@ -72,8 +72,14 @@ export interface ResponsesSocketDeps {
 export function responsesSocketRoutes(deps: ResponsesSocketDeps) {
   return async (app: FastifyInstance) => {
     const sessions = new Set<ResponsesSocket>();
-    // Loopback connections to the gateway itself, one per response in flight.
+    // Loopback connections to the gateway itself, one per response in flight (a Unix socket's own agent).
     const loopback = new Agent({ keepAliveTimeout: 4_000, connections: null });
+    let unixAgent: { path: string; agent: Agent } | null = null;
+    const dispatcherFor = (socketPath: string | undefined): Dispatcher => {
+      if (socketPath === undefined) return loopback;
+      if (unixAgent?.path !== socketPath) unixAgent = { path: socketPath, agent: new Agent({ keepAliveTimeout: 4_000, connect: { socketPath } }) };
+      return unixAgent.agent;
+    };
     await app.register(websocket, {
       options: { maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false },
       // The shutdown: an idle socket closes at once (1001), a busy one once its response ended (the
@@ -91,7 +97,7 @@ export function responsesSocketRoutes(deps: ResponsesSocketDeps) {
       done();
     });
     app.addHook('onClose', async () => {
-      await loopback.close();
+      await Promise.all([loopback.close(), unixAgent?.agent.close()]);
     });
     app.route({
       method: 'GET',
@@ -106,7 +112,7 @@ export function responsesSocketRoutes(deps: ResponsesSocketDeps) {
           return sendError(request, reply, new GatewayError('upgrade_required', 'The Responses WebSocket mode is off on this gateway; use POST /v1/responses.'));
       },
       wsHandler: (socket, request) => {
-        const session = new ResponsesSocket(socket, request, deps, loopback, () => sessions.delete(session));
+        const session = new ResponsesSocket(socket, request, deps, dispatcherFor, () => sessions.delete(session));
         sessions.add(session);
       },
     });
@@ -159,7 +165,7 @@ class ResponsesSocket {
     private readonly socket: WebSocket,
     private readonly request: FastifyRequest,
     private readonly deps: ResponsesSocketDeps,
-    private readonly dispatcher: Dispatcher,
+    private readonly dispatcherFor: (socketPath: string | undefined) => Dispatcher,
     private readonly forget: () => void,
   ) {
     this.headers = forwardedHeaders(request.headers);
@@ -239,7 +245,7 @@ class ResponsesSocket {
         headers: this.headers,
         body: JSON.stringify(body),
         signal: abort.signal,
-        dispatcher: target.socketPath ? new Agent({ connect: { socketPath: target.socketPath } }) : this.dispatcher,
+        dispatcher: this.dispatcherFor(target.socketPath),
         // The route keeps its own budget; these only stop a gateway that no longer answers at all.
         headersTimeout: this.deps.timeoutMs + DEADLINE_GRACE_MS,
         bodyTimeout: this.deps.timeoutMs + DEADLINE_GRACE_MS,
@@ -266,7 +272,9 @@ class ResponsesSocket {
       onEvent: (event) => {
         if (ended) return;
         const type = eventType(event.event, event.data);
-        this.sendText(event.data);
+        // The gateway's own end of a stream (its shutdown) carries the status Codex reads as a retryable 503.
+        if (type === 'error' && event.data.includes('"gateway_shutting_down"')) this.send({ ...(tryJson(event.data) as object), status: 503 });
+        else this.sendText(event.data);
         if (isTerminal(type)) ended = true;
       },
     });
