@@ -288,6 +288,28 @@ function suite(mode: string) {
       socket.close();
     });
 
+    it('ends a response whose upstream stream broke off with an error event, never a stall', async () => {
+      const { auth } = await account();
+      const socket = await CodexSocket.open(wsUrl, auth);
+      const cut = await socket.create({ model: 'resp-model', input: 'one two three four five six [[sim:cut_stream_after:3]]' });
+      expect(cut.at(-1)).toMatchObject({ type: 'error', status: 502, error: { code: 'upstream_error' } });
+      // The socket serves the next response.
+      expect((await socket.create({ model: 'resp-model', input: 'after the cut' })).at(-1)!.type).toBe('response.completed');
+      socket.close();
+    });
+
+    it('bills a response the client left mid-stream on what was delivered, as an HTTP stream it disconnected from', async () => {
+      const { accountId, auth } = await account();
+      const socket = await CodexSocket.open(wsUrl, auth);
+      const words = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
+      socket.send({ type: 'response.create', model: 'resp-model', input: `${words} [[sim:slow_stream:50]]` });
+      await expect.poll(() => socket.events.some((e) => e.type === 'response.output_text.delta')).toBe(true);
+      socket.ws.terminate();
+      const [settled] = await settlements(accountId);
+      expect(settled!.call).toMatchObject({ status: 'interrupted', error_code: 'client_disconnected' });
+      expect(settled!.call.output_tokens).toBeLessThan(outputTokens(`Echo: ${words}`));
+    });
+
     it('refuses a bad key at the upgrade with 401 and the JSON error, with and without the beta header', async () => {
       for (const headers of [{ ...BETA, authorization: 'Bearer sk-not-a-key' }, { authorization: 'Bearer sk-not-a-key' }, {}] as Array<Record<string, string>>) {
         const refused = (await CodexSocket.open(wsUrl, headers).catch((e: unknown) => e)) as { status: number; body: string; serverEnded: Promise<void> };
