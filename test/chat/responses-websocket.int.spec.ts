@@ -324,6 +324,9 @@ function suite(mode: string) {
       const res = await fetch(`${h.baseUrl}/v1/responses`, { headers: auth });
       expect(res.status).toBe(426);
       expect(await res.json()).toMatchObject({ error: { code: 'upgrade_required' } });
+      // An upgrade of any other path is closed at once, as before the WebSocket existed.
+      const other = (await CodexSocket.open(`${h.baseUrl.replace('http', 'ws')}/v1/models`, auth).catch((e: unknown) => e)) as Error;
+      expect(other.message).toMatch(/socket hang up|ECONNRESET/);
     });
 
     it('closes a socket idle for RESPONSES_WEBSOCKET_IDLE_S with 1000', async () => {

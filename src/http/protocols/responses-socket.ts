@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { IncomingHttpHeaders } from 'node:http';
+import { EventEmitter } from 'node:events';
+import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import websocket from '@fastify/websocket';
 import type { WebSocket } from 'ws';
@@ -80,11 +82,21 @@ export function responsesSocketRoutes(deps: ResponsesSocketDeps) {
       if (unixAgent?.path !== socketPath) unixAgent = { path: socketPath, agent: new Agent({ keepAliveTimeout: 4_000, connect: { socketPath } }) };
       return unixAgent.agent;
     };
+    // Only this path's upgrades reach the plugin (which would route an upgrade of any path through
+    // fastify, and leave the socket of a route that is not a WebSocket open); any other is closed, as
+    // Node closes an upgrade nobody listens for.
+    const upgrades = new EventEmitter();
+    const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if ((request.url ?? '').split('?')[0] === '/v1/responses') upgrades.emit('upgrade', request, socket, head);
+      else socket.destroy();
+    };
+    app.server.on('upgrade', onUpgrade);
     await app.register(websocket, {
-      options: { maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false },
+      options: { maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false, server: upgrades as unknown as Server },
       // The shutdown: an idle socket closes at once (1001), a busy one once its response ended (the
       // relay ends it, with its error event, when the shutdown grace runs out).
       preClose(done) {
+        app.server.off('upgrade', onUpgrade);
         for (const session of sessions) session.shutdown();
         done();
       },
