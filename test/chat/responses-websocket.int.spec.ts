@@ -310,6 +310,27 @@ function suite(mode: string) {
       expect(settled!.call.output_tokens).toBeLessThan(outputTokens(`Echo: ${words}`));
     });
 
+    it('holds the upstream back while the client does not read, cuts it at the response budget and bills it interrupted, not in full', { timeout: 30_000 }, async () => {
+      const { accountId, auth } = await account();
+      const socket = await CodexSocket.open(wsUrl, auth);
+      const large = 100_000;
+      socket.send({ type: 'response.create', model: 'resp-model', max_output_tokens: large, input: `never read [[sim:reply_tokens:${large}]]` });
+      const raw = (socket.ws as unknown as { _socket: import('node:net').Socket })._socket;
+      raw.pause();
+      // The chat budget here is 5 s: the gateway gives up on the client then, not before.
+      const settledEvents = async () => (await h.t.gateway.storage.store.readStream(`wallet-${accountId}`)).filter((e) => e.type === 'HoldSettled').length;
+      await expect.poll(settledEvents, { timeout: 20_000, interval: 250 }).toBe(1);
+      const [settled] = await settlements(accountId);
+      // The gateway cut the socket: the client sees it once it reads again.
+      raw.resume();
+      await expect.poll(() => socket.closed, { timeout: 10_000 }).not.toBeNull();
+      expect(settled!.call).toMatchObject({ status: 'interrupted', error_code: 'client_timeout' });
+      expect(settled!.call.output_tokens).toBeGreaterThan(0);
+      // Not the whole answer: the upstream was held back. What is billed is what the HTTP leg's socket took,
+      // which counts the loopback's and this socket's buffers (several MB on loopback) as delivered.
+      expect(settled!.call.output_tokens).toBeLessThan(large);
+    });
+
     it('refuses a bad key at the upgrade with 401 and the JSON error, with and without the beta header', async () => {
       for (const headers of [{ ...BETA, authorization: 'Bearer sk-not-a-key' }, { authorization: 'Bearer sk-not-a-key' }, {}] as Array<Record<string, string>>) {
         const refused = (await CodexSocket.open(wsUrl, headers).catch((e: unknown) => e)) as { status: number; body: string; serverEnded: Promise<void> };

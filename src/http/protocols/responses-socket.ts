@@ -297,7 +297,7 @@ class ResponsesSocket {
         if (oversized) break;
         // Back-pressure: the stream's next chunk is read once the socket took this one's messages
         // (the gateway's own stream then waits, and with it the upstream).
-        await this.drained(deadline);
+        await this.drained(deadline, answer.body);
         if (this.closed) break;
       }
       parser.feed(decoder.decode());
@@ -306,6 +306,13 @@ class ResponsesSocket {
       // The stream broke off (the client went, or the route cut it): said below if the socket is open.
     } finally {
       if (!answer.body.destroyed) answer.body.destroy();
+    }
+    // The route ended the stream (its deadline) while the client was not taking what it was sent:
+    // nothing more can reach a client that does not read, so its socket goes (as an HTTP stream's
+    // connection does, src/http/protocols/client-stream.ts).
+    if (!ended && !this.closed && this.unsent >= HIGH_WATER) {
+      this.request.log.warn('responses websocket: the client did not read the response within its budget; the socket is cut');
+      return this.socket.terminate();
     }
     // Never a silent stall: a stream that ended without its terminal event ends as an error.
     if (!ended && !this.closed)
@@ -330,21 +337,25 @@ class ResponsesSocket {
     });
   }
 
-  /** Resolves once the socket holds less than HIGH_WATER unsent, or it closed; past the response's
-   * deadline a client that does not read is cut (its response is then billed on what it took). */
-  private async drained(deadline: number): Promise<void> {
+  /** Resolves once the socket holds less than HIGH_WATER unsent, the socket closed, or the route ended
+   * the stream (at its deadline it closes the connection of a client that does not read); past the
+   * response's own deadline a client that does not read is cut (billed on what its socket took). */
+  private async drained(deadline: number, stream: NodeJS.EventEmitter): Promise<void> {
     if (this.unsent < HIGH_WATER || this.closed) return;
-    const wait = deadline - Date.now();
     let timer: NodeJS.Timeout | undefined;
+    let onEnd: (() => void) | undefined;
     await new Promise<void>((resolve) => {
       this.drainWaiters.push(resolve);
+      onEnd = resolve;
+      stream.once('close', onEnd);
       timer = setTimeout(() => {
         this.request.log.warn('responses websocket: the client did not read within the response budget; the socket is cut');
         this.socket.terminate();
         resolve();
-      }, Math.max(0, wait));
+      }, Math.max(0, deadline - Date.now()));
     });
     clearTimeout(timer);
+    stream.off('close', onEnd!);
   }
 
   private wake() {
