@@ -52,8 +52,25 @@ const HIGH_WATER = 1024 * 1024;
 /** Past the response's budget, a socket that still holds unsent bytes (a client that stopped reading) is cut. */
 const DEADLINE_GRACE_MS = 5_000;
 
-/** Headers of the upgrade that are the WebSocket's, not the request's. */
-const SOCKET_HEADERS = new Set(['host', 'connection', 'upgrade', 'content-length', 'transfer-encoding', 'accept-encoding', 'keep-alive', 'te', 'trailer', 'proxy-connection']);
+/** Headers of the upgrade that are the WebSocket's, not the request's; and a proxy's, which the loopback
+ * call must not carry (with TRUST_PROXY trusting loopback they would be believed as the client's). */
+const SOCKET_HEADERS = new Set([
+  'host',
+  'connection',
+  'upgrade',
+  'content-length',
+  'transfer-encoding',
+  'accept-encoding',
+  'keep-alive',
+  'te',
+  'trailer',
+  'proxy-connection',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-real-ip',
+]);
 
 const UPGRADE_DOC: RouteDoc = {
   operationId: 'responsesWebSocket',
@@ -142,7 +159,7 @@ function loopbackOrigin(request: FastifyRequest): { origin: string; socketPath?:
 }
 
 /** The upgrade's headers for each response's request: its key and session headers, without the socket's own. */
-function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+export function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || SOCKET_HEADERS.has(name) || name.startsWith('sec-websocket-')) continue;
