@@ -59,6 +59,9 @@ export const ERROR_CODES = {
   gateway_interrupted: { status: 503, chat: 'server_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
   // Not in the spec's table (docs/media.md): the kept answer of an async image task is gone (24 hours).
   result_expired: { status: 410, chat: 'invalid_request_error', messages: 'not_found_error', generate: 'NOT_FOUND' },
+  // Not in the spec's table (docs/responses-websocket.md): `GET /v1/responses` without a WebSocket
+  // upgrade, or with one while the WebSocket mode is off; the client falls back to `POST /v1/responses`.
+  upgrade_required: { status: 426, chat: 'invalid_request_error', messages: 'invalid_request_error', generate: 'FAILED_PRECONDITION' },
   upstream_timeout: { status: 504, chat: 'api_error', messages: 'api_error', generate: 'DEADLINE_EXCEEDED' },
 } as const satisfies Record<string, CodeInfo>;
 

@@ -29,6 +29,7 @@ import { mcpRoutes } from '../http/resources/mcp';
 import { usageRoutes } from '../http/resources/usage';
 import { wikiRoutes } from '../http/resources/wiki';
 import { chatRoutes } from '../http/protocols/routes';
+import { RESPONSES_SOCKET_DEFAULTS, responsesSocketRoutes, type ResponsesSocketSettings } from '../http/protocols/responses-socket';
 import { CHAT_TIMEOUT_MS } from '../http/protocols/relay';
 import { Router } from '../channels/routing';
 import { ChannelBoard } from '../channels/board';
@@ -127,6 +128,8 @@ export interface AppDeps {
   /** TRUST_PROXY and CORS_ORIGINS (src/http/edge.ts); default: no proxy trusted, CORS off. */
   readonly trustProxy?: TrustProxy;
   readonly corsOrigins?: CorsOrigins;
+  /** The Responses WebSocket mode (RESPONSES_WEBSOCKET, src/http/protocols/responses-socket.ts); default on. */
+  readonly responsesSocket?: ResponsesSocketSettings;
   /** The account holders' web console: sign-in links and sessions (src/console). */
   readonly consoleSessions: ConsoleSessions;
   /** Paid top-ups (src/payments): the billing API, Stripe's webhook when configured, the console's Billing page. */
@@ -246,6 +249,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       pins,
     }, { enterprises: deps.enterprises, knowledge: deps.knowledgeQueries, registry: deps.registry, router }),
   );
+  // `GET /v1/responses` as a WebSocket: each response is a `POST /v1/responses` stream of this app's own.
+  await app.register(responsesSocketRoutes({ settings: deps.responsesSocket ?? RESPONSES_SOCKET_DEFAULTS, timeoutMs: deps.chatTimeoutMs ?? CHAT_TIMEOUT_MS }));
   await app.register(
     imageRoutes({
       ledger: deps.ledger,

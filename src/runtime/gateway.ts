@@ -299,6 +299,7 @@ export async function createGateway(settings: Settings, overrides: GatewayOverri
     publicBaseUrl: settings.publicBaseUrl,
     trustProxy: settings.trustProxy,
     corsOrigins: settings.corsOrigins,
+    ...(settings.responsesSocket ? { responsesSocket: settings.responsesSocket } : {}),
     version: VERSION,
     tracer,
     ...(overrides.logger !== undefined ? { logger: overrides.logger } : {}),

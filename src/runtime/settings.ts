@@ -5,6 +5,7 @@ import type { CallCommit } from '../commands/ledger';
 import { DEFAULT_PGLITE_SHARED_BUFFERS_MB } from '../storage/pglite-settings';
 import { POLLER_SETTINGS } from '../tasks/poller-settings';
 import { DEFAULT_UPLOAD_SPOOL_LIMIT_MB } from '../http/media/images/upload-settings';
+import { responsesSocketSettingsOf, type ResponsesSocketSettings } from '../http/protocols/responses-socket';
 import { corsOriginsOf, trustProxyOf, type CorsOrigins, type TrustProxy } from '../http/edge-settings';
 
 // The gateway's settings from the environment (every variable the README documents that the gateway
@@ -55,6 +56,8 @@ export interface Settings {
   readonly smtpUrl: string | undefined;
   /** MAIL_FROM: the sender of those mails (default `Model gateway <gateway@localhost>`). */
   readonly mailFrom: string;
+  /** RESPONSES_WEBSOCKET / RESPONSES_WEBSOCKET_IDLE_S (src/http/protocols/responses-socket.ts); absent: the defaults. */
+  readonly responsesSocket?: ResponsesSocketSettings;
   /** The environment the settings came from (object store settings are read from it). */
   readonly env: NodeJS.ProcessEnv;
 }
@@ -111,6 +114,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     projections: projectionsOf(blank(env.PROJECTIONS), blank(env.DATABASE_URL)),
     smtpUrl: smtpUrlOf(blank(env.SMTP_URL)),
     mailFrom: blank(env.MAIL_FROM) ?? 'Model gateway <gateway@localhost>',
+    responsesSocket: setting(() => responsesSocketSettingsOf(env)),
     env,
   };
 }

@@ -59,7 +59,8 @@ export function chatStages(
   // would try, taken now: a reload during the call changes none of them.
   const chain = fallbackChain(model, (id) => deps.registry.resolve(id)).filter((m, i) => i === 0 || usableFallback(deps, caller.key.settings.allowed_models, m));
   const pins = chain.map(pinOf);
-  const found = chain.map((m, i) => routesFor(preferring(router, pins[i] ?? null), group, adapter, m, info));
+  const stateful = previousResponse(adapter, request.body);
+  const found = chain.map((m, i) => routesFor(preferring(router, pins[i] ?? null), group, adapter, m, info, stateful));
   const first = found[0]!;
   if ('code' in first && found.every((f) => 'code' in f)) return first;
   const staged = chain.flatMap((m, i) => {
@@ -104,9 +105,17 @@ function routesFor(
   adapter: ProtocolAdapter,
   model: ModelConfig,
   info: ChatRequestInfo,
+  stateful: string | null,
 ): { routes: Route[] } | { code: ErrorCode; message: string } {
   const reject = (code: ErrorCode, message: string) => ({ code, message });
   let routes: Route[] = router.routes(model.id, adapter.protocol);
+  // A response that continues a stored one needs the channel that stored it: a translation has no
+  // such state upstream and would answer without the conversation (billed, and wrong).
+  if (routes.length === 0 && stateful !== null && translatedRoutes(router, model.id, adapter.protocol).length > 0)
+    return reject(
+      'invalid_request',
+      `\`previous_response_id\` needs a channel that keeps responses upstream; the model \`${model.id}\` is served here only through a translation to another protocol, which keeps no state. Send the whole conversation in \`input\` (with \`store: false\`) instead.`,
+    );
   // No native channel: channels of another protocol that translate for this one.
   if (routes.length === 0) routes = translatedRoutes(router, model.id, adapter.protocol);
   if (routes.length === 0) {
@@ -123,3 +132,9 @@ function routesFor(
   return reject('tool_not_supported', `${tools} not supported for the model \`${model.id}\` on the ${adapter.protocol} protocol.`);
 }
 
+/** The stored response a Responses request continues (`previous_response_id`), or null. */
+function previousResponse(adapter: ProtocolAdapter, body: unknown): string | null {
+  if (adapter.protocol !== 'responses' || typeof body !== 'object' || body === null) return null;
+  const id = (body as { previous_response_id?: unknown }).previous_response_id;
+  return typeof id === 'string' && id !== '' ? id : null;
+}
