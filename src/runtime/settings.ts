@@ -5,7 +5,7 @@ import type { CallCommit } from '../commands/ledger';
 import { DEFAULT_PGLITE_SHARED_BUFFERS_MB } from '../storage/pglite-settings';
 import { POLLER_SETTINGS } from '../tasks/poller-settings';
 import { DEFAULT_UPLOAD_SPOOL_LIMIT_MB } from '../http/media/images/upload-settings';
-import { responsesSocketSettingsOf, type ResponsesSocketSettings } from '../http/protocols/responses-socket';
+import { responsesSocketSettingsOf, type ResponsesSocketSettings } from '../http/protocols/responses-socket-settings';
 import { corsOriginsOf, trustProxyOf, type CorsOrigins, type TrustProxy } from '../http/edge-settings';
 
 // The gateway's settings from the environment (every variable the README documents that the gateway

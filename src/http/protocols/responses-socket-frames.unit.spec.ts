@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { clientFrame, errorEvent, eventType, isTerminal, warmupEvents } from './responses-socket-frames';
-import { forwardedHeaders, responsesSocketSettingsOf } from './responses-socket';
+import { forwardedHeaders } from './responses-socket';
+import { responsesSocketSettingsOf } from './responses-socket-settings';
 
 describe('the Responses WebSocket frames', () => {
   it('reads response.create as the Responses body, streamed, without the socket fields', () => {

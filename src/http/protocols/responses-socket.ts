@@ -13,6 +13,7 @@ import { tryJson } from '../../upstream/json';
 import { SHUTDOWN_MESSAGE } from '../../upstream/upstream-call';
 import { MAX_EVENT_CHARS } from './relay-answer';
 import { clientFrame, errorEvent, eventType, isTerminal, socketError, warmupEvents } from './responses-socket-frames';
+import type { ResponsesSocketSettings } from './responses-socket-settings';
 
 /**
  * `GET /v1/responses` as a WebSocket (issue 36 item 1; docs/responses-websocket.md): Codex's
@@ -23,25 +24,6 @@ import { clientFrame, errorEvent, eventType, isTerminal, socketError, warmupEven
  * copy of any of them. Each SSE event of that stream goes to the socket as one text message (its
  * JSON). Responses on one socket are served one after another.
  */
-
-export interface ResponsesSocketSettings {
-  /** RESPONSES_WEBSOCKET (default on): off answers an upgrade 426, and the client falls back to HTTP. */
-  readonly enabled: boolean;
-  /** RESPONSES_WEBSOCKET_IDLE_S (default 300): a socket with no response for this long is closed (1000). */
-  readonly idleMs: number;
-}
-
-export const RESPONSES_SOCKET_DEFAULTS: ResponsesSocketSettings = { enabled: true, idleMs: 300_000 };
-
-/** The settings from the environment; a malformed value is refused at start. */
-export function responsesSocketSettingsOf(env: NodeJS.ProcessEnv): ResponsesSocketSettings {
-  const flag = env.RESPONSES_WEBSOCKET?.trim().toLowerCase();
-  if (flag !== undefined && flag !== '' && !['on', 'off', 'true', 'false', '1', '0'].includes(flag)) throw new Error('RESPONSES_WEBSOCKET must be on or off');
-  const idle = env.RESPONSES_WEBSOCKET_IDLE_S?.trim();
-  const idleS = idle === undefined || idle === '' ? RESPONSES_SOCKET_DEFAULTS.idleMs / 1000 : Number(idle);
-  if (!Number.isInteger(idleS) || idleS < 1 || idleS > 86_400) throw new Error('RESPONSES_WEBSOCKET_IDLE_S must be a whole number of seconds from 1 to 86400');
-  return { enabled: !(flag === 'off' || flag === 'false' || flag === '0'), idleMs: idleS * 1000 };
-}
 
 /** A message larger than a chat body (8 MiB, src/http/intake/body-classes.ts) closes the socket (1009). */
 const MAX_MESSAGE_BYTES = 8 * 1024 * 1024 + 64 * 1024;
