@@ -25,6 +25,9 @@ const TOP = Number(arg('top', '25'));
 const SHOW = Number(arg('show', '8'));
 /** Only stretches with a frame whose label contains this (e.g. `applyBatch`, `garbage`). */
 const WITH = arg('with');
+/** --runs MS: also the frames present in every sample of a run of at least MS ms (what one synchronous
+ * piece of work held the loop with, when consecutive tasks do not share it). */
+const RUNS_US = arg('runs') === undefined ? null : Number(arg('runs')) * 1000;
 const { profile, byId, parent } = loadProfile(file);
 const window: [number, number] = arg('results') && arg('run') ? runWindow(arg('results')!, arg('run')!) : [-Infinity, Infinity];
 
@@ -49,6 +52,16 @@ interface Stretch {
   frames: Map<string, number>;
 }
 const stretches: Stretch[] = [];
+/** Per frame, the run of consecutive busy samples it is in now; the long ones ended. */
+const runs = new Map<string, { start: number; us: number }>();
+const longRuns: Array<{ frame: string; start: number; us: number }> = [];
+function endRuns(keep: ReadonlySet<string>) {
+  for (const [frame, run] of runs) {
+    if (keep.has(frame)) continue;
+    if (RUNS_US !== null && run.us >= RUNS_US) longRuns.push({ frame, ...run });
+    runs.delete(frame);
+  }
+}
 let current: Stretch | null = null;
 let at = profile.startTime;
 let busyUs = 0;
@@ -60,6 +73,7 @@ profile.samples.forEach((id, i) => {
   windowUs += delta;
   const idle = byId.get(id)!.callFrame.functionName === '(idle)';
   if (idle) {
+    endRuns(new Set());
     if (current) stretches.push(current);
     current = null;
     return;
@@ -67,8 +81,18 @@ profile.samples.forEach((id, i) => {
   busyUs += delta;
   current ??= { start: at - delta, us: 0, frames: new Map() };
   current.us += delta;
-  for (const frame of stack(id)) current.frames.set(frame, (current.frames.get(frame) ?? 0) + delta);
+  const frames = stack(id);
+  for (const frame of frames) current.frames.set(frame, (current.frames.get(frame) ?? 0) + delta);
+  if (RUNS_US !== null) {
+    endRuns(new Set(frames));
+    for (const frame of frames) {
+      const run = runs.get(frame) ?? { start: at - delta, us: 0 };
+      run.us += delta;
+      runs.set(frame, run);
+    }
+  }
 });
+endRuns(new Set());
 if (current) stretches.push(current);
 
 const ms = (us: number) => (us / 1000).toFixed(2);
@@ -99,4 +123,11 @@ process.stdout.write(`\nthe ${SHOW} longest:\n`);
 for (const s of [...long].sort((a, b) => b.us - a.us).slice(0, SHOW)) {
   process.stdout.write(`  ${ms(s.us)} ms at +${ms(s.start - window[0])} ms:\n`);
   for (const [frame, us] of [...s.frames].sort((a, b) => b[1] - a[1]).slice(0, 10)) process.stdout.write(`      ${ms(us).padStart(7)}  ${frame}\n`);
+}
+
+if (RUNS_US !== null) {
+  // Only the deepest frame of runs that cover the same samples: its callers add nothing.
+  const shown = [...longRuns].sort((a, b) => b.us - a.us).slice(0, TOP);
+  process.stdout.write(`\nframes in every sample of ${RUNS_US / 1000} ms or more in a row (${longRuns.length}):\n`);
+  for (const r of shown) process.stdout.write(`  ${ms(r.us).padStart(8)} ms at +${ms(r.start - window[0])} ms  ${r.frame}\n`);
 }

@@ -14,6 +14,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { gunzipSync } from 'node:zlib';
 import { BENCH_MODEL, benchConfig, Children, startUpstream, stop } from './children';
 import { accountWithKey, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
@@ -22,7 +23,7 @@ import { cpuMs } from './proc';
 
 const { values: o } = parseArgs({ options: {
   rate: { type: 'string', default: '500' }, duration: { type: 'string', default: '20' }, mode: { type: 'string', default: 'postgres' },
-  'gateway-flags': { type: 'string', default: '' }, env: { type: 'string', default: '' }, upstream: { type: 'string', default: 'fixed' }, connections: { type: 'string', default: '' }, pin: { type: 'boolean', default: false }, spans: { type: 'boolean', default: false },
+  'gateway-flags': { type: 'string', default: '' }, env: { type: 'string', default: '' }, upstream: { type: 'string', default: 'fixed' }, connections: { type: 'string', default: '' }, pin: { type: 'boolean', default: false }, spans: { type: 'boolean', default: false }, 'slow-ms': { type: 'string', default: '' },
 } });
 const ROOT = resolve(import.meta.dirname, '../..');
 const ADMIN = 'probe-admin-token-0123456789';
@@ -101,6 +102,11 @@ async function main() {
   const work = mkdtempSync(join(tmpdir(), 'tail-probe-'));
   const children = new Children(ROOT, work);
   const db = o.mode === 'postgres' ? await freshDatabase(process.env.DATABASE_URL!, 'tail_probe') : null;
+  // The server's side of the run: its WAL counters, and with --slow-ms its log of slower statements (superuser).
+  const server = db ? new pg.Client({ connectionString: process.env.DATABASE_URL }) : null;
+  await server?.connect();
+  if (server && o['slow-ms']) await server.query(`ALTER DATABASE ${db!.name} SET log_min_duration_statement = ${Number(o['slow-ms'])}`);
+  const walStats = async () => (await server?.query<Record<string, string>>('SELECT wal_records, wal_fpi, wal_bytes, wal_buffers_full, wal_write, wal_sync FROM pg_stat_wal'))?.rows[0];
   try {
     const upstream = await startUpstream(children, o.upstream as 'fixed', o.pin ? '0' : null);
     const configPath = join(work, 'config.json');
@@ -127,6 +133,7 @@ async function main() {
     // the core is a stall no profile of the process shows as its own work.
     const sched = () => readFileSync(`/proc/${gw.child.pid}/task/${gw.child.pid}/schedstat`, 'utf8').split(' ').map(Number);
     const sched0 = sched();
+    const wal0 = await walStats();
     const cpu0 = cpuMs(gw.child.pid!);
     const t0 = process.hrtime.bigint() / 1000n;
     const wallStart = BigInt(Date.now()) * 1_000_000n;
@@ -134,6 +141,8 @@ async function main() {
     const t1 = process.hrtime.bigint() / 1000n;
     const cpu1 = cpuMs(gw.child.pid!);
     const sched1 = sched();
+    const wal1 = await walStats();
+    if (wal0 && wal1) console.log(`server WAL during the run: ${Object.keys(wal1).map((k) => `${k} +${Number(wal1[k]) - Number(wal0[k])}`).join(', ')}${o['slow-ms'] ? `; statements over ${o['slow-ms']} ms are in the server's log (database ${db!.name})` : ''}`);
     console.log(`main thread: on a core ${((sched1[0]! - sched0[0]!) / 1e6).toFixed(0)} ms, waiting for one ${((sched1[1]! - sched0[1]!) / 1e6).toFixed(0)} ms, ${sched1[2]! - sched0[2]!} slices`);
     // long-tasks.ts / profile-summary.ts read the run's CLOCK_MONOTONIC window (a cpuprofile's clock) from here.
     writeFileSync(join(work, 'results.json'), JSON.stringify({ measurements: [{ name: 'run', monotonicUs: [Number(t0), Number(t1)] }] }));
@@ -158,6 +167,7 @@ async function main() {
     await stop(gw.child);
   } finally {
     for (const child of children.running) await stop(child);
+    await server?.end();
     await db?.drop();
   }
 }
