@@ -1,4 +1,5 @@
 import { isObject, tryJson } from '../../upstream/json';
+import { errorBody, type GatewayError } from '../errors';
 
 // The frames of the Responses WebSocket mode (docs/responses-websocket.md), as Codex speaks them:
 // a client message is `{"type": "response.create", ...the Responses request body's fields}` (or
@@ -76,9 +77,10 @@ export function errorEvent(status: number, body: unknown, headers: Readonly<Reco
   };
 }
 
-/** An error of the socket's own (a malformed message, a full queue, a cut stream), in the same shape. */
-export function socketError(status: number, type: string, code: string, message: string): Record<string, unknown> {
-  return { type: 'error', status, error: { type, code, message, param: null } };
+/** An error of the socket's own (a malformed message, a full queue, the shutdown) as the HTTP route would
+ * answer it (the chat shape of errors.ts: status, type and code from the spec's table), in the same shape. */
+export function socketError(error: GatewayError): Record<string, unknown> {
+  return errorEvent(error.status, errorBody('chat', error));
 }
 
 /**

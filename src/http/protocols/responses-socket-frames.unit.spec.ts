@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { clientFrame, errorEvent, eventType, isTerminal, warmupEvents } from './responses-socket-frames';
-import { forwardedHeaders } from './responses-socket';
+import { loopbackHeaders } from './responses-socket';
 import { responsesSocketSettingsOf } from './responses-socket-settings';
 
 describe('the Responses WebSocket frames', () => {
@@ -46,7 +46,7 @@ describe('the Responses WebSocket frames', () => {
 
 describe('the Responses WebSocket upgrade', () => {
   it('passes the key and session headers on, not the socket\'s, the WebSocket beta or a proxy\'s', () => {
-    const headers = forwardedHeaders({
+    const headers = loopbackHeaders({
       host: 'gw',
       authorization: 'Bearer sk-1',
       session_id: 's1',
@@ -56,7 +56,7 @@ describe('the Responses WebSocket upgrade', () => {
       upgrade: 'websocket',
     });
     expect(headers).toEqual({ authorization: 'Bearer sk-1', session_id: 's1', 'openai-beta': 'other=1', 'content-type': 'application/json', accept: 'text/event-stream' });
-    expect(forwardedHeaders({ 'openai-beta': 'responses_websockets=2026-02-06' })['openai-beta']).toBeUndefined();
+    expect(loopbackHeaders({ 'openai-beta': 'responses_websockets=2026-02-06' })['openai-beta']).toBeUndefined();
   });
 
   it('reads RESPONSES_WEBSOCKET and RESPONSES_WEBSOCKET_IDLE_S, refusing a malformed value', () => {

@@ -141,7 +141,7 @@ function loopbackOrigin(request: FastifyRequest): { origin: string; socketPath?:
 }
 
 /** The upgrade's headers for each response's request: its key and session headers, without the socket's own. */
-export function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+export function loopbackHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || SOCKET_HEADERS.has(name) || name.startsWith('sec-websocket-')) continue;
@@ -158,6 +158,9 @@ export function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, s
   out.accept = 'text/event-stream';
   return out;
 }
+
+/** The refusal of a socket's message once the gateway is shutting down (Codex retries a 503). */
+const shuttingDown = () => socketError(new GatewayError('gateway_shutting_down', SHUTDOWN_MESSAGE));
 
 /** One client's socket: its queue of `response.create` messages, served one at a time. */
 class ResponsesSocket {
@@ -179,7 +182,7 @@ class ResponsesSocket {
     private readonly dispatcherFor: (socketPath: string | undefined) => Dispatcher,
     private readonly forget: () => void,
   ) {
-    this.headers = forwardedHeaders(request.headers);
+    this.headers = loopbackHeaders(request.headers);
     socket.on('message', (data, isBinary) => this.received(isBinary ? null : String(data)));
     socket.on('close', () => {
       this.closed = true;
@@ -196,17 +199,17 @@ class ResponsesSocket {
   /** The gateway shuts down: nothing new is served; an idle socket closes now, a busy one after its response. */
   shutdown() {
     this.closing = true;
-    for (const _ of this.queue.splice(0)) this.send(socketError(503, 'server_error', 'gateway_shutting_down', SHUTDOWN_MESSAGE));
+    for (const _ of this.queue.splice(0)) this.send(shuttingDown());
     if (!this.busy) this.close(1001, 'gateway shutting down');
   }
 
   private received(text: string | null) {
     if (this.closed) return;
-    if (text === null) return this.send(socketError(400, 'invalid_request_error', 'invalid_request', 'binary messages are not supported; send JSON text'));
-    if (this.closing) return this.send(socketError(503, 'server_error', 'gateway_shutting_down', SHUTDOWN_MESSAGE));
+    if (text === null) return this.send(socketError(new GatewayError('invalid_request', 'binary messages are not supported; send JSON text')));
+    if (this.closing) return this.send(shuttingDown());
     // One response at a time, as Codex sends them; a few more wait their turn in order.
     if (this.queue.length >= MAX_QUEUED)
-      return this.send(socketError(429, 'rate_limit_error', 'rate_limit_exceeded', `at most ${MAX_QUEUED + 1} response.create messages may be pending on one socket; wait for a response to end`));
+      return this.send(socketError(new GatewayError('rate_limit_exceeded', `at most ${MAX_QUEUED + 1} response.create messages may be pending on one socket; wait for a response to end`)));
     this.queue.push(text);
     void this.pump();
   }
@@ -219,7 +222,7 @@ class ResponsesSocket {
       for (let next = this.queue.shift(); next !== undefined && !this.closed; next = this.queue.shift()) await this.serve(next);
     } catch (error) {
       this.request.log.error({ err: error }, 'responses websocket: a response failed in the gateway');
-      this.send(socketError(500, 'server_error', 'internal_error', 'the gateway failed while serving the response'));
+      this.send(socketError(new GatewayError('internal_error', 'the gateway failed while serving the response')));
     } finally {
       this.busy = false;
     }
@@ -230,13 +233,13 @@ class ResponsesSocket {
   private async serve(text: string) {
     const frame = clientFrame(text);
     if (frame.kind === 'ignored') return;
-    if (frame.kind === 'invalid') return this.send(socketError(400, 'invalid_request_error', 'invalid_request', frame.message));
+    if (frame.kind === 'invalid') return this.send(socketError(new GatewayError('invalid_request', frame.message)));
     if (frame.kind === 'warmup') {
       for (const event of warmupEvents(frame.body, `resp_warmup_${crypto.randomUUID().replaceAll('-', '')}`, Math.floor(Date.now() / 1000))) this.send(event);
       return;
     }
     const target = loopbackOrigin(this.request);
-    if (target === null) return this.send(socketError(503, 'server_error', 'gateway_shutting_down', SHUTDOWN_MESSAGE));
+    if (target === null) return this.send(shuttingDown());
     const abort = new AbortController();
     this.current = abort;
     const deadline = Date.now() + this.deps.timeoutMs + DEADLINE_GRACE_MS;
@@ -266,7 +269,7 @@ class ResponsesSocket {
       // The gateway stopped listening (its shutdown), or cannot be reached from itself.
       const draining = this.request.server.drain?.draining ?? false;
       if (!draining) this.request.log.error({ err: error }, 'responses websocket: the gateway could not reach its own POST /v1/responses');
-      return this.send(draining ? socketError(503, 'server_error', 'gateway_shutting_down', SHUTDOWN_MESSAGE) : socketError(502, 'server_error', 'internal_error', 'the gateway could not start the response'));
+      return this.send(draining ? shuttingDown() : socketError(new GatewayError('internal_error', 'the gateway could not start the response', {}, 502)));
     }
     if (answer.statusCode !== 200 || !String(answer.headers['content-type'] ?? '').startsWith('text/event-stream')) {
       // A refusal (401, 402, 429, 400, 503, ...): the HTTP route's answer as an error event.
@@ -317,8 +320,8 @@ class ResponsesSocket {
     if (!ended && !this.closed)
       this.send(
         this.request.server.drain?.draining
-          ? socketError(503, 'server_error', 'gateway_shutting_down', SHUTDOWN_MESSAGE)
-          : socketError(502, 'server_error', 'upstream_error', 'the response stream ended before its terminal event'),
+          ? shuttingDown()
+          : errorEvent(502, { error: { type: 'server_error', code: 'upstream_error', message: 'the response stream ended before its terminal event' } }),
       );
   }
 

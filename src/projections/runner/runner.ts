@@ -59,6 +59,15 @@ interface Pass {
   readonly halt?: () => boolean;
 }
 const FOLLOWING: Pass = { batch: BATCH, rebuilding: false };
+
+/** A checkpoint as the runner reads it: where the projection stands, and whether a rebuild holds it. */
+interface CheckpointRow {
+  readonly name: string;
+  readonly c: string;
+  readonly p: string;
+  readonly rebuilding: boolean | null;
+}
+const checkpointRow = (r: CheckpointRow) => ({ at: { commit: BigInt(r.c), prepare: BigInt(r.p) }, rebuilding: r.rebuilding === true });
 /** Busier than this (share of the time between two batches), the gateway has no time to spare for
  * the runner's extra round trips: it writes a batch in whole statements (BatchWrites). */
 const SLICES_BELOW_LOOP_UTILIZATION = 0.75;
@@ -175,12 +184,12 @@ export class ProjectionRunner {
    * position is still noted, so that waiters see the rebuild's progress): replaying them beside the rebuild
    * would read the whole log a second time and contend for every batch. */
   private async checkpoints(projections: readonly Projection[], follow = false): Promise<Map<Projection, Position>> {
-    const rows = await this.sql.query<{ name: string; c: string; p: string; rebuilding: boolean | null }>(
+    const rows = await this.sql.query<CheckpointRow>(
       `SELECT name, commit_position::text AS c, prepare_position::text AS p, rebuild_until > now() AS rebuilding
          FROM projection_checkpoints WHERE name = ANY($1::text[])`,
       [projections.map((p) => p.name)],
     );
-    const byName = new Map(rows.map((r) => [r.name, { at: { commit: BigInt(r.c), prepare: BigInt(r.p) }, rebuilding: r.rebuilding === true }]));
+    const byName = new Map(rows.map((r) => [r.name, checkpointRow(r)]));
     const at = new Map<Projection, Position>();
     for (const p of projections) {
       const row = byName.get(p.name);
@@ -284,12 +293,12 @@ export class ProjectionRunner {
     // batch that survives a crash never survives without the events it was built from.
     return this.sql.transaction(async (tx) => {
       // One statement, rows in name order: instances locking overlapping groups cannot deadlock.
-      const locked = await tx.query<{ name: string; c: string; p: string; rebuilding: boolean | null }>(
+      const locked = await tx.query<CheckpointRow>(
         `SELECT name, commit_position::text AS c, prepare_position::text AS p, rebuild_until > now() AS rebuilding
            FROM projection_checkpoints WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`,
         [group.map((p) => p.name)],
       );
-      const now = new Map(locked.map((r) => [r.name, { at: { commit: BigInt(r.c), prepare: BigInt(r.p) }, rebuilding: r.rebuilding === true }]));
+      const now = new Map(locked.map((r) => [r.name, checkpointRow(r)]));
       const outcome: Outcome = { applied: [], moved: [], failure: null, parked: [] };
       const ready: Projection[] = [];
       for (const p of group) {
