@@ -6,7 +6,7 @@
  * log is ignored.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { canonicalState as canonical } from '../support/canonical-state';
 import { Ledger } from '../../src/commands/ledger';
 import { SNAPSHOT_SCHEMA, sqlSnapshotStore } from '../../src/commands/snapshot/store';
@@ -101,8 +101,9 @@ for (const adapter of adapters) {
       }
       await writer.idle();
       streamEvents = (await h.store.readStream(`wallet-${accountId}`)).length;
-      // Snapshots are written after the appends, not awaited by them.
-      for (let i = 0; i < 100 && Number((await snapshotRow())?.revision ?? -1) < streamEvents - EVERY; i++) await new Promise((r) => setTimeout(r, 20));
+      // Snapshots are written after the appends, not awaited by them: wait on their own pace (a slow
+      // machine takes seconds), not a fixed number of polls.
+      await vi.waitFor(async () => expect(Number((await snapshotRow())?.revision ?? -1)).toBeGreaterThanOrEqual(streamEvents - EVERY), { timeout: 30_000, interval: 20 });
     });
     afterAll(() => h?.close());
 
@@ -148,14 +149,15 @@ for (const adapter of adapters) {
         expect(canonical(loaded)).toEqual(whole);
         // The whole stream was read (after the snapshot's own tail read, when it got that far).
         expect(read).toBeGreaterThanOrEqual(length);
-        // And the full read took a new, good snapshot.
-        for (let i = 0; i < 100; i++) {
-          read = 0;
-          await ledger(true, counting()).wallet(accountId);
-          if (read <= EVERY + 1) break;
-          await new Promise((r) => setTimeout(r, 20));
-        }
-        expect(read).toBeLessThanOrEqual(EVERY + 1);
+        // And the full read took a new, good snapshot (written in the background).
+        await vi.waitFor(
+          async () => {
+            read = 0;
+            await ledger(true, counting()).wallet(accountId);
+            expect(read).toBeLessThanOrEqual(EVERY + 1);
+          },
+          { timeout: 30_000, interval: 20 },
+        );
       }
       read = 0;
       expect(canonical(await ledger(true, counting()).wallet(accountId))).toEqual(whole);
