@@ -267,6 +267,25 @@ describe('projection runner', () => {
     expect(await follower.checkpoint('ledger')).toEqual(head);
   });
 
+  it('a rebuild tells its own failure, not a failed release of its lease; a release that fails alone does not fail it', async () => {
+    await runner();
+    store.push(walletLog(chatCalls(3)).events);
+    // The statement that ends the lease fails, as it would with the database gone.
+    const releaseFails: Sql = {
+      ...db.sql,
+      query<Row>(text: string, params?: readonly unknown[]) {
+        if (text.includes('SET rebuild_until') && params?.[1] === null) return Promise.reject(new Error('release failed'));
+        return db.sql.query<Row>(text, params);
+      },
+    };
+    const broken = { ...store, readAll: async () => Promise.reject(new Error('the log is unreadable')) };
+    await expect(new ProjectionRunner(releaseFails, broken, allProjections, { rebuildBatch: 3 }).rebuild('ledger')).rejects.toThrow('the log is unreadable');
+    await expect(new ProjectionRunner(releaseFails, store, allProjections, { rebuildBatch: 3 }).rebuild('ledger')).resolves.toBeUndefined();
+    // The lease was left to lapse, not cleared.
+    const [lease] = await db.sql.query<{ held: boolean }>("SELECT rebuild_until > now() AS held FROM projection_checkpoints WHERE name = 'ledger'");
+    expect(lease!.held).toBe(true);
+  });
+
   it('in the background, settles waitFor once every projection has applied a position', async () => {
     const r = await runner();
     const errors: unknown[] = [];

@@ -413,7 +413,9 @@ export class ProjectionRunner {
           if (replayed) throw error;
         });
       } finally {
-        await lease.release();
+        // A release that fails (the database away) must not replace the rebuild's own outcome: the lease then
+        // lapses by itself within REBUILD_LEASE_S, and the live runners take the projections up again.
+        await lease.release().catch(() => undefined);
       }
     }
   }
