@@ -6,7 +6,7 @@
  * prints req/s, added latency and the gateway process's CPU a call. Needs only `npm ci` (the load generator
  * is loadgen.ts on undici). Run by hand, never by CI:
  *
- *   npm run bench -- [--mode embedded|postgres] [--duration 10] [--warmup 2] [--connections 1,50] [--rate 500]
+ *   npm run bench -- [--mode embedded|postgres] [--duration 10] [--warmup 2] [--settle-in 20] [--connections 1,50] [--rate 500]
  *                    [--stream] [--timeout 10] [--upstream simulator|fixed] [--log-level info] [--pin]
  *                    [--database-url URL] [--redis-url URL] [--json FILE] [--out DIR]
  */
@@ -26,6 +26,7 @@ const { values: o } = parseArgs({
     mode: { type: 'string', default: 'embedded' },
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '2' },
+    'settle-in': { type: 'string', default: '20' },
     connections: { type: 'string', default: '1,50' },
     rate: { type: 'string', default: '500' },
     stream: { type: 'boolean', default: false },
@@ -48,6 +49,7 @@ const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const MODE = o.mode as StorageMode;
 const DURATION_MS = Number(o.duration) * 1000;
 const WARMUP_MS = Number(o.warmup) * 1000;
+const SETTLE_IN_MS = Number(o['settle-in']) * 1000;
 const CONNECTIONS = o.connections.split(',').filter(Boolean).map(Number);
 const RATE = Number(o.rate);
 const TIMEOUT_MS = Number(o.timeout) * 1000;
@@ -64,6 +66,8 @@ function readmeHint(): string {
     '  --mode embedded|postgres   embedded (default): no DATABASE_URL, a temporary DATA_DIR; postgres: a fresh',
     '                             database on --database-url (or DATABASE_URL), dropped at the end, and --redis-url (or REDIS_URL)',
     '  --duration S / --warmup S  each timed run (10) and its untimed warm-up at the same load (2)',
+    '  --settle-in S              untimed calls (8 connections) right after the start, before any load (20): V8',
+    '                             optimises the gateway for thousands of calls, a running gateway is past that',
     '  --connections 1,50         closed loops to run; --rate 500: the open loop in requests/s (0: none)',
     '  --stream                   streaming calls too; --timeout 10: open-loop time-out in s',
     '  --upstream simulator|fixed the bundled simulator (default) or a fixed node:http answer',
@@ -131,19 +135,25 @@ async function main(): Promise<void> {
     if (gw.databasePid && LOAD_CORE) for (const { pid } of processTree(gw.databasePid)) pinToLoad(pid);
     log(`gateway ${gw.origin} (${MODE}${gw.databasePid ? ` on its own Postgres server, pid ${gw.databasePid}` : ''}, LOG_LEVEL=${o['log-level']}, pid ${gw.child.pid}); upstream ${o.upstream} ${upstream.url}; logs in ${work}`);
 
+    const target = (origin: string, auth: string, stream: boolean): Target => ({
+      origin,
+      path: '/v1/chat/completions',
+      headers: () => ({ 'content-type': 'application/json', authorization: `Bearer ${auth}` }),
+      body: JSON.stringify({ model: BENCH_MODEL, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 16, ...(stream ? { stream: true } : {}) }),
+      stream,
+    });
+    // A gateway that has just started still has V8 optimising its code: measured in its first seconds it costs
+    // about a third more CPU a call than after a minute (docs/benchmarks.md, 2026-11-28 18:41 UTC).
+    if (SETTLE_IN_MS > 0) {
+      log(`settling in: ${SETTLE_IN_MS / 1000} s of untimed calls`);
+      await closedLoop(target(gw.origin, key, false), 8, SETTLE_IN_MS, false);
+    }
     const results: Result[] = [];
     for (const load of LOADS) {
-      const target = (origin: string, auth: string): Target => ({
-        origin,
-        path: '/v1/chat/completions',
-        headers: () => ({ 'content-type': 'application/json', authorization: `Bearer ${auth}` }),
-        body: JSON.stringify({ model: BENCH_MODEL, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 16, ...(load.stream ? { stream: true } : {}) }),
-        stream: load.stream,
-      });
       const run = (t: Target, ms: number, record = true) =>
         load.rate ? openLoop(t, load.rate, ms, 512, record, TIMEOUT_MS) : closedLoop(t, load.connections!, ms, record);
-      const direct = target(upstream.url, 'sim-key');
-      const viaGateway = target(gw.origin, key);
+      const direct = target(upstream.url, 'sim-key', load.stream);
+      const viaGateway = target(gw.origin, key, load.stream);
       await run(direct, WARMUP_MS, false);
       const d = await run(direct, DURATION_MS);
       await run(viaGateway, WARMUP_MS, false);
@@ -158,7 +168,7 @@ async function main(): Promise<void> {
     await stop(gw.child);
     const storage = MODE === 'postgres' ? 'postgres mode' : `embedded mode (${gw.databasePid ? 'its own Postgres server' : 'PGlite in its process'})`;
     process.stdout.write(table(results, storage));
-    if (o.json) writeFileSync(o.json, JSON.stringify({ mode: MODE, logLevel: o['log-level'], upstream: o.upstream, nodeFlags: npmStartFlags(ROOT), durationMs: DURATION_MS, warmupMs: WARMUP_MS, pinned: o.pin, results }, null, 2));
+    if (o.json) writeFileSync(o.json, JSON.stringify({ mode: MODE, logLevel: o['log-level'], upstream: o.upstream, nodeFlags: npmStartFlags(ROOT), durationMs: DURATION_MS, warmupMs: WARMUP_MS, settleInMs: SETTLE_IN_MS, pinned: o.pin, results }, null, 2));
     ok = true;
   } finally {
     for (const child of children.running) await stop(child);
@@ -202,7 +212,7 @@ function table(results: readonly Result[], storage: string): string {
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   const notes = [
     '',
-    `Gateway: ${storage}, as npm start runs it (node ${npmStartFlags(ROOT).join(' ')}, LOG_LEVEL=${o['log-level']})${o.pin ? ', alone on core 1' : ', not pinned'}; upstream: ${o.upstream === 'fixed' ? 'a fixed node:http answer' : 'the bundled simulator'}.`,
+    `Gateway: ${storage}, as npm start runs it (node ${npmStartFlags(ROOT).join(' ')}, LOG_LEVEL=${o['log-level']})${o.pin ? ', alone on core 1' : ', not pinned'}; upstream: ${o.upstream === 'fixed' ? 'a fixed node:http answer' : 'the bundled simulator'}; measured after ${SETTLE_IN_MS / 1000} s of untimed calls (--settle-in).`,
     `${DURATION_MS / 1000} s a run after ${WARMUP_MS / 1000} s of warm-up. "Added" is the gateway's percentile minus the upstream's, called directly at the same load just before;`,
     'the open loop sends on schedule whatever the answers and counts latency from each scheduled send.',
     `CPU a call is the gateway process's (all threads, including what its projections do after the load stops)${HAS_PROC ? '' : ': needs Linux /proc, not available here'};`,

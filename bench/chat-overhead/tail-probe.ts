@@ -22,7 +22,7 @@ import { closedLoop, openLoop, type Target } from './loadgen';
 import { cpuMs } from './proc';
 
 const { values: o } = parseArgs({ options: {
-  rate: { type: 'string', default: '500' }, duration: { type: 'string', default: '20' }, mode: { type: 'string', default: 'postgres' },
+  rate: { type: 'string', default: '500' }, duration: { type: 'string', default: '20' }, warmup: { type: 'string', default: '3' }, mode: { type: 'string', default: 'postgres' },
   'gateway-flags': { type: 'string', default: '' }, env: { type: 'string', default: '' }, upstream: { type: 'string', default: 'fixed' }, connections: { type: 'string', default: '' }, pin: { type: 'boolean', default: false }, spans: { type: 'boolean', default: false }, 'slow-ms': { type: 'string', default: '' },
 } });
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -127,7 +127,9 @@ async function main() {
       body: JSON.stringify({ model: BENCH_MODEL, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 16 }) };
     // --connections N: a closed loop of N connections instead of the open loop.
     const load = (ms: number, record: boolean) => (o.connections ? closedLoop(target, Number(o.connections), ms, record) : openLoop(target, Number(o.rate), ms, 512, record));
-    await load(3000, false);
+    // The untimed warm-up: V8 goes on optimising the gateway's code for thousands of calls (docs/benchmarks.md,
+    // 18:41 UTC), so a short one measures a gateway still tiering up.
+    await load(Number(o.warmup) * 1000, false);
     const a = await scrape(gw.origin);
     // The main thread's time on a core and waiting for one (/proc/…/schedstat, ns): a loop that waits for
     // the core is a stall no profile of the process shows as its own work.
