@@ -7,7 +7,7 @@ import websocket from '@fastify/websocket';
 import type { WebSocket } from 'ws';
 import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import { createParser } from 'eventsource-parser';
-import { GatewayError, sendError } from '../errors';
+import { GatewayError, sendError, upstreamErrorBody } from '../errors';
 import type { RouteDoc } from '../openapi/route-doc';
 import { tryJson } from '../../upstream/json';
 import { SHUTDOWN_MESSAGE } from '../../upstream/upstream-call';
@@ -321,7 +321,7 @@ class ResponsesSocket {
       this.send(
         this.request.server.drain?.draining
           ? shuttingDown()
-          : errorEvent(502, { error: { type: 'server_error', code: 'upstream_error', message: 'the response stream ended before its terminal event' } }),
+          : errorEvent(502, upstreamErrorBody('chat', 502, 'the response stream ended before its terminal event')),
       );
   }
 

@@ -67,6 +67,8 @@ interface CheckpointRow {
   readonly p: string;
   readonly rebuilding: boolean | null;
 }
+const CHECKPOINT_ROWS = `SELECT name, commit_position::text AS c, prepare_position::text AS p, rebuild_until > now() AS rebuilding
+  FROM projection_checkpoints WHERE name = ANY($1::text[])`;
 const checkpointRow = (r: CheckpointRow) => ({ at: { commit: BigInt(r.c), prepare: BigInt(r.p) }, rebuilding: r.rebuilding === true });
 /** Busier than this (share of the time between two batches), the gateway has no time to spare for
  * the runner's extra round trips: it writes a batch in whole statements (BatchWrites). */
@@ -184,11 +186,7 @@ export class ProjectionRunner {
    * position is still noted, so that waiters see the rebuild's progress): replaying them beside the rebuild
    * would read the whole log a second time and contend for every batch. */
   private async checkpoints(projections: readonly Projection[], follow = false): Promise<Map<Projection, Position>> {
-    const rows = await this.sql.query<CheckpointRow>(
-      `SELECT name, commit_position::text AS c, prepare_position::text AS p, rebuild_until > now() AS rebuilding
-         FROM projection_checkpoints WHERE name = ANY($1::text[])`,
-      [projections.map((p) => p.name)],
-    );
+    const rows = await this.sql.query<CheckpointRow>(CHECKPOINT_ROWS, [projections.map((p) => p.name)]);
     const byName = new Map(rows.map((r) => [r.name, checkpointRow(r)]));
     const at = new Map<Projection, Position>();
     for (const p of projections) {
@@ -294,8 +292,7 @@ export class ProjectionRunner {
     return this.sql.transaction(async (tx) => {
       // One statement, rows in name order: instances locking overlapping groups cannot deadlock.
       const locked = await tx.query<CheckpointRow>(
-        `SELECT name, commit_position::text AS c, prepare_position::text AS p, rebuild_until > now() AS rebuilding
-           FROM projection_checkpoints WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE`,
+        `${CHECKPOINT_ROWS} ORDER BY name FOR UPDATE`,
         [group.map((p) => p.name)],
       );
       const now = new Map(locked.map((r) => [r.name, checkpointRow(r)]));
