@@ -18,6 +18,7 @@ import pg from 'pg';
 import { gunzipSync } from 'node:zlib';
 import { BENCH_MODEL, benchConfig, Children, startUpstream, stop } from './children';
 import { accountWithKey, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
+import { processTree } from './proc';
 import { closedLoop, openLoop, type Target } from './loadgen';
 import { cpuMs } from './proc';
 
@@ -120,6 +121,8 @@ async function main() {
       adminToken: ADMIN, databaseUrl: db?.url, redisUrl: process.env.REDIS_URL, logLevel: 'info', nodeFlags: o['gateway-flags'].split(' ').filter(Boolean), env: extraEnv });
     // PROJECTIONS=external: a `gateway projections run` worker beside it, as side-by-side.ts's gateway-external.
     if (extraEnv.PROJECTIONS === 'external') await children.start('projections', null, [...gw.node, 'projections', 'run'], gw.env, /applying the log/);
+    // --pin, embedded mode: the gateway's own server inherited core 1; it goes to core 0 as side-by-side.ts does.
+    if (o.pin && gw.databasePid) for (const { pid } of processTree(gw.databasePid)) execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
     const key = await accountWithKey(gw.origin, ADMIN, 'probe');
     if (o.pin && db) await pinBackends(db.url, db.name, (pid) => execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' }));
     const target: Target = { origin: gw.origin, path: '/v1/chat/completions', stream: false,

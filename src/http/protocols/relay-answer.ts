@@ -7,7 +7,6 @@ import type { ChatRequestInfo, ProtocolAdapter, StreamEvent, Usage } from '../..
 import { tokensFromChars } from '../../upstream/pricing';
 import { checkUsage, isInvalidUsage, type UsageBounds } from '../../upstream/usage';
 import { deliveredChars, OUTPUT_CUT } from '../../upstream/capture';
-import { tryJson } from '../../upstream/json';
 import { scrubbedFrame, scrubKeyShaped, type Scrub } from '../../upstream/scrub';
 import type { CallSignal } from '../../upstream/upstream-call';
 import { formatUsd } from '../../money/usd';
@@ -39,6 +38,8 @@ export type Settle = (usage: Usage, status: CallRecord['status'], error?: { code
 
 export function relayBody(
   text: string,
+  /** `text` parsed (relay.ts has already parsed it to judge the attempt). */
+  json: unknown,
   response: Dispatcher.ResponseData,
   adapter: ProtocolAdapter,
   reply: FastifyReply,
@@ -47,7 +48,6 @@ export function relayBody(
   settle: Settle,
   translation: Translation | null = null,
 ) {
-  const json = tryJson(text);
   const report = checkUsage(adapter.usageOf(json), bounds);
   const invalid = isInvalidUsage(report) ? report.invalid : null;
   // No (believable) usage in a complete answer: bill the estimated prompt and the characters of the

@@ -127,11 +127,13 @@ export async function relayChat(
   }
 }
 
-/** An upstream's 2xx answer: its body (or what reads it ahead), and a non-streamed one's text. */
+/** An upstream's 2xx answer: its body (or what reads it ahead), and a non-streamed one's text and its JSON
+ * (parsed once, when the attempt is judged, and handed on to relayBody). */
 interface ChatAnswer {
   readonly response: Dispatcher.ResponseData;
   body: AsyncIterable<unknown>;
   text: string;
+  json: unknown;
 }
 
 /** One chat call's ladder: what its attempts share, and the attempt itself. A class, so that the hot path
@@ -177,7 +179,8 @@ class ChatLadder implements ChannelLadder<ChatAnswer, Stage> {
       return { ok: false, failure: brokenBody(error, this.call) };
     }
     // An answer the gateway cannot read is no answer: not passed on, not billed, the next channel tried.
-    if (!isObject(tryJson(result.value.text))) return { ok: false, failure: { kind: 'unreadable', message: 'the upstream answered 200 with a body that is not a JSON object' } };
+    result.value.json = tryJson(result.value.text);
+    if (!isObject(result.value.json)) return { ok: false, failure: { kind: 'unreadable', message: 'the upstream answered 200 with a body that is not a JSON object' } };
     return result;
   }
 }
@@ -195,8 +198,8 @@ async function relayLadder(deps: RelayDeps, reply: FastifyReply, ladder: ChatLad
     // The row names the model that answered, and the one asked for when it was a fallback.
     ctx.model = stage.model.id;
     const settle = settlement(deps, ladder, stage, route, outcome.traced, stage.model.id !== requested ? { requested_model: requested } : {});
-    const { response, body, text } = outcome.value;
-    if (!info.stream) return relayBody(text, response, translation?.adapter ?? adapter, reply, stage.estimate, stage.bounds, settle, translation);
+    const { response, body, text, json } = outcome.value;
+    if (!info.stream) return relayBody(text, json, response, translation?.adapter ?? adapter, reply, stage.estimate, stage.bounds, settle, translation);
     return relayStream(body, adapter, info, request, reply, stage.estimate, stage.bounds, outputCharsLimit(stage.ceiling), settle, signal, translation, scrubberOf(route.channel));
   }
   // Every channel failed before an answer started: nothing billed. The message is read in the protocol of the last channel tried.
@@ -293,7 +296,7 @@ async function send(
     });
     traced?.answered(response.statusCode);
     if (response.statusCode >= 400) return { ok: false, failure: await statusFailure(response.statusCode, response.headers, response.body, scrubberOf(route.channel)) };
-    return { ok: true, value: { response, body: response.body, text: '' } };
+    return { ok: true, value: { response, body: response.body, text: '', json: null } };
   } catch (error) {
     return { ok: false, failure: classify(error, call) };
   }
