@@ -18,9 +18,8 @@ import pg from 'pg';
 import { gunzipSync } from 'node:zlib';
 import { BENCH_MODEL, benchConfig, Children, startUpstream, stop } from './children';
 import { accountWithKey, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
-import { processTree } from './proc';
 import { closedLoop, openLoop, type Target } from './loadgen';
-import { cpuMs } from './proc';
+import { cpuMs, processTree } from './proc';
 
 const { values: o } = parseArgs({ options: {
   rate: { type: 'string', default: '500' }, duration: { type: 'string', default: '20' }, warmup: { type: 'string', default: '3' }, mode: { type: 'string', default: 'postgres' },
