@@ -1,10 +1,14 @@
 /** A V8 `.cpuprofile` as the summaries read it, and the window of one timed run of `run.ts`. */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export interface CallFrame {
   functionName: string;
   url: string;
   lineNumber: number;
+  columnNumber?: number;
 }
 export interface ProfileNode {
   id: number;
@@ -22,6 +26,7 @@ export interface Profile {
 /** The profile, its nodes by id and each node's parent. */
 export function loadProfile(file: string) {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+  toSources(profile);
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -34,4 +39,29 @@ export function runWindow(resultsFile: string, run: string): [number, number] {
   const found = results.measurements.find((m) => m.name === run);
   if (!found) throw new Error(`no run ${run} in the results`);
   return found.monotonicUs;
+}
+
+/**
+ * The gateway runs as an esbuild bundle (dist/, bin/build.mjs), so its frames name bundle chunks
+ * (`dist/chunks/serve-….mjs:2810`). Each such frame is moved, through the chunk's source map, to the file,
+ * line and function it was built from (`src/upstream/json.ts`, `node_modules/pg/…`): areas and names then
+ * read as the sources do. Frames of files without a map are left as they are.
+ */
+function toSources(profile: Profile): void {
+  const maps = new Map<string, { map: SourceMap; dir: string } | null>();
+  for (const { callFrame: frame } of profile.nodes) {
+    if (!frame.url.startsWith('file://') || !frame.url.includes('/dist/')) continue;
+    let found = maps.get(frame.url);
+    if (found === undefined) {
+      const path = `${fileURLToPath(frame.url)}.map`;
+      found = existsSync(path) ? { map: new SourceMap(JSON.parse(readFileSync(path, 'utf8'))), dir: dirname(path) } : null;
+      maps.set(frame.url, found);
+    }
+    if (!found) continue;
+    const entry = found.map.findEntry(frame.lineNumber, frame.columnNumber ?? 0) as { originalSource?: string; originalLine?: number; name?: string };
+    if (!entry.originalSource) continue;
+    frame.url = pathToFileURL(resolve(found.dir, entry.originalSource)).href;
+    frame.lineNumber = entry.originalLine ?? frame.lineNumber;
+    if (!frame.functionName && entry.name) frame.functionName = entry.name;
+  }
 }
