@@ -41,6 +41,13 @@ export function runWindow(resultsFile: string, run: string): [number, number] {
   return found.monotonicUs;
 }
 
+/** Where a frame is, short: from its package (`node_modules/pg-protocol/src/parser.ts`, the innermost
+ * package of a nested one) or else from the repository's `src/` or `dist/`, then its line. */
+export function frameWhere(frame: CallFrame): string {
+  const short = frame.url.includes('/node_modules/') ? frame.url.replace(/^.*\/node_modules\//, 'node_modules/') : frame.url.replace(/^.*\/(src|dist)\//, '$1/');
+  return `${short.replace(/^node:internal\//, '')}:${frame.lineNumber + 1}`;
+}
+
 /**
  * The gateway runs as an esbuild bundle (dist/, bin/build.mjs), so its frames name bundle chunks
  * (`dist/chunks/serve-….mjs:2810`). Each such frame is moved, through the chunk's source map, to the file,

@@ -8,7 +8,7 @@
  *   node --import tsx bench/chat-overhead/long-tasks.ts FILE.cpuprofile --results DIR/results.json
  *        --run nonstream/c1/gateway [--min-ms 1] [--top 25] [--show 8]
  */
-import { loadProfile, runWindow, type CallFrame } from './cpuprofile';
+import { frameWhere, loadProfile, runWindow, type CallFrame } from './cpuprofile';
 
 function arg(name: string, fallback?: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -33,7 +33,7 @@ const window: [number, number] = arg('results') && arg('run') ? runWindow(arg('r
 
 const IGNORED = new Set(['(root)', '(program)', 'processTicksAndRejections', 'runMicrotasks', 'listOnTimeout', 'processTimers', '(anonymous)']);
 const label = (frame: CallFrame) =>
-  `${frame.functionName || '(anonymous)'}@${frame.url.replace(/^.*\/(node_modules|src|dist)\//, '$1/').replace(/^node:internal\//, '')}:${frame.lineNumber + 1}`;
+  `${frame.functionName || '(anonymous)'}@${frameWhere(frame)}`;
 
 /** The frames of a sample's stack, leaf first, each once. */
 function stack(id: number): string[] {

@@ -9,7 +9,7 @@
  * and module loading are left out): run.ts records each run's CLOCK_MONOTONIC window, the clock
  * of the profile's timestamps.
  */
-import { loadProfile, runWindow, type CallFrame } from './cpuprofile';
+import { frameWhere, loadProfile, runWindow, type CallFrame } from './cpuprofile';
 
 const file = process.argv[2];
 if (!file) {
@@ -56,7 +56,7 @@ for (const [id, us] of selfUs) {
   const n = byId.get(id)!;
   const a = area(n.callFrame);
   byArea.set(a, (byArea.get(a) ?? 0) + us);
-  const name = `${n.callFrame.functionName || '(anonymous)'}  ${n.callFrame.url.replace(/^.*\/(node_modules|src)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
+  const name = `${n.callFrame.functionName || '(anonymous)'}  ${frameWhere(n.callFrame)}`;
   byFunction.set(name, (byFunction.get(name) ?? 0) + us);
 }
 
@@ -116,7 +116,7 @@ if (callersIndex !== -1) {
     const chain: string[] = [];
     for (let cur = parent.get(id); cur !== undefined && chain.length < Number(process.env.CALLER_DEPTH ?? 6); cur = parent.get(cur)) {
       const frame = byId.get(cur)!.callFrame;
-      chain.push(`${frame.functionName || '(anonymous)'}@${frame.url.replace(/^.*\/(node_modules|src)\//, '$1/').replace(/^node:internal\//, '')}:${frame.lineNumber + 1}`);
+      chain.push(`${frame.functionName || '(anonymous)'}@${frameWhere(frame)}`);
     }
     const key = chain.join(' < ');
     chains.set(key, (chains.get(key) ?? 0) + us);

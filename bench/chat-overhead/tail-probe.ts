@@ -115,15 +115,16 @@ async function main() {
     const receiver = o.spans ? await spanReceiver() : null;
     if (receiver) Object.assign(extraEnv, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '500', OTEL_BSP_MAX_QUEUE_SIZE: '20000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2000' });
     // --pin: as side-by-side.ts, the gateway alone on core 1, this process, the upstream and the run's Postgres backends on core 0.
-    if (o.pin) execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+    const toCore0 = (pid: number) => execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
+    if (o.pin) toCore0(process.pid);
     const gw = await startGateway({ root: ROOT, children, name: 'gateway', core: o.pin ? '1' : null, mode: o.mode as StorageMode, workDir: work, configPath,
       adminToken: ADMIN, databaseUrl: db?.url, redisUrl: process.env.REDIS_URL, logLevel: 'info', nodeFlags: o['gateway-flags'].split(' ').filter(Boolean), env: extraEnv });
     // PROJECTIONS=external: a `gateway projections run` worker beside it, as side-by-side.ts's gateway-external.
     if (extraEnv.PROJECTIONS === 'external') await children.start('projections', null, [...gw.node, 'projections', 'run'], gw.env, /applying the log/);
     // --pin, embedded mode: the gateway's own server inherited core 1; it goes to core 0 as side-by-side.ts does.
-    if (o.pin && gw.databasePid) for (const { pid } of processTree(gw.databasePid)) execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
+    if (o.pin && gw.databasePid) for (const { pid } of processTree(gw.databasePid)) toCore0(pid);
     const key = await accountWithKey(gw.origin, ADMIN, 'probe');
-    if (o.pin && db) await pinBackends(db.url, db.name, (pid) => execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' }));
+    if (o.pin && db) await pinBackends(db.url, db.name, toCore0);
     const target: Target = { origin: gw.origin, path: '/v1/chat/completions', stream: false,
       headers: () => ({ 'content-type': 'application/json', authorization: `Bearer ${key}` }),
       body: JSON.stringify({ model: BENCH_MODEL, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 16 }) };
