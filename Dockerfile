@@ -46,4 +46,4 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
 # gateway finishes the requests in flight, for up to SHUTDOWN_GRACE_S, before it exits: give it
 # more than that before the SIGKILL (`docker run --stop-timeout`, Compose's stop_grace_period), and
 # run it with `--init` (Compose: `init: true`) so that PID 1 is an init that forwards signals.
-CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "--single-threaded-gc", "bin/gateway.mjs", "serve"]
+CMD ["node", "--max-semi-space-size=16", "--heap-growing-percent=50", "--single-threaded-gc", "bin/gateway.mjs", "serve"]

@@ -16,7 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BENCH_MODEL, benchConfig } from '../chat-overhead/children';
+import { BENCH_MODEL, benchConfig, npmStartFlags } from '../chat-overhead/children';
 import { memMb } from '../chat-overhead/proc';
 
 const { values } = parseArgs({
@@ -42,7 +42,7 @@ const simulator = spawn('taskset', ['-c', '0', process.execPath, '--import', 'ts
 process.on('exit', () => simulator.kill('SIGTERM'));
 
 async function start(): Promise<ChildProcess> {
-  const child = spawn('taskset', ['-c', '1', process.execPath, '--max-semi-space-size=4', '--heap-growing-percent=50', 'bin/gateway.mjs', 'serve'], {
+  const child = spawn('taskset', ['-c', '1', process.execPath, ...npmStartFlags(process.cwd()), 'bin/gateway.mjs', 'serve'], {
     env: { ...process.env, PORT: values.port, HOST: '127.0.0.1', LOG_LEVEL: 'warn', GATEWAY_CONFIG: configPath },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
