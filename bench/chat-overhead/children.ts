@@ -1,12 +1,17 @@
 /**
  * The benchmarks' child processes (simulator, targets): pinned to a core with `taskset`, their output in a
  * log file, ready once their stdout says so; the gateway config and node flags they run with. Shared by run.ts,
- * side-by-side.ts and bench/ledger-scale/cold-start.ts; run by hand, never by CI.
+ * side-by-side.ts, sizing.ts, tail-probe.ts and bench/ledger-scale/cold-start.ts; run by hand, never by CI.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+
+/** Moves a running process, every thread of it, to one core (`taskset -a -p`). */
+export function pinToCore(pid: number, core: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', core, String(pid)], { stdio: 'ignore' });
+}
 
 export async function freePort(): Promise<number> {
   const server = createServer();

@@ -10,7 +10,7 @@ import type { ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { type Children, freePort, gatewayEnv, npmStartFlags } from './children';
+import { type Children, freePort, gatewayEnv, npmStartFlags, pinToCore } from './children';
 
 export type StorageMode = 'postgres' | 'embedded';
 
@@ -117,10 +117,10 @@ export async function backendPids(databaseUrl: string, name: string): Promise<nu
 }
 
 /** Pins the Postgres backends serving database `name` to a core (the load core, as issue 35's run had them). */
-export async function pinBackends(databaseUrl: string, name: string, pin: (pid: number) => void): Promise<void> {
+export async function pinBackends(databaseUrl: string, name: string, core: string): Promise<void> {
   for (const pid of await backendPids(databaseUrl, name)) {
     try {
-      pin(pid);
+      pinToCore(pid, core);
     } catch {
       /* gone */
     }

@@ -7,6 +7,7 @@
  *   node --import tsx bench/chat-overhead/passthrough-compare.ts [--duration 6] [--warmup 2]
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { pinToCore } from './children';
 import { closedLoop, type Target } from './loadgen';
 
 const arg = (name: string, fallback: string) => {
@@ -35,7 +36,7 @@ const cpuMs = (pid: number) => {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 };
 
-execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+pinToCore(process.pid, '0');
 const sim = await start('0', ['bench/chat-overhead/simulator.ts', '--port', String(SIM_PORT)], /listening on/);
 const pass = await start('1', ['bench/chat-overhead/passthrough.ts', '--port', String(PASS_PORT), '--upstream', `http://127.0.0.1:${SIM_PORT}`], /listening on/);
 const body = (stream: boolean) => JSON.stringify({ model: 'bench-mini', messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], ...(stream ? { stream: true } : {}) });

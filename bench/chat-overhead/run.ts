@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { cpuMs, cpuSplitMs, machineBusyMs, memMb, threadCpuMs } from './proc';
-import { BENCH_MODEL, benchConfig, Children, freePort, gatewayEnv, npmStartFlags, stop } from './children';
+import { BENCH_MODEL, benchConfig, Children, freePort, gatewayEnv, npmStartFlags, pinToCore, stop } from './children';
 import { closedLoop, openLoop, type RunResult, type Target } from './loadgen';
 
 // ---------------------------------------------------------------- options
@@ -62,10 +62,6 @@ const dbName = `bench_chat_${STAMP.replace('-', '_')}_${process.pid}`;
 
 const log = (...parts: unknown[]) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
 const selected = (name: string) => !ONLY || ONLY.test(name);
-
-function pin(pid: number, core: string) {
-  execFileSync('taskset', ['-a', '-p', '-c', core, String(pid)], { stdio: 'ignore' });
-}
 
 /** Files under src/, config/, bin/ modified after `since` (ms): the gateway code must not change during a run. */
 function changedSince(since: number): string[] {
@@ -197,7 +193,7 @@ export interface Summary {
 async function main() {
   mkdirSync(OUT, { recursive: true });
   if (cpus().length < 2) throw new Error('needs at least 2 cores (gateway on core 1, everything else on core 0)');
-  pin(process.pid, LOAD_CORE);
+  pinToCore(process.pid, LOAD_CORE);
   log(`output: ${OUT}`);
   const startedAt = new Date().toISOString();
   const startedMs = Date.now();
@@ -262,7 +258,7 @@ async function main() {
     const pinBackends = async () => {
       for (const pid of await pgBackends()) {
         try {
-          pin(pid, LOAD_CORE);
+          pinToCore(pid, LOAD_CORE);
         } catch {
           /* a backend that just ended */
         }

@@ -27,12 +27,12 @@
  * its per-response times (its `response` event), which are not rounded.
  * Prints Markdown tables (side-by-side-report.ts); writes results.json (the setup and every row) in --out.
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { BENCH_MODEL, benchConfig, Children, freePort, npmStartFlags, startUpstream, stop, type UpstreamKind } from './children';
+import { BENCH_MODEL, benchConfig, Children, freePort, npmStartFlags, pinToCore, startUpstream, stop, type UpstreamKind } from './children';
 import { measured } from './cpu-per-call';
 import { accountWithKey, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
 import { closedLoop, openLoop, stats, type Target } from './loadgen';
@@ -73,7 +73,6 @@ interface AutocannonInstance extends Promise<{ non2xx: number; errors: number; t
 const autocannon = LOADGENS.includes('autocannon') ? (peers('autocannon') as (opts: Record<string, unknown>) => AutocannonInstance) : null;
 
 const log = (...parts: unknown[]) => process.stderr.write(`[side-by-side ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
-const pin = (pid: number, core: string) => execFileSync('taskset', ['-a', '-p', '-c', core, String(pid)], { stdio: 'ignore' });
 
 const processes = new Children(ROOT, OUT);
 const start = processes.start.bind(processes);
@@ -148,7 +147,7 @@ async function withLoadgen(ep: Endpoint, s: Scenario, durationMs: number): Promi
 
 async function main() {
   mkdirSync(OUT, { recursive: true });
-  pin(process.pid, LOAD_CORE);
+  pinToCore(process.pid, LOAD_CORE);
   log(`output ${OUT}; upstream ${UPSTREAM}; gateways at LOG_LEVEL=${LOG_LEVEL} with node ${[...npmStartFlags(ROOT), ...GATEWAY_FLAGS].join(' ')}`);
   const needsPostgres = TARGETS.some((t) => t === 'gateway' || t === 'gateway-external');
   const db = needsPostgres ? await freshDatabase(PG_ADMIN_URL, 'bench_sbs') : null;
@@ -183,13 +182,13 @@ async function main() {
       // The embedded default's own server inherited the gateway's core: it goes to the load core, as the
       // Postgres mode's backends do (its new backends fork from the postmaster and inherit that), and its CPU
       // is counted beside the gateway's.
-      if (gw.databasePid) for (const { pid } of processTree(gw.databasePid)) pin(pid, LOAD_CORE);
+      if (gw.databasePid) for (const { pid } of processTree(gw.databasePid)) pinToCore(pid, LOAD_CORE);
       // Every Postgres gateway uses the same account; an embedded one, one in its own DATA_DIR.
       const key = mode === 'postgres' && gatewayKey ? gatewayKey : await accountWithKey(gw.origin, ADMIN_TOKEN, 'side-by-side');
       if (mode === 'postgres') {
         gatewayKey = key;
         // Postgres backends serving this database go to the load core, as the issue's setup had them.
-        await pinBackends(db!.url, db!.name, (pid) => pin(pid, LOAD_CORE));
+        await pinBackends(db!.url, db!.name, LOAD_CORE);
       }
       return { child: gw.child, worker, companionPid: worker?.pid ?? gw.databasePid, endpoint: { origin: gw.origin, headers: { authorization: `Bearer ${key}` } } };
     };

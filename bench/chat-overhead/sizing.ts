@@ -10,12 +10,11 @@
  *                    [--stream] [--timeout 10] [--upstream simulator|fixed] [--log-level info] [--pin]
  *                    [--database-url URL] [--redis-url URL] [--json FILE] [--out DIR]
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BENCH_MODEL, benchConfig, Children, npmStartFlags, startUpstream, stop, type UpstreamKind } from './children';
+import { BENCH_MODEL, benchConfig, Children, npmStartFlags, pinToCore, startUpstream, stop, type UpstreamKind } from './children';
 import { HAS_PROC, measured } from './cpu-per-call';
 import { accountWithKey, backendPids, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
 import { closedLoop, openLoop, type RunResult, type Target } from './loadgen';
@@ -107,7 +106,7 @@ async function main(): Promise<void> {
   if (o.pin && cpus().length < 2) throw new Error('--pin needs at least 2 cores');
   const work = o.out ? resolve(o.out) : mkdtempSync(join(tmpdir(), 'gateway-bench-'));
   mkdirSync(work, { recursive: true });
-  if (LOAD_CORE) execFileSync('taskset', ['-a', '-p', '-c', LOAD_CORE, String(process.pid)], { stdio: 'ignore' });
+  if (LOAD_CORE) pinToCore(process.pid, LOAD_CORE);
   const children = new Children(ROOT, work);
   let db: Awaited<ReturnType<typeof freshDatabase>> | null = null;
   process.on('SIGINT', () => {
@@ -129,10 +128,9 @@ async function main(): Promise<void> {
       adminToken: ADMIN_TOKEN, databaseUrl: db?.url, redisUrl: REDIS_URL, logLevel: o['log-level'],
     });
     const key = await accountWithKey(gw.origin, ADMIN_TOKEN, 'bench');
-    const pinToLoad = (pid: number) => execFileSync('taskset', ['-a', '-p', '-c', LOAD_CORE!, String(pid)], { stdio: 'ignore' });
-    if (db && LOAD_CORE) await pinBackends(db.url, db.name, pinToLoad);
+    if (db && LOAD_CORE) await pinBackends(db.url, db.name, LOAD_CORE);
     // The embedded default's own server inherited the gateway's core; pinned, it goes beside the simulator.
-    if (gw.databasePid && LOAD_CORE) for (const { pid } of processTree(gw.databasePid)) pinToLoad(pid);
+    if (gw.databasePid && LOAD_CORE) for (const { pid } of processTree(gw.databasePid)) pinToCore(pid, LOAD_CORE);
     log(`gateway ${gw.origin} (${MODE}${gw.databasePid ? ` on its own Postgres server, pid ${gw.databasePid}` : ''}, LOG_LEVEL=${o['log-level']}, pid ${gw.child.pid}); upstream ${o.upstream} ${upstream.url}; logs in ${work}`);
 
     const target = (origin: string, auth: string, stream: boolean): Target => ({

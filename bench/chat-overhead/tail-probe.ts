@@ -8,7 +8,6 @@
  *   DATABASE_URL=… REDIS_URL=… node --import tsx bench/chat-overhead/tail-probe.ts [--rate 500] [--duration 20]
  *        [--connections N] [--pin] [--spans] [--mode postgres|embedded] [--gateway-flags=…] [--env K=V,…]
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -16,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { gunzipSync } from 'node:zlib';
-import { BENCH_MODEL, benchConfig, Children, startUpstream, stop } from './children';
+import { BENCH_MODEL, benchConfig, Children, pinToCore, startUpstream, stop } from './children';
 import { accountWithKey, freshDatabase, pinBackends, startGateway, type StorageMode } from './gateway-target';
 import { closedLoop, openLoop, type Target } from './loadgen';
 import { cpuMs, processTree } from './proc';
@@ -115,16 +114,15 @@ async function main() {
     const receiver = o.spans ? await spanReceiver() : null;
     if (receiver) Object.assign(extraEnv, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '500', OTEL_BSP_MAX_QUEUE_SIZE: '20000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2000' });
     // --pin: as side-by-side.ts, the gateway alone on core 1, this process, the upstream and the run's Postgres backends on core 0.
-    const toCore0 = (pid: number) => execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
-    if (o.pin) toCore0(process.pid);
+    if (o.pin) pinToCore(process.pid, '0');
     const gw = await startGateway({ root: ROOT, children, name: 'gateway', core: o.pin ? '1' : null, mode: o.mode as StorageMode, workDir: work, configPath,
       adminToken: ADMIN, databaseUrl: db?.url, redisUrl: process.env.REDIS_URL, logLevel: 'info', nodeFlags: o['gateway-flags'].split(' ').filter(Boolean), env: extraEnv });
     // PROJECTIONS=external: a `gateway projections run` worker beside it, as side-by-side.ts's gateway-external.
     if (extraEnv.PROJECTIONS === 'external') await children.start('projections', null, [...gw.node, 'projections', 'run'], gw.env, /applying the log/);
     // --pin, embedded mode: the gateway's own server inherited core 1; it goes to core 0 as side-by-side.ts does.
-    if (o.pin && gw.databasePid) for (const { pid } of processTree(gw.databasePid)) toCore0(pid);
+    if (o.pin && gw.databasePid) for (const { pid } of processTree(gw.databasePid)) pinToCore(pid, '0');
     const key = await accountWithKey(gw.origin, ADMIN, 'probe');
-    if (o.pin && db) await pinBackends(db.url, db.name, toCore0);
+    if (o.pin && db) await pinBackends(db.url, db.name, '0');
     const target: Target = { origin: gw.origin, path: '/v1/chat/completions', stream: false,
       headers: () => ({ 'content-type': 'application/json', authorization: `Bearer ${key}` }),
       body: JSON.stringify({ model: BENCH_MODEL, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], max_tokens: 16 }) };

@@ -11,12 +11,12 @@
  *
  *   DATABASE_URL=postgres://… node --import tsx bench/ledger-scale/cold-start.ts --key sk-… [--starts 3]
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BENCH_MODEL, benchConfig, npmStartFlags } from '../chat-overhead/children';
+import { BENCH_MODEL, benchConfig, npmStartFlags, pinToCore } from '../chat-overhead/children';
 import { memMb } from '../chat-overhead/proc';
 
 const { values } = parseArgs({
@@ -37,7 +37,7 @@ writeFileSync(
   configPath,
   JSON.stringify(benchConfig(simUrl)),
 );
-execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+pinToCore(process.pid, '0');
 const simulator = spawn('taskset', ['-c', '0', process.execPath, '--import', 'tsx', 'bench/chat-overhead/simulator.ts', '--port', values['sim-port']!], { stdio: 'ignore' });
 process.on('exit', () => simulator.kill('SIGTERM'));
 
